@@ -1,0 +1,46 @@
+// Pure formatting of the environment report (no DOM): what the page says about the device.
+
+export function formatBytes(n) {
+  const units = ["B", "KiB", "MiB", "GiB", "TiB"];
+  let value = n;
+  let unit = 0;
+  while (value >= 1024 && unit < units.length - 1) {
+    value /= 1024;
+    unit += 1;
+  }
+  return unit === 0 ? `${value} B` : `${Number(value.toPrecision(4))} ${units[unit]}`;
+}
+
+// Facts about the selected device, as [label, value] pairs in display order.
+export function deviceFacts(device) {
+  if (device.kind === "cpu") {
+    return [
+      ["Device", "CPU path (WebAssembly)"],
+      ["Runs on", device.host],
+      ["Instruction set", device.architecture],
+      ["Memory ceiling", formatBytes(device.max_buffer_size)],
+    ];
+  }
+  return [
+    ["Device", `WebGPU: ${device.name}${device.software ? " (software adapter)" : ""}`],
+    ["Vendor", device.vendor || "not reported"],
+    ["Architecture", device.architecture || "not reported"],
+    ["Reached through", device.host],
+    ["Max buffer size", formatBytes(device.max_buffer_size)],
+    ["Max storage binding", formatBytes(device.max_storage_binding)],
+    ["shader-f16", device.features.includes("shader-f16") ? "yes" : "no"],
+  ];
+}
+
+// Facts about the engine; a wheel that disagrees with build.json is reported, not hidden.
+export function engineFacts(report, build, readyMs) {
+  const check = report.cpu_check;
+  return [
+    ["Engine version", report.engine_version],
+    ["Build manifest", build.engine_version === report.engine_version ? "matches the installed engine" : `MISMATCH: build.json says ${build.engine_version}`],
+    ["Python", `${report.python}, ${report.environment}`],
+    ["Pyodide", build.tools.pyodide],
+    ["CPU path self-check", `add ${check.add_sha256.slice(0, 16)}…, sum ${check.sum}`],
+    ["Ready in", `${(readyMs / 1000).toFixed(2)} s`],
+  ];
+}

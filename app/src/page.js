@@ -1,0 +1,51 @@
+// DOM rendering of the start-up state; the only module that touches the document.
+
+import { deviceFacts, engineFacts } from "./format.js";
+
+const STAGES = 4;
+
+function fillFacts(list, facts) {
+  list.replaceChildren();
+  for (const [label, value] of facts) {
+    const dt = document.createElement("dt");
+    dt.textContent = label;
+    const dd = document.createElement("dd");
+    dd.textContent = value;
+    list.append(dt, dd);
+  }
+}
+
+export function showStage(index, label) {
+  document.getElementById("progress").value = index;
+  document.getElementById("progress-text").textContent = `${label} (${index + 1}/${STAGES})`;
+}
+
+export function showReady({ build, report }, readyMs) {
+  const selected = report.selected;
+  const device = selected.device;
+  document.getElementById("loading").hidden = true;
+  document.getElementById("device-line").textContent = selected.reason;
+  fillFacts(document.getElementById("device-facts"), deviceFacts(device));
+  fillFacts(document.getElementById("engine-facts"), engineFacts(report, build, readyMs));
+  document.getElementById("device").hidden = false;
+  document.getElementById("engine").hidden = false;
+  if (selected.cpu_fallback) {
+    const banner = document.getElementById("banner");
+    banner.textContent = `${selected.reason}. `;
+    const link = document.createElement("a");
+    link.href = "limits.html#cpu-path";
+    link.textContent = "What this means: Honest limits";
+    banner.append(link);
+    banner.hidden = false;
+  }
+  document.body.dataset.device = device.kind;
+  document.body.dataset.state = build.engine_version === report.engine_version ? "ready" : "error";
+}
+
+export function showError(error) {
+  document.getElementById("loading").hidden = true;
+  const box = document.getElementById("error");
+  box.textContent = `Scellis could not start: ${error && error.message ? error.message : error}`;
+  box.hidden = false;
+  document.body.dataset.state = "error";
+}

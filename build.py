@@ -1,0 +1,260 @@
+"""Build the static Scellis app into dist/, incrementally and reproducibly; serve it.
+
+    python build.py            build what is stale
+    python build.py serve      build what is stale, then serve dist/ on 127.0.0.1
+    python build.py clean      remove build/ and dist/
+
+Steps, in order: the CPU-path module (wasm/*.c -> scellis_cpu.wasm, zig cc), the scellis
+wheel (hatchling; it carries the module and the WGSL sources), Pyodide (from node_modules),
+the app bundle (esbuild), and dist/build.json (every shipped file's SHA-256, tool versions,
+engine version). A step runs only when the hash of its inputs changed or an output is gone.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+ROOT = Path(__file__).resolve().parent
+BUILD = ROOT / "build"
+DIST = ROOT / "dist"
+NODE_MODULES = ROOT / "node_modules"
+WASM_OUT = BUILD / "wasm" / "scellis_cpu.wasm"
+WASM_FLAGS = ["--target=wasm32-freestanding", "-O3", "-msimd128", "-nostdlib", "-Wl,--no-entry"]
+WARNINGS = ["-Wall", "-Wextra", "-Werror"]
+PYODIDE_FILES = ["pyodide.mjs", "pyodide.asm.mjs", "pyodide.asm.wasm", "python_stdlib.zip", "pyodide-lock.json"]
+APP_STATIC = ["index.html", "limits.html", "style.css"]
+SETUP_HINT = "run `scripts/setup` (it installs everything the build needs)"
+
+sys.path.insert(0, str(ROOT / "py"))
+
+
+class BuildError(SystemExit):
+    """A build failure with a message that says what is wrong and how to fix it."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(f"build.py: {message}")
+
+
+def sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def files_under(folder: Path, pattern: str = "*") -> list[Path]:
+    return sorted(p for p in folder.rglob(pattern) if p.is_file() and "__pycache__" not in p.parts)
+
+
+def run(cmd: list[str], what: str) -> str:
+    done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise BuildError(f"{what} failed (exit {done.returncode}): {' '.join(cmd)}\n{done.stdout}{done.stderr}")
+    return done.stdout
+
+
+# -- tools -------------------------------------------------------------------------------
+
+
+def npm_version(package: str) -> str:
+    manifest = NODE_MODULES / package / "package.json"
+    if not manifest.is_file():
+        raise BuildError(f"npm package {package!r} is missing from {NODE_MODULES}: run `npm ci`, or {SETUP_HINT}")
+    return json.loads(manifest.read_text())["version"]
+
+
+def python_tool(module: str, pip_name: str) -> None:
+    import importlib.util
+
+    if importlib.util.find_spec(module) is None:
+        raise BuildError(
+            f"{pip_name} is not installed in {sys.executable}: {SETUP_HINT}, "
+            f"or `pip install -r requirements-dev.txt` in the project's venv"
+        )
+
+
+def tool_versions() -> dict[str, str]:
+    """The version of every tool whose output lands in dist/, checked to be present."""
+    from importlib.metadata import version
+
+    python_tool("ziglang", "ziglang")
+    python_tool("hatchling", "hatchling")
+    if shutil.which("node") is None:
+        raise BuildError("node is not on PATH (esbuild needs it): `apt-get install -y nodejs npm`, or " + SETUP_HINT)
+    return {
+        "python": sys.version.split()[0],
+        "zig": run([sys.executable, "-m", "ziglang", "version"], "zig version").strip(),
+        "hatchling": version("hatchling"),
+        "esbuild": npm_version("esbuild"),
+        "pyodide": npm_version("pyodide"),
+    }
+
+
+# -- steps -------------------------------------------------------------------------------
+
+
+@dataclass
+class Step:
+    """One build step: rerun when the fingerprint of its inputs changes or an output is missing."""
+
+    name: str
+    inputs: Callable[[], list[Path]]
+    outputs: Callable[[], list[Path]]
+    action: Callable[[], None]
+    config: str
+
+    def fingerprint(self) -> str:
+        digest = hashlib.sha256(self.config.encode())
+        for path in self.inputs():
+            digest.update(f"\0{path.relative_to(ROOT)}\0{sha256(path)}".encode())
+        return digest.hexdigest()
+
+    def stale(self) -> bool:
+        stamp = BUILD / "stamps" / self.name
+        outputs = self.outputs()
+        return (
+            not outputs
+            or not all(p.is_file() for p in outputs)
+            or not stamp.is_file()
+            or stamp.read_text() != self.fingerprint()
+        )
+
+    def run(self) -> None:
+        self.action()
+        stamp = BUILD / "stamps" / self.name
+        stamp.parent.mkdir(parents=True, exist_ok=True)
+        stamp.write_text(self.fingerprint())
+
+
+def build_wasm() -> None:
+    WASM_OUT.parent.mkdir(parents=True, exist_ok=True)
+    sources = [str(p.relative_to(ROOT)) for p in files_under(ROOT / "wasm", "*.c")]
+    # The output's file name ends up in the module, so it is always the same path.
+    run([sys.executable, "-m", "ziglang", "cc", *WASM_FLAGS, *WARNINGS, *sources, "-o", str(WASM_OUT)], "zig cc")
+
+
+def wheel_path() -> Path | None:
+    wheels = sorted((BUILD / "wheel").glob("scellis-*.whl"))
+    return wheels[0] if len(wheels) == 1 else None
+
+
+def wheel_outputs() -> list[Path]:
+    built = wheel_path()
+    return [built, DIST / built.name] if built else []
+
+
+def build_wheel() -> None:
+    shutil.rmtree(BUILD / "wheel", ignore_errors=True)
+    out = BUILD / "wheel"
+    # PEP 517 hook called directly (-P: this folder's build.py must not shadow anything).
+    hook = f"from hatchling.build import build_wheel; build_wheel({str(out)!r})"
+    run([sys.executable, "-P", "-c", hook], "wheel build (hatchling)")
+    for dist_wheel in DIST.glob("scellis-*.whl"):
+        dist_wheel.unlink()
+    built = wheel_path()
+    if built is None:
+        raise BuildError(f"wheel build left {sorted(p.name for p in out.iterdir())} in {out}, expected one wheel")
+    DIST.mkdir(exist_ok=True)
+    shutil.copy2(built, DIST / built.name)
+
+
+def build_pyodide() -> None:
+    target = DIST / "pyodide"
+    shutil.rmtree(target, ignore_errors=True)
+    target.mkdir(parents=True)
+    for name in PYODIDE_FILES:
+        shutil.copyfile(NODE_MODULES / "pyodide" / name, target / name)
+
+
+def build_app() -> None:
+    DIST.mkdir(exist_ok=True)
+    esbuild = NODE_MODULES / ".bin" / "esbuild"
+    run(
+        [str(esbuild), "app/main.js", "--bundle", "--format=esm", "--target=es2022", "--minify",
+         "--legal-comments=none", f"--outfile={DIST / 'app.js'}"],
+        "esbuild",
+    )
+    for name in APP_STATIC:
+        shutil.copyfile(ROOT / "app" / name, DIST / name)
+    shutil.copyfile(WASM_OUT, DIST / WASM_OUT.name)
+
+
+def write_manifest(tools: dict[str, str]) -> None:
+    from scellis import __version__
+    from scellis.engine import engine_files, engine_version
+
+    engine = engine_files()
+    shipped = [p for p in files_under(DIST) if p.name != "build.json"]
+    wheel = next(p for p in shipped if p.suffix == ".whl")
+    manifest = {
+        "format": "scellis.build/1",
+        "package_version": __version__,
+        "engine_version": engine_version(__version__, engine),
+        "engine_files": engine,
+        "wheel": wheel.name,
+        "tools": tools,
+        "files": {str(p.relative_to(DIST)): {"sha256": sha256(p), "bytes": p.stat().st_size} for p in shipped},
+    }
+    (DIST / "build.json").write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n")
+
+
+def package_sources() -> list[Path]:
+    return [ROOT / "pyproject.toml", ROOT / "README.md", ROOT / "hatch_build.py", *files_under(ROOT / "py", "*.py")]
+
+
+def steps(tools: dict[str, str]) -> list[Step]:
+    pyodide_dir = NODE_MODULES / "pyodide"
+    return [
+        Step("wasm", lambda: files_under(ROOT / "wasm"), lambda: [WASM_OUT], build_wasm,
+             f"{tools['zig']} {WASM_FLAGS}"),
+        Step("wheel", lambda: [*package_sources(), *files_under(ROOT / "wgsl"), WASM_OUT],
+             wheel_outputs, build_wheel,
+             f"hatchling {tools['hatchling']}"),
+        Step("pyodide", lambda: [pyodide_dir / "package.json"],
+             lambda: [DIST / "pyodide" / n for n in PYODIDE_FILES], build_pyodide, " ".join(PYODIDE_FILES)),
+        Step("app", lambda: [*files_under(ROOT / "app"), ROOT / "package-lock.json", WASM_OUT],
+             lambda: [DIST / "app.js", DIST / WASM_OUT.name, *(DIST / n for n in APP_STATIC)], build_app,
+             f"esbuild {tools['esbuild']}"),
+    ]
+
+
+def build() -> list[str]:
+    """Bring dist/ up to date; return the names of the steps that ran."""
+    tools = tool_versions()
+    ran = []
+    for step in steps(tools):
+        if step.stale():
+            print(f"[build] {step.name} ...", flush=True)
+            step.run()
+            ran.append(step.name)
+    if ran or not (DIST / "build.json").is_file():
+        write_manifest(tools)
+        ran.append("manifest")
+    engine = json.loads((DIST / "build.json").read_text())["engine_version"]
+    print(f"[build] dist/ is up to date (engine {engine}; ran: {', '.join(ran) or 'nothing'})", flush=True)
+    return ran
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="build.py", description=__doc__.split("\n\n")[0])
+    parser.add_argument("command", nargs="?", default="build", choices=["build", "serve", "clean"])
+    parser.add_argument("--port", type=int, default=8000, help="serve: port on 127.0.0.1 (0 picks a free one)")
+    args = parser.parse_args(argv)
+    if args.command == "clean":
+        shutil.rmtree(BUILD, ignore_errors=True)
+        shutil.rmtree(DIST, ignore_errors=True)
+        return
+    build()
+    if args.command == "serve":
+        from scellis.serve import serve
+
+        serve(DIST, port=args.port)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,77 @@
+"""The `scellis` command: `scellis info` (devices here) and `scellis serve` (the app)."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+CHECKOUT = Path(__file__).resolve().parents[2]
+
+
+def info(args: argparse.Namespace) -> int:
+    from scellis.runtime.report import environment_report
+
+    report = asyncio.run(environment_report(check=args.check))
+    if args.json:
+        print(json.dumps(report, indent=1))
+        return 0
+    print(f"scellis {report['package_version']}  engine {report['engine_version']}  ({report['environment']}, {report['python']})")
+    print("devices:")
+    for line in report["device_lines"]:
+        print(f"  - {line}")
+    selected = report["selected"]
+    print(f"selected: {selected['reason']}")
+    if args.check:
+        check = report["cpu_check"]
+        print(f"cpu check ({check['host']}, n={check['n']}): add {check['add_sha256'][:16]}  sum {check['sum']!r}")
+    return 0
+
+
+def _checkout_build() -> object | None:
+    """build.py of the source checkout this package runs from, if it does."""
+    script = CHECKOUT / "build.py"
+    if not script.is_file():
+        return None
+    spec = importlib.util.spec_from_file_location("scellis_build", script)
+    module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+    spec.loader.exec_module(module)  # type: ignore[union-attr]
+    return module
+
+
+def serve(args: argparse.Namespace) -> int:
+    from scellis.serve import serve as serve_dist
+
+    dist = args.dist
+    if dist is None:
+        build = _checkout_build()
+        if build is None:
+            print("scellis serve: not in a source checkout; pass --dist DIR (a built dist/ folder)", file=sys.stderr)
+            return 2
+        build.build()  # type: ignore[attr-defined]
+        dist = build.DIST  # type: ignore[attr-defined]
+    serve_dist(Path(dist), host=args.host, port=args.port)
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="scellis", description="Scellis: training in the browser, on WebGPU or the CPU path.")
+    sub = parser.add_subparsers(dest="command", required=True)
+    p_info = sub.add_parser("info", help="list the devices this environment can use")
+    p_info.add_argument("--json", action="store_true", help="print the full report as JSON")
+    p_info.add_argument("--check", action="store_true", help="also run the CPU path's first kernels")
+    p_info.set_defaults(func=info)
+    p_serve = sub.add_parser("serve", help="build when stale (in a checkout) and serve the app")
+    p_serve.add_argument("--host", default="127.0.0.1")
+    p_serve.add_argument("--port", type=int, default=8000, help="0 picks a free port")
+    p_serve.add_argument("--dist", type=Path, default=None, help="serve this built dist/ instead of building")
+    p_serve.set_defaults(func=serve)
+    args = parser.parse_args(argv)
+    return args.func(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
