@@ -15,21 +15,29 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 ROOT = Path(__file__).resolve().parent
 BUILD = ROOT / "build"
 DIST = ROOT / "dist"
 NODE_MODULES = ROOT / "node_modules"
 WASM_OUT = BUILD / "wasm" / "scellis_cpu.wasm"
-WASM_FLAGS = ["--target=wasm32-freestanding", "-O3", "-msimd128", "-nostdlib", "-Wl,--no-entry"]
+# Debug info would embed the checkout's path; the name section (function names) stays.
+WASM_FLAGS = ["--target=wasm32-freestanding", "-O3", "-msimd128", "-nostdlib", "-Wl,--no-entry", "-Wl,--strip-debug"]
 WARNINGS = ["-Wall", "-Wextra", "-Werror"]
-PYODIDE_FILES = ["pyodide.mjs", "pyodide.asm.mjs", "pyodide.asm.wasm", "python_stdlib.zip", "pyodide-lock.json"]
+PYODIDE_FILES = [
+    "pyodide.mjs",
+    "pyodide.asm.mjs",
+    "pyodide.asm.wasm",
+    "python_stdlib.zip",
+    "pyodide-lock.json",
+]
 APP_STATIC = ["index.html", "limits.html", "style.css"]
 SETUP_HINT = "run `scripts/setup` (it installs everything the build needs)"
 
@@ -52,7 +60,7 @@ def files_under(folder: Path, pattern: str = "*") -> list[Path]:
 
 
 def run(cmd: list[str], what: str) -> str:
-    done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
+    done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, check=False)
     if done.returncode != 0:
         raise BuildError(f"{what} failed (exit {done.returncode}): {' '.join(cmd)}\n{done.stdout}{done.stderr}")
     return done.stdout
@@ -135,7 +143,10 @@ def build_wasm() -> None:
     WASM_OUT.parent.mkdir(parents=True, exist_ok=True)
     sources = [str(p.relative_to(ROOT)) for p in files_under(ROOT / "wasm", "*.c")]
     # The output's file name ends up in the module, so it is always the same path.
-    run([sys.executable, "-m", "ziglang", "cc", *WASM_FLAGS, *WARNINGS, *sources, "-o", str(WASM_OUT)], "zig cc")
+    run(
+        [sys.executable, "-m", "ziglang", "cc", *WASM_FLAGS, *WARNINGS, *sources, "-o", str(WASM_OUT)],
+        "zig cc",
+    )
 
 
 def wheel_path() -> Path | None:
@@ -175,8 +186,16 @@ def build_app() -> None:
     DIST.mkdir(exist_ok=True)
     esbuild = NODE_MODULES / ".bin" / "esbuild"
     run(
-        [str(esbuild), "app/main.js", "--bundle", "--format=esm", "--target=es2022", "--minify",
-         "--legal-comments=none", f"--outfile={DIST / 'app.js'}"],
+        [
+            str(esbuild),
+            "app/main.js",
+            "--bundle",
+            "--format=esm",
+            "--target=es2022",
+            "--minify",
+            "--legal-comments=none",
+            f"--outfile={DIST / 'app.js'}",
+        ],
         "esbuild",
     )
     for name in APP_STATIC:
@@ -184,18 +203,37 @@ def build_app() -> None:
     shutil.copyfile(WASM_OUT, DIST / WASM_OUT.name)
 
 
-def write_manifest(tools: dict[str, str]) -> None:
-    from scellis import __version__
-    from scellis.engine import engine_files, engine_version
+def engine_of_checkout() -> dict:
+    """Package version, engine version and engine files, as this checkout's own sources say.
 
-    engine = engine_files()
+    Asked in a fresh interpreter with only this checkout's py/ importable, so an already
+    imported or installed scellis (another checkout's) cannot answer instead.
+    """
+    script = (
+        "import json; from scellis import __version__ as v; from scellis.engine import engine_files, engine_version; "
+        "f = engine_files(); print(json.dumps({'package_version': v, 'engine_version': engine_version(v, f), "
+        "'engine_files': f}))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-P", "-c", script],
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT / "py")},
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if out.returncode != 0:
+        raise BuildError(f"computing the engine version failed:\n{out.stderr}")
+    return json.loads(out.stdout)
+
+
+def write_manifest(tools: dict[str, str]) -> None:
+    engine = engine_of_checkout()
     shipped = [p for p in files_under(DIST) if p.name != "build.json"]
     wheel = next(p for p in shipped if p.suffix == ".whl")
     manifest = {
         "format": "scellis.build/1",
-        "package_version": __version__,
-        "engine_version": engine_version(__version__, engine),
-        "engine_files": engine,
+        **engine,
         "wheel": wheel.name,
         "tools": tools,
         "files": {str(p.relative_to(DIST)): {"sha256": sha256(p), "bytes": p.stat().st_size} for p in shipped},
@@ -204,22 +242,45 @@ def write_manifest(tools: dict[str, str]) -> None:
 
 
 def package_sources() -> list[Path]:
-    return [ROOT / "pyproject.toml", ROOT / "README.md", ROOT / "hatch_build.py", *files_under(ROOT / "py", "*.py")]
+    return [
+        ROOT / "pyproject.toml",
+        ROOT / "README.md",
+        ROOT / "hatch_build.py",
+        *files_under(ROOT / "py", "*.py"),
+    ]
 
 
 def steps(tools: dict[str, str]) -> list[Step]:
     pyodide_dir = NODE_MODULES / "pyodide"
     return [
-        Step("wasm", lambda: files_under(ROOT / "wasm"), lambda: [WASM_OUT], build_wasm,
-             f"{tools['zig']} {WASM_FLAGS}"),
-        Step("wheel", lambda: [*package_sources(), *files_under(ROOT / "wgsl"), WASM_OUT],
-             wheel_outputs, build_wheel,
-             f"hatchling {tools['hatchling']}"),
-        Step("pyodide", lambda: [pyodide_dir / "package.json"],
-             lambda: [DIST / "pyodide" / n for n in PYODIDE_FILES], build_pyodide, " ".join(PYODIDE_FILES)),
-        Step("app", lambda: [*files_under(ROOT / "app"), ROOT / "package-lock.json", WASM_OUT],
-             lambda: [DIST / "app.js", DIST / WASM_OUT.name, *(DIST / n for n in APP_STATIC)], build_app,
-             f"esbuild {tools['esbuild']}"),
+        Step(
+            "wasm",
+            lambda: files_under(ROOT / "wasm"),
+            lambda: [WASM_OUT],
+            build_wasm,
+            f"{tools['zig']} {WASM_FLAGS}",
+        ),
+        Step(
+            "wheel",
+            lambda: [*package_sources(), *files_under(ROOT / "wgsl"), WASM_OUT],
+            wheel_outputs,
+            build_wheel,
+            f"hatchling {tools['hatchling']}",
+        ),
+        Step(
+            "pyodide",
+            lambda: [pyodide_dir / "package.json"],
+            lambda: [DIST / "pyodide" / n for n in PYODIDE_FILES],
+            build_pyodide,
+            " ".join(PYODIDE_FILES),
+        ),
+        Step(
+            "app",
+            lambda: [*files_under(ROOT / "app"), ROOT / "package-lock.json", WASM_OUT],
+            lambda: [DIST / "app.js", DIST / WASM_OUT.name, *(DIST / n for n in APP_STATIC)],
+            build_app,
+            f"esbuild {tools['esbuild']}",
+        ),
     ]
 
 

@@ -19,7 +19,8 @@ def info(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(report, indent=1))
         return 0
-    print(f"scellis {report['package_version']}  engine {report['engine_version']}  ({report['environment']}, {report['python']})")
+    where = f"{report['environment']}, {report['python']}"
+    print(f"scellis {report['package_version']}  engine {report['engine_version']}  ({where})")
     print("devices:")
     for line in report["device_lines"]:
         print(f"  - {line}")
@@ -27,7 +28,8 @@ def info(args: argparse.Namespace) -> int:
     print(f"selected: {selected['reason']}")
     if args.check:
         check = report["cpu_check"]
-        print(f"cpu check ({check['host']}, n={check['n']}): add {check['add_sha256'][:16]}  sum {check['sum']!r}")
+        add = check["add_sha256"][:16]
+        print(f"cpu check ({check['host']}, n={check['n']}): add {add}, sum {check['sum']!r}")
     return 0
 
 
@@ -49,7 +51,10 @@ def serve(args: argparse.Namespace) -> int:
     if dist is None:
         build = _checkout_build()
         if build is None:
-            print("scellis serve: not in a source checkout; pass --dist DIR (a built dist/ folder)", file=sys.stderr)
+            print(
+                "scellis serve: not in a source checkout; pass --dist DIR (a built dist/ folder)",
+                file=sys.stderr,
+            )
             return 2
         build.build()  # type: ignore[attr-defined]
         dist = build.DIST  # type: ignore[attr-defined]
@@ -58,7 +63,9 @@ def serve(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="scellis", description="Scellis: training in the browser, on WebGPU or the CPU path.")
+    parser = argparse.ArgumentParser(
+        prog="scellis", description="Scellis: training in the browser, on WebGPU or the CPU path."
+    )
     sub = parser.add_subparsers(dest="command", required=True)
     p_info = sub.add_parser("info", help="list the devices this environment can use")
     p_info.add_argument("--json", action="store_true", help="print the full report as JSON")

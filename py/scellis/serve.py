@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 import http.server
 from pathlib import Path
+from typing import ClassVar
 
 HEADERS = {
     "Cross-Origin-Opener-Policy": "same-origin",
@@ -29,7 +30,10 @@ TYPES = {
 
 
 class Handler(http.server.SimpleHTTPRequestHandler):
-    extensions_map = {**http.server.SimpleHTTPRequestHandler.extensions_map, **TYPES}
+    extensions_map: ClassVar[dict[str, str]] = {
+        **http.server.SimpleHTTPRequestHandler.extensions_map,
+        **TYPES,
+    }
 
     def end_headers(self) -> None:
         for name, value in HEADERS.items():
@@ -41,10 +45,12 @@ class Handler(http.server.SimpleHTTPRequestHandler):
             return
         super().log_message(format, *args)
 
-    quiet = False
+    quiet: ClassVar[bool] = False
 
 
-def make_server(dist: Path, host: str = "127.0.0.1", port: int = 8000, quiet: bool = False) -> http.server.ThreadingHTTPServer:
+def make_server(
+    dist: Path, host: str = "127.0.0.1", port: int = 8000, quiet: bool = False
+) -> http.server.ThreadingHTTPServer:
     """A server for `dist` (not yet serving); port 0 picks a free port."""
     if not (dist / "index.html").is_file():
         raise FileNotFoundError(f"{dist} holds no built app (no index.html): run `python build.py` first")
@@ -52,7 +58,9 @@ def make_server(dist: Path, host: str = "127.0.0.1", port: int = 8000, quiet: bo
     try:
         return http.server.ThreadingHTTPServer((host, port), handler)
     except OSError as err:
-        raise OSError(f"cannot listen on {host}:{port} ({err.strerror}); pass --port N, or --port 0 for a free port") from err
+        raise OSError(
+            f"cannot listen on {host}:{port} ({err.strerror}); pass --port N, or --port 0 for a free port"
+        ) from err
 
 
 def serve(dist: Path, host: str = "127.0.0.1", port: int = 8000) -> None:

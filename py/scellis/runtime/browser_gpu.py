@@ -13,7 +13,7 @@ def _browser() -> str:
     for brand in ("Edg/", "Chrome/", "Firefox/", "Safari/"):
         if brand in agent:
             name = {"Edg/": "Edge"}.get(brand, brand[:-1])
-            return f"{name} {agent.split(brand)[1].split(' ')[0]}"
+            return f"{name} {agent.split(brand)[1].split(' ', maxsplit=1)[0]}"
     return "browser"
 
 

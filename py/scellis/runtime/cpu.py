@@ -48,9 +48,7 @@ class CpuPath:
     def add_f32(self, a: bytes, b: bytes) -> bytes:
         """Elementwise a + b over little-endian float32 arrays of equal length."""
         if len(a) != len(b) or len(a) % F32:
-            raise ValueError(
-                f"add_f32 needs two float32 arrays of equal length, got {len(a)} and {len(b)} bytes"
-            )
+            raise ValueError(f"add_f32 needs two float32 arrays of equal length, got {len(a)} and {len(b)} bytes")
         pa, pb, po = self._place([len(a), len(b), len(a)])
         self.instance.write(pa, a)
         self.instance.write(pb, b)

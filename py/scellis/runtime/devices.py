@@ -94,9 +94,9 @@ def cpu_device(host: str) -> DeviceInfo:
 async def webgpu_devices() -> list[DeviceInfo]:
     """WebGPU adapters of this environment; empty when there is none."""
     if IN_BROWSER:
-        from scellis.runtime import browser_gpu  # noqa: PLC0415 - needs `js`
+        from scellis.runtime import browser_gpu
 
         return await browser_gpu.adapters()
-    from scellis.runtime import native_gpu  # noqa: PLC0415 - needs `wgpu`
+    from scellis.runtime import native_gpu
 
     return native_gpu.adapters()

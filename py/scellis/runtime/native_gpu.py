@@ -10,7 +10,7 @@ from scellis.runtime.devices import NATIVE_BACKENDS, DeviceInfo
 def adapters() -> list[DeviceInfo]:
     """Every adapter wgpu-py enumerates, native backends first."""
     try:
-        import wgpu  # noqa: PLC0415
+        import wgpu
     except ImportError:
         return []
     found = []

@@ -66,14 +66,14 @@ class BrowserInstance:
 
     @classmethod
     async def create(cls, module_bytes: bytes) -> BrowserInstance:
-        import js  # noqa: PLC0415 - only present in Pyodide
-        from pyodide.ffi import to_js  # noqa: PLC0415
+        import js
+        from pyodide.ffi import to_js
 
         result = await js.WebAssembly.instantiate(to_js(module_bytes))
         return cls(result.instance)
 
     def _view(self, offset: int, size: int) -> object:
-        import js  # noqa: PLC0415
+        import js
 
         return js.Uint8Array.new(self._memory.buffer, offset, size)
 

@@ -1,0 +1,121 @@
+"""build.py: dist/ is complete, described by build.json, reproducible and incremental."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+from buildtools import ROOT, load_build_script
+
+from scellis.engine import installed_engine_version
+
+
+def manifest(dist: Path) -> dict:
+    return json.loads((dist / "build.json").read_text())
+
+
+def test_build_json_lists_every_shipped_file_with_its_hash(dist: Path) -> None:
+    files = manifest(dist)["files"]
+    on_disk = {str(p.relative_to(dist)) for p in dist.rglob("*") if p.is_file()} - {"build.json"}
+    assert set(files) == on_disk
+    for name, entry in files.items():
+        data = (dist / name).read_bytes()
+        assert entry == {"sha256": hashlib.sha256(data).hexdigest(), "bytes": len(data)}, name
+
+
+def test_dist_holds_the_app_pyodide_wheel_and_cpu_module(dist: Path) -> None:
+    data = manifest(dist)
+    for name in [
+        "index.html",
+        "app.js",
+        "limits.html",
+        "scellis_cpu.wasm",
+        "pyodide/pyodide.mjs",
+        data["wheel"],
+    ]:
+        assert name in data["files"], name
+    assert data["tools"]["pyodide"] == "314.0.7"
+    assert set(data["tools"]) == {"python", "zig", "hatchling", "esbuild", "pyodide"}
+
+
+def test_wheel_carries_the_same_cpu_module_and_wgsl(dist: Path) -> None:
+    data = manifest(dist)
+    with zipfile.ZipFile(dist / data["wheel"]) as wheel:
+        names = wheel.namelist()
+        shipped = wheel.read("scellis/_assets/scellis_cpu.wasm")
+    assert hashlib.sha256(shipped).hexdigest() == data["files"]["scellis_cpu.wasm"]["sha256"]
+    wgsl = sorted(n.removeprefix("scellis/_assets/") for n in names if n.endswith(".wgsl"))
+    assert wgsl == sorted(f"wgsl/{p.name}" for p in (ROOT / "wgsl").glob("*.wgsl"))
+    assert not [n for n in names if "__pycache__" in n]
+
+
+def test_engine_version_agrees_with_the_installed_package(dist: Path) -> None:
+    data = manifest(dist)
+    assert data["engine_version"] == installed_engine_version()
+    assert data["engine_version"].startswith(data["package_version"] + "+")
+
+
+def test_second_build_does_nothing(build_script: ModuleType, dist: Path) -> None:
+    assert build_script.build() == []
+
+
+@pytest.fixture(scope="module")
+def fresh_copy(tmp_path_factory: pytest.TempPathFactory, dist: Path) -> Path:
+    """The tracked source, as a clean clone would have it, built from scratch."""
+    root = tmp_path_factory.mktemp("clone")
+    tracked = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, check=True).stdout
+    for name in tracked.decode().split("\0"):
+        if name and (ROOT / name).is_file():
+            (root / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(ROOT / name, root / name)
+    (root / "node_modules").symlink_to(ROOT / "node_modules")
+    done = subprocess.run([sys.executable, "build.py"], cwd=root, capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return root
+
+
+def test_clean_build_reproduces_build_json(fresh_copy: Path, dist: Path) -> None:
+    ours, theirs = manifest(dist), manifest(fresh_copy / "dist")
+    assert theirs == ours
+
+
+def test_changed_kernel_source_rebuilds_only_what_depends_on_it(fresh_copy: Path) -> None:
+    build = load_build_script(fresh_copy)
+    assert build.build() == []
+    source = fresh_copy / "wasm" / "elementwise.c"
+    source.write_text(source.read_text() + "\n/* changed */\n")
+    before = manifest(fresh_copy / "dist")["engine_version"]
+    # A comment compiles to the same module: nothing downstream reruns, the engine version stays.
+    assert build.build() == ["wasm", "manifest"]
+    assert manifest(fresh_copy / "dist")["engine_version"] == before
+    source.write_text(source.read_text().replace("out[i] = a[i] + b[i];", "out[i] = a[i] + b[i] + 1.0f;"))
+    assert build.build() == ["wasm", "wheel", "app", "manifest"]
+    assert manifest(fresh_copy / "dist")["engine_version"] != before
+
+
+def test_missing_npm_package_names_the_fix(build_script: ModuleType, tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setattr(build_script, "NODE_MODULES", tmp_path)
+    with pytest.raises(SystemExit, match=r"'pyodide' is missing .* run `npm ci`"):
+        build_script.npm_version("pyodide")
+
+
+def test_missing_python_tool_names_the_fix(build_script: ModuleType) -> None:
+    with pytest.raises(SystemExit, match=r"no-such-tool is not installed .*`scripts/setup`"):
+        build_script.python_tool("no_such_tool_module", "no-such-tool")
+
+
+def test_compiler_error_is_reported_with_its_output(fresh_copy: Path) -> None:
+    build = load_build_script(fresh_copy)
+    (fresh_copy / "wasm" / "broken.c").write_text("int broken(void) { return undeclared; }\n")
+    try:
+        with pytest.raises(SystemExit, match=r"zig cc failed[\s\S]*undeclared"):
+            build.build()
+    finally:
+        (fresh_copy / "wasm" / "broken.c").unlink()
