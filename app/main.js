@@ -1,14 +1,12 @@
 // Entry module: the only one that runs code on import.
 
 import { boot } from "./src/boot.js";
-import { showError, showReady, showStage } from "./src/page.js";
-
-const started = performance.now();
+import { showError, showReady, showStage, stagesSeen } from "./src/page.js";
 
 boot(showStage)
   .then((session) => {
-    const readyMs = performance.now() - started;
-    window.scellis = { ...session, readyMs };
+    const readyMs = performance.now(); // since navigation began
+    window.scellis = { ...session, readyMs, stages: stagesSeen };
     showReady(session, readyMs);
   })
   .catch((error) => {

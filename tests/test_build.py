@@ -8,13 +8,15 @@ import shutil
 import subprocess
 import sys
 import zipfile
+from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
 
 import pytest
-from buildtools import ROOT, load_build_script
 
 from scellis.engine import installed_engine_version
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def manifest(dist: Path) -> dict:
@@ -86,7 +88,9 @@ def test_clean_build_reproduces_build_json(fresh_copy: Path, dist: Path) -> None
     assert theirs == ours
 
 
-def test_changed_kernel_source_rebuilds_only_what_depends_on_it(fresh_copy: Path) -> None:
+def test_changed_kernel_source_rebuilds_only_what_depends_on_it(
+    fresh_copy: Path, load_build_script: Callable[[Path], ModuleType]
+) -> None:
     build = load_build_script(fresh_copy)
     assert build.build() == []
     source = fresh_copy / "wasm" / "elementwise.c"
@@ -111,7 +115,9 @@ def test_missing_python_tool_names_the_fix(build_script: ModuleType) -> None:
         build_script.python_tool("no_such_tool_module", "no-such-tool")
 
 
-def test_compiler_error_is_reported_with_its_output(fresh_copy: Path) -> None:
+def test_compiler_error_is_reported_with_its_output(
+    fresh_copy: Path, load_build_script: Callable[[Path], ModuleType]
+) -> None:
     build = load_build_script(fresh_copy)
     (fresh_copy / "wasm" / "broken.c").write_text("int broken(void) { return undeclared; }\n")
     try:

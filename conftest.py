@@ -1,0 +1,40 @@
+"""Fixtures shared by tests/ and e2e/: build.py as a module and an up-to-date dist/."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent
+
+
+def _load_build_script(root: Path) -> ModuleType:
+    """build.py of the checkout at `root`, as a module (it is a script, not part of the package)."""
+    spec = importlib.util.spec_from_file_location(f"build_{abs(hash(root))}", root / "build.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up while being defined
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="session")
+def load_build_script() -> Callable[[Path], ModuleType]:
+    return _load_build_script
+
+
+@pytest.fixture(scope="session")
+def build_script() -> ModuleType:
+    return _load_build_script(ROOT)
+
+
+@pytest.fixture(scope="session")
+def dist(build_script: ModuleType) -> Path:
+    """dist/, brought up to date once per test session (the build is incremental)."""
+    build_script.build()
+    return build_script.DIST

@@ -1,0 +1,69 @@
+"""Driving the app in Debian's Chromium: launch flags, start-up, and a record of every request.
+
+Every request to another origin than the app's is blocked and recorded.
+"""
+
+from __future__ import annotations
+
+import shutil
+from dataclasses import dataclass, field
+from urllib.parse import urlsplit
+
+from playwright.sync_api import Browser, Page, Playwright
+
+# Flags that work on these machines (DESIGN.md §9); WebGPU is added per variant.
+CHROMIUM_FLAGS = [
+    "--headless=new",
+    "--no-sandbox",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+WEBGPU_FLAG = "--enable-unsafe-webgpu"
+READY_TIMEOUT_MS = 180_000  # Pyodide's first start on a loaded 2-core machine
+
+
+def launch(playwright: Playwright, webgpu: bool) -> Browser:
+    chromium = shutil.which("chromium")
+    assert chromium, "Debian's chromium is required for e2e tests: run scripts/setup"
+    return playwright.chromium.launch(executable_path=chromium, args=CHROMIUM_FLAGS + ([WEBGPU_FLAG] if webgpu else []))
+
+
+@dataclass
+class LoadedApp:
+    """A page after start-up, with everything it asked the network for."""
+
+    browser: Browser
+    page: Page
+    requests: list[str] = field(default_factory=list)
+    blocked: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+
+    def session(self) -> dict:
+        return self.page.evaluate(
+            "() => ({report: window.scellis.report, build: window.scellis.build,"
+            " readyMs: window.scellis.readyMs, stages: window.scellis.stages})"
+        )
+
+
+def open_app(browser: Browser, base_url: str) -> LoadedApp:
+    page = browser.new_page()
+    app = LoadedApp(browser, page)
+    origin = urlsplit(base_url).netloc
+
+    def route(route_obj) -> None:
+        url = route_obj.request.url
+        app.requests.append(url)
+        if urlsplit(url).netloc != origin:
+            app.blocked.append(url)
+            route_obj.abort()
+        else:
+            route_obj.continue_()
+
+    page.route("**/*", route)
+    page.on("pageerror", lambda err: app.errors.append(str(err)))
+    page.goto(base_url)
+    page.wait_for_selector("body[data-state=ready], body[data-state=error]", timeout=READY_TIMEOUT_MS)
+    return app

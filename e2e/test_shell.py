@@ -1,0 +1,81 @@
+"""The app shell in headless Chromium: offline start, the device named, the CPU path equal to CPython's."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from appdriver import LoadedApp, open_app
+
+from scellis.assets import WASM_NAME, read_asset
+from scellis.runtime.cpu import CpuPath
+from scellis.runtime.devices import CPU_BANNER
+from scellis.runtime.selfcheck import first_kernels
+from scellis.runtime.wasm import WasmtimeInstance
+
+
+def variant(app: LoadedApp) -> str:
+    return app.page.evaluate("() => document.body.dataset.device")
+
+
+def test_starts_from_localhost_alone(loaded: LoadedApp) -> None:
+    assert loaded.page.evaluate("() => document.body.dataset.state") == "ready", loaded.page.inner_text("main")
+    assert loaded.blocked == []
+    assert any(url.endswith(".whl") for url in loaded.requests)
+    assert any(url.endswith("pyodide.asm.wasm") for url in loaded.requests)
+    assert loaded.errors == []
+
+
+def test_start_up_shows_its_stages(loaded: LoadedApp) -> None:
+    stages = loaded.session()["stages"]
+    assert [s["label"].split(" ")[0] for s in stages] == ["Reading", "Loading", "Installing", "Finding"]
+    assert [s["atMs"] for s in stages] == sorted(s["atMs"] for s in stages)
+    assert loaded.page.locator("#loading").is_hidden()
+
+
+def test_engine_version_is_the_builds(loaded: LoadedApp, dist: Path) -> None:
+    build = json.loads((dist / "build.json").read_text())
+    session = loaded.session()
+    assert session["report"]["engine_version"] == build["engine_version"]
+    assert build["engine_version"] in loaded.page.inner_text("#engine")
+    assert "matches the installed engine" in loaded.page.inner_text("#engine")
+
+
+def test_device_is_named(loaded: LoadedApp) -> None:
+    device_text = loaded.page.inner_text("#device")
+    banner = loaded.page.locator("#banner")
+    selected = loaded.session()["report"]["selected"]
+    if variant(loaded) == "webgpu":
+        assert "swiftshader" in device_text.lower()
+        assert "Max buffer size" in device_text and "Max storage binding" in device_text
+        assert selected["device"]["software"] is True
+        assert banner.is_hidden()
+    else:
+        assert selected["cpu_fallback"] is True
+        assert banner.is_visible()
+        assert banner.inner_text().startswith(CPU_BANNER)
+        assert "CPU path (WebAssembly)" in device_text
+
+
+def test_each_variant_is_what_its_flags_say(loaded: LoadedApp, request) -> None:
+    assert variant(loaded) == request.node.callspec.params["loaded"]
+
+
+def test_cpu_path_in_the_page_equals_cpython(loaded: LoadedApp) -> None:
+    in_page = loaded.session()["report"]["cpu_check"]
+    here = first_kernels(CpuPath(WasmtimeInstance(read_asset(WASM_NAME))))
+    assert in_page["host"] == "browser WebAssembly" and here["host"].startswith("wasmtime")
+    for key in ("n", "inputs_sha256", "add_sha256", "sum_sha256", "sum"):
+        assert in_page[key] == here[key], key
+
+
+def test_banner_links_to_honest_limits(loaded: LoadedApp, base_url: str) -> None:
+    if variant(loaded) != "cpu":
+        assert loaded.page.locator("#banner").is_hidden()
+        return
+    page = open_app(loaded.browser, base_url).page
+    page.click("#banner a")
+    page.wait_for_url("**/limits.html#cpu-path")
+    assert page.locator("h1").inner_text() == "Honest limits"
+    assert "4 GiB" in page.inner_text("#cpu-path")
+    page.close()

@@ -1,0 +1,39 @@
+"""`scellis info` in CPython: lavapipe through wgpu-py and the CPU path through wasmtime."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+from scellis.engine import installed_engine_version
+
+
+def run_info(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "scellis", "info", *args], capture_output=True, text=True, check=True, timeout=120
+    )
+
+
+def test_info_lists_lavapipe_and_the_cpu_path() -> None:
+    out = run_info().stdout
+    assert f"engine {installed_engine_version()}" in out
+    assert "via wgpu-py 0.32.0 (Vulkan)" in out and "llvmpipe" in out and "software adapter" in out
+    assert "CPU path (WebAssembly) via wasmtime 50.0.1; memory ceiling 4 GiB" in out
+    assert "selected: WebGPU adapter found: llvmpipe" in out
+
+
+def test_info_json_with_check_reports_the_cpu_kernels() -> None:
+    report = json.loads(run_info("--json", "--check").stdout)
+    kinds = [d["kind"] for d in report["devices"]]
+    assert kinds[0] == "webgpu" and kinds[-1] == "cpu"
+    assert report["devices"][0]["host"].endswith("(Vulkan)")
+    check = report["cpu_check"]
+    assert check["host"] == "wasmtime 50.0.1" and len(check["add_sha256"]) == 64
+
+
+def test_serve_outside_a_checkout_asks_for_dist(tmp_path, monkeypatch) -> None:
+    from scellis import cli
+
+    monkeypatch.setattr(cli, "CHECKOUT", tmp_path)
+    assert cli.main(["serve"]) == 2

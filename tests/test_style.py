@@ -1,0 +1,23 @@
+"""House style, enforced: ruff lint and format over the Python the project ships and tests."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def ruff(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "ruff", *args], cwd=ROOT, capture_output=True, text=True, check=False)
+
+
+def test_ruff_lint_is_clean() -> None:
+    done = ruff("check", ".")
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_ruff_format_is_clean() -> None:
+    done = ruff("format", "--check", ".")
+    assert done.returncode == 0, done.stdout + done.stderr
