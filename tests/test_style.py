@@ -1,4 +1,4 @@
-"""House style, enforced: ruff lint and format over the Python the project ships and tests."""
+"""House style, enforced: ruff lint and format over all Python here, mypy over the package."""
 
 from __future__ import annotations
 
@@ -20,4 +20,11 @@ def test_ruff_lint_is_clean() -> None:
 
 def test_ruff_format_is_clean() -> None:
     done = ruff("format", "--check", ".")
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_mypy_is_clean_on_the_package() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "mypy"], cwd=ROOT, capture_output=True, text=True, check=False, timeout=600
+    )
     assert done.returncode == 0, done.stdout + done.stderr

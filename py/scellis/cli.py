@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import importlib.util
 import json
+import subprocess
 import sys
 from pathlib import Path
 
@@ -33,31 +33,19 @@ def info(args: argparse.Namespace) -> int:
     return 0
 
 
-def _checkout_build() -> object | None:
-    """build.py of the source checkout this package runs from, if it does."""
-    script = CHECKOUT / "build.py"
-    if not script.is_file():
-        return None
-    spec = importlib.util.spec_from_file_location("scellis_build", script)
-    module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
-    spec.loader.exec_module(module)  # type: ignore[union-attr]
-    return module
-
-
 def serve(args: argparse.Namespace) -> int:
     from scellis.serve import serve as serve_dist
 
     dist = args.dist
     if dist is None:
-        build = _checkout_build()
-        if build is None:
-            print(
-                "scellis serve: not in a source checkout; pass --dist DIR (a built dist/ folder)",
-                file=sys.stderr,
-            )
+        script = CHECKOUT / "build.py"
+        if not script.is_file():
+            print("scellis serve: not in a source checkout; pass --dist DIR (a built dist/ folder)", file=sys.stderr)
             return 2
-        build.build()  # type: ignore[attr-defined]
-        dist = build.DIST  # type: ignore[attr-defined]
+        built = subprocess.run([sys.executable, str(script)], cwd=CHECKOUT, check=False)
+        if built.returncode != 0:
+            return built.returncode
+        dist = CHECKOUT / "dist"
     serve_dist(Path(dist), host=args.host, port=args.port)
     return 0
 
@@ -77,7 +65,8 @@ def main(argv: list[str] | None = None) -> int:
     p_serve.add_argument("--dist", type=Path, default=None, help="serve this built dist/ instead of building")
     p_serve.set_defaults(func=serve)
     args = parser.parse_args(argv)
-    return args.func(args)
+    status: int = args.func(args)
+    return status
 
 
 if __name__ == "__main__":

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import http.server
+import os
 from pathlib import Path
 from typing import ClassVar
 
@@ -30,10 +31,8 @@ TYPES = {
 
 
 class Handler(http.server.SimpleHTTPRequestHandler):
-    extensions_map: ClassVar[dict[str, str]] = {
-        **http.server.SimpleHTTPRequestHandler.extensions_map,
-        **TYPES,
-    }
+    def guess_type(self, path: str | os.PathLike[str]) -> str:
+        return TYPES.get(os.path.splitext(path)[1], super().guess_type(path))
 
     def end_headers(self) -> None:
         for name, value in HEADERS.items():

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import urllib.request
 
 from scellis.engine import installed_engine_version
 
@@ -37,3 +38,23 @@ def test_serve_outside_a_checkout_asks_for_dist(tmp_path, monkeypatch) -> None:
 
     monkeypatch.setattr(cli, "CHECKOUT", tmp_path)
     assert cli.main(["serve"]) == 2
+
+
+def test_scellis_serve_builds_and_serves_on_loopback() -> None:
+    with subprocess.Popen(
+        [sys.executable, "-m", "scellis", "serve", "--port", "0"], stdout=subprocess.PIPE, text=True
+    ) as server:
+        try:
+            lines = []
+            assert server.stdout is not None
+            for line in server.stdout:
+                lines.append(line)
+                if "served at" in line:
+                    break
+            url = lines[-1].split("served at ")[1].split()[0]
+            assert url.startswith("http://127.0.0.1:")
+            assert any("[build] dist/ is up to date" in line for line in lines)
+            with urllib.request.urlopen(url + "build.json", timeout=10) as response:
+                assert json.loads(response.read())["engine_version"] == installed_engine_version()
+        finally:
+            server.terminate()

@@ -61,11 +61,11 @@ class Selection:
 
 
 def _size(n: int) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if n < 1024 or unit == "TiB":
-            return f"{n:g} {unit}" if unit == "B" else f"{n:.4g} {unit}"
-        n /= 1024
-    raise AssertionError("unreachable")
+    """Bytes in binary units, 4 significant digits: 2147483648 -> '2 GiB'."""
+    value, unit = float(n), 0
+    while value >= 1024 and unit < 4:
+        value, unit = value / 1024, unit + 1
+    return f"{n} B" if unit == 0 else f"{value:.4g} {('KiB', 'MiB', 'GiB', 'TiB')[unit - 1]}"
 
 
 def select(devices: list[DeviceInfo]) -> Selection:

@@ -36,12 +36,16 @@ class WasmtimeInstance:
         self.host = f"wasmtime {version('wasmtime')}"
         self._store = wasmtime.Store(wasmtime.Engine())
         module = wasmtime.Module(self._store.engine, module_bytes)
-        self._instance = wasmtime.Instance(self._store, module, [])
-        self._exports = self._instance.exports(self._store)
-        self._memory = self._exports["memory"]
+        exports = wasmtime.Instance(self._store, module, []).exports(self._store)
+        memory = exports["memory"]
+        if not isinstance(memory, wasmtime.Memory):
+            raise TypeError(f"{WASM_NAME} must export a (non-shared) memory named 'memory'")
+        self._memory = memory
+        self._funcs = {e.name: exports[e.name] for e in module.exports if isinstance(e.type, wasmtime.FuncType)}
 
     def call(self, name: str, *args: int) -> int | float | None:
-        return self._exports[name](self._store, *args)
+        result = self._funcs[name](self._store, *args)  # type: ignore[operator]  # Func, by construction
+        return result if result is None or isinstance(result, int | float) else float(result)
 
     def read(self, offset: int, size: int) -> bytes:
         return bytes(self._memory.read(self._store, offset, offset + size))
@@ -50,7 +54,7 @@ class WasmtimeInstance:
         self._memory.write(self._store, data, offset)
 
     def memory_size(self) -> int:
-        return self._memory.data_len(self._store)
+        return int(self._memory.data_len(self._store))
 
     def grow(self, pages: int) -> None:
         self._memory.grow(self._store, pages)
