@@ -9,11 +9,17 @@ from scellis.runtime.devices import DeviceInfo
 
 
 def _browser() -> str:
+    """The browser's name and major version, from User-Agent Client Hints where offered."""
+    data = getattr(js.navigator, "userAgentData", None)
+    if data is not None and data is not jsnull:
+        brands = [(str(b.brand), str(b.version)) for b in data.brands if "Not" not in str(b.brand)]
+        named = [b for b in brands if b[0] != "Chromium"] or brands
+        if named:
+            return f"{named[0][0]} {named[0][1]}"
     agent = str(js.navigator.userAgent)
-    for brand in ("Edg/", "Chrome/", "Firefox/", "Safari/"):
-        if brand in agent:
-            name = {"Edg/": "Edge"}.get(brand, brand[:-1])
-            return f"{name} {agent.split(brand)[1].split(' ', maxsplit=1)[0]}"
+    for token, name in (("Firefox/", "Firefox"), ("Safari/", "Safari")):
+        if token in agent:
+            return f"{name} {agent.split(token)[1].split(' ', maxsplit=1)[0]}"
     return "browser"
 
 
