@@ -189,12 +189,13 @@ def build_app() -> None:
         [
             str(esbuild),
             "app/main.js",
+            "app/sw.js",
             "--bundle",
             "--format=esm",
             "--target=es2022",
             "--minify",
             "--legal-comments=none",
-            f"--outfile={DIST / 'app.js'}",
+            f"--outdir={DIST}",
         ],
         "esbuild",
     )
@@ -277,7 +278,7 @@ def steps(tools: dict[str, str]) -> list[Step]:
         Step(
             "app",
             lambda: [*files_under(ROOT / "app"), ROOT / "package-lock.json", WASM_OUT],
-            lambda: [DIST / "app.js", DIST / WASM_OUT.name, *(DIST / n for n in APP_STATIC)],
+            lambda: [DIST / "main.js", DIST / "sw.js", DIST / WASM_OUT.name, *(DIST / n for n in APP_STATIC)],
             build_app,
             f"esbuild {tools['esbuild']}",
         ),

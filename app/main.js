@@ -1,14 +1,30 @@
 // Entry module: the only one that runs code on import.
 
 import { boot } from "./src/boot.js";
-import { showError, showReady, showStage, stagesSeen } from "./src/page.js";
+import { showError, showOffline, showReady, showStage, stagesSeen } from "./src/page.js";
+
+// Registers the service worker and has it keep a copy of this build; resolves once the copy is whole.
+async function enableOffline(buildText) {
+  if (!("serviceWorker" in navigator)) return "not available in this browser";
+  await navigator.serviceWorker.register("sw.js");
+  const worker = (await navigator.serviceWorker.ready).active;
+  const answer = await new Promise((resolve) => {
+    const channel = new MessageChannel();
+    channel.port1.onmessage = (event) => resolve(event.data);
+    worker.postMessage({ type: "remember", build: buildText }, [channel.port2]);
+  });
+  if (!answer.ok) throw new Error(answer.error);
+  return "available: this site starts without a network after this visit";
+}
 
 boot(showStage)
   .then((session) => {
     const readyMs = performance.now(); // since navigation began
     window.scellis = { ...session, readyMs, stages: stagesSeen };
     showReady(session, readyMs);
+    return enableOffline(session.buildText).catch((error) => `not available (${error.message})`);
   })
+  .then((offline) => offline && showOffline(offline))
   .catch((error) => {
     console.error(error);
     showError(error);

@@ -9,7 +9,7 @@ import shutil
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
-from playwright.sync_api import Browser, Page, Playwright
+from playwright.sync_api import Browser, BrowserContext, Page, Playwright, Route
 
 # Flags that work on these machines (DESIGN.md §9); WebGPU is added per variant.
 CHROMIUM_FLAGS = [
@@ -35,7 +35,7 @@ def launch(playwright: Playwright, webgpu: bool) -> Browser:
 class LoadedApp:
     """A page after start-up, with everything it asked the network for."""
 
-    browser: Browser
+    context: BrowserContext
     page: Page
     requests: list[str] = field(default_factory=list)
     blocked: list[str] = field(default_factory=list)
@@ -48,12 +48,17 @@ class LoadedApp:
         )
 
 
+def wait_ready(page: Page) -> None:
+    page.wait_for_selector("body[data-state=ready], body[data-state=error]", timeout=READY_TIMEOUT_MS)
+
+
 def open_app(browser: Browser, base_url: str) -> LoadedApp:
-    page = browser.new_page()
-    app = LoadedApp(browser, page)
+    """A new browser context (no cache, no service worker yet) with the app started in it."""
+    context = browser.new_context()
+    app = LoadedApp(context, context.new_page())
     origin = urlsplit(base_url).netloc
 
-    def route(route_obj) -> None:
+    def route(route_obj: Route) -> None:
         url = route_obj.request.url
         app.requests.append(url)
         if urlsplit(url).netloc != origin:
@@ -62,8 +67,9 @@ def open_app(browser: Browser, base_url: str) -> LoadedApp:
         else:
             route_obj.continue_()
 
-    page.route("**/*", route)
-    page.on("pageerror", lambda err: app.errors.append(str(err)))
-    page.goto(base_url)
-    page.wait_for_selector("body[data-state=ready], body[data-state=error]", timeout=READY_TIMEOUT_MS)
+    # On the context, so the service worker's own requests are seen (and blocked) too.
+    context.route("**/*", route)
+    app.page.on("pageerror", lambda err: app.errors.append(str(err)))
+    app.page.goto(base_url)
+    wait_ready(app.page)
     return app

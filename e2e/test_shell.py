@@ -73,7 +73,7 @@ def test_banner_links_to_honest_limits(loaded: LoadedApp, base_url: str) -> None
     if variant(loaded) != "cpu":
         assert loaded.page.locator("#banner").is_hidden()
         return
-    page = open_app(loaded.browser, base_url).page
+    page = open_app(loaded.context.browser, base_url).page
     page.click("#banner a")
     page.wait_for_url("**/limits.html#cpu-path")
     assert page.locator("h1").inner_text() == "Honest limits"

@@ -36,7 +36,8 @@ def test_dist_holds_the_app_pyodide_wheel_and_cpu_module(dist: Path) -> None:
     data = manifest(dist)
     for name in [
         "index.html",
-        "app.js",
+        "main.js",
+        "sw.js",
         "limits.html",
         "scellis_cpu.wasm",
         "pyodide/pyodide.mjs",

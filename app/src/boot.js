@@ -6,17 +6,18 @@ from scellis.runtime.report import environment_report
 json.dumps(await environment_report(check=True))
 `;
 
-async function fetchJson(url) {
+async function fetchText(url) {
   const response = await fetch(url);
   if (!response.ok) throw new Error(`${url}: HTTP ${response.status}`);
-  return response.json();
+  return response.text();
 }
 
 // Runs each stage in order, reporting (index, label) before it starts.
 export async function boot(onStage) {
   const base = new URL(".", location.href);
   onStage(0, "Reading the build manifest…");
-  const build = await fetchJson(new URL("build.json", base));
+  const buildText = await fetchText(new URL("build.json", base));
+  const build = JSON.parse(buildText);
   onStage(1, `Loading Python (Pyodide ${build.tools.pyodide})…`);
   const pyodideModule = new URL("pyodide/pyodide.mjs", base).href;
   const { loadPyodide } = await import(pyodideModule);
@@ -25,5 +26,5 @@ export async function boot(onStage) {
   await pyodide.loadPackage(new URL(build.wheel, base).href, { messageCallback: () => {} });
   onStage(3, "Finding devices and checking the CPU path…");
   const report = JSON.parse(await pyodide.runPythonAsync(REPORT_PY));
-  return { build, report, pyodide };
+  return { build, buildText, report, pyodide };
 }

@@ -40,6 +40,7 @@ export function engineFacts(report, build, readyMs) {
     ["Build manifest", build.engine_version === report.engine_version ? "matches the installed engine" : `MISMATCH: build.json says ${build.engine_version}`],
     ["Python", `${report.python}, ${report.environment}`],
     ["Pyodide", build.tools.pyodide],
+    ["Cross-origin isolated", globalThis.crossOriginIsolated ? "yes (CPU-path workers can share memory)" : "no"],
     ["CPU path self-check", `add ${check.add_sha256.slice(0, 16)}…, sum ${check.sum}`],
     ["Ready in", `${(readyMs / 1000).toFixed(2)} s`],
   ];

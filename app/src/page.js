@@ -4,8 +4,8 @@ import { deviceFacts, engineFacts } from "./format.js";
 
 const STAGES = 4;
 
-function fillFacts(list, facts) {
-  list.replaceChildren();
+function fillFacts(list, facts, replace = true) {
+  if (replace) list.replaceChildren();
   for (const [label, value] of facts) {
     const dt = document.createElement("dt");
     dt.textContent = label;
@@ -45,6 +45,12 @@ export function showReady({ build, report }, readyMs) {
   }
   document.body.dataset.device = device.kind;
   document.body.dataset.state = build.engine_version === report.engine_version ? "ready" : "error";
+}
+
+export function showOffline(status) {
+  const list = document.getElementById("engine-facts");
+  fillFacts(list, [["Offline use", status]], false);
+  document.body.dataset.offline = status.startsWith("available") ? "yes" : "no";
 }
 
 export function showError(error) {
