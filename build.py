@@ -122,21 +122,26 @@ class Step:
             digest.update(f"\0{path.relative_to(ROOT)}\0{sha256(path)}".encode())
         return digest.hexdigest()
 
+    def record(self) -> dict[str, object]:
+        """What the step's stamp holds: its inputs' fingerprint and each output's hash."""
+        return {
+            "inputs": self.fingerprint(),
+            "outputs": {str(p.relative_to(ROOT)): sha256(p) for p in self.outputs() if p.is_file()},
+        }
+
     def stale(self) -> bool:
-        stamp = BUILD / "stamps" / self.name
+        """Inputs changed, or an output is missing or was modified since the step made it."""
+        stamp = BUILD / "stamps" / f"{self.name}.json"
         outputs = self.outputs()
-        return (
-            not outputs
-            or not all(p.is_file() for p in outputs)
-            or not stamp.is_file()
-            or stamp.read_text() != self.fingerprint()
-        )
+        if not outputs or not all(p.is_file() for p in outputs) or not stamp.is_file():
+            return True
+        return json.loads(stamp.read_text()) != self.record()
 
     def run(self) -> None:
         self.action()
-        stamp = BUILD / "stamps" / self.name
+        stamp = BUILD / "stamps" / f"{self.name}.json"
         stamp.parent.mkdir(parents=True, exist_ok=True)
-        stamp.write_text(self.fingerprint())
+        stamp.write_text(json.dumps(self.record(), indent=1, sort_keys=True))
 
 
 def build_wasm() -> None:
@@ -285,6 +290,17 @@ def steps(tools: dict[str, str]) -> list[Step]:
     ]
 
 
+def remove_strays(expected: set[Path]) -> list[str]:
+    """Delete files in dist/ that no step made (left by an older build), so nothing unlisted ships."""
+    strays = [p for p in files_under(DIST) if p not in expected and p.name != "build.json"]
+    for path in strays:
+        path.unlink()
+    for folder in sorted((p for p in DIST.rglob("*") if p.is_dir()), reverse=True):
+        if not any(folder.iterdir()):
+            folder.rmdir()
+    return [str(p.relative_to(DIST)) for p in strays]
+
+
 def build() -> list[str]:
     """Bring dist/ up to date; return the names of the steps that ran."""
     tools = tool_versions()
@@ -294,6 +310,11 @@ def build() -> list[str]:
             print(f"[build] {step.name} ...", flush=True)
             step.run()
             ran.append(step.name)
+    expected = {p for step in steps(tools) for p in step.outputs() if p.is_relative_to(DIST)}
+    strays = remove_strays(expected)
+    if strays:
+        print(f"[build] removed from dist/ (no step makes them): {', '.join(strays)}", flush=True)
+        ran.append("strays")
     if ran or not (DIST / "build.json").is_file():
         write_manifest(tools)
         ran.append("manifest")

@@ -126,3 +126,18 @@ def test_compiler_error_is_reported_with_its_output(
             build.build()
     finally:
         (fresh_copy / "wasm" / "broken.c").unlink()
+
+
+def test_modified_output_is_rebuilt_and_strays_are_removed(
+    fresh_copy: Path, load_build_script: Callable[[Path], ModuleType]
+) -> None:
+    build = load_build_script(fresh_copy)
+    assert build.build() == []
+    dist = fresh_copy / "dist"
+    original = (dist / "index.html").read_bytes()
+    (dist / "index.html").write_bytes(original + b"<!-- edited -->")
+    (dist / "leftover.js").write_text("old")
+    assert build.build() == ["app", "strays", "manifest"]
+    assert (dist / "index.html").read_bytes() == original
+    assert not (dist / "leftover.js").exists()
+    assert "leftover.js" not in manifest(dist)["files"]
