@@ -12,7 +12,6 @@ from pathlib import Path
 WASM_NAME = "scellis_cpu.wasm"
 
 _CHECKOUT = Path(__file__).resolve().parents[2]
-_CHECKOUT_PLACES = {WASM_NAME: _CHECKOUT / "build" / "wasm" / WASM_NAME}
 
 
 class AssetMissing(FileNotFoundError):
@@ -28,15 +27,13 @@ def read_asset(name: str) -> bytes:
     bundled = _bundled(name)
     if bundled.is_file():
         return bundled.read_bytes()
-    local = _CHECKOUT_PLACES.get(name)
-    if local is None and name.startswith("wgsl/"):
-        local = _CHECKOUT / name
-    if local is not None and local.is_file():
+    # In a checkout, sources sit where they are written and the module where build.py compiles it.
+    local = _CHECKOUT / "build" / "wasm" / name if name == WASM_NAME else _CHECKOUT / name
+    if local.is_file():
         return local.read_bytes()
     raise AssetMissing(
-        f"engine asset {name!r} not found in the installed package or the checkout"
-        + (f" (looked for {local})" if local else "")
-        + "; in a checkout, run `python build.py` first"
+        f"engine asset {name!r} is neither in the installed package nor at {local}; "
+        "in a checkout, run `python build.py` first"
     )
 
 

@@ -6,8 +6,6 @@ where free memory starts, and `CpuPath` places operands from there, 16-byte alig
 
 from __future__ import annotations
 
-import struct
-
 from scellis.runtime.wasm import PAGE, WasmInstance, instantiate
 
 ALIGN = 16
@@ -66,7 +64,3 @@ class CpuPath:
         self.instance.call("sc_sum_blocks_f32", px, n, pp, 0, blocks)
         self.instance.call("sc_sum_partials_f32", pp, blocks, po)
         return self.instance.read(po, F32)
-
-
-def f32_bytes(values: list[float]) -> bytes:
-    return struct.pack(f"<{len(values)}f", *values)
