@@ -141,3 +141,23 @@ def test_modified_output_is_rebuilt_and_strays_are_removed(
     assert (dist / "index.html").read_bytes() == original
     assert not (dist / "leftover.js").exists()
     assert "leftover.js" not in manifest(dist)["files"]
+
+
+def test_unpacked_wheel_is_self_contained(dist: Path, tmp_path: Path) -> None:
+    """What Pyodide installs works alone: assets from the wheel, the engine version of build.json."""
+    data = manifest(dist)
+    with zipfile.ZipFile(dist / data["wheel"]) as wheel:
+        wheel.extractall(tmp_path)
+    script = (
+        "import sys, asyncio, json; sys.path.insert(0, sys.argv[1]); import scellis;"
+        "assert scellis.__file__.startswith(sys.argv[1]), scellis.__file__;"
+        "from scellis.runtime.report import environment_report;"
+        "print(json.dumps(asyncio.run(environment_report(check=True))))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-P", "-c", script, str(tmp_path)], capture_output=True, text=True, check=False, cwd=tmp_path
+    )
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert report["engine_version"] == data["engine_version"]
+    assert report["cpu_check"]["n"] > 0
