@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 import http.server
 import os
+import sys
 from pathlib import Path
 from typing import ClassVar
 
@@ -47,6 +48,17 @@ class Handler(http.server.SimpleHTTPRequestHandler):
     quiet: ClassVar[bool] = False
 
 
+class DistServer(http.server.ThreadingHTTPServer):
+    """Threaded server that treats a browser closing mid-download as normal, not as an error."""
+
+    daemon_threads = True
+
+    def handle_error(self, request: object, client_address: object) -> None:
+        if isinstance(sys.exc_info()[1], ConnectionResetError | BrokenPipeError):
+            return
+        super().handle_error(request, client_address)  # type: ignore[arg-type]
+
+
 def make_server(
     dist: Path, host: str = "127.0.0.1", port: int = 8000, quiet: bool = False
 ) -> http.server.ThreadingHTTPServer:
@@ -55,7 +67,7 @@ def make_server(
         raise FileNotFoundError(f"{dist} holds no built app (no index.html): run `python build.py` first")
     handler = functools.partial(type("DistHandler", (Handler,), {"quiet": quiet}), directory=str(dist))
     try:
-        return http.server.ThreadingHTTPServer((host, port), handler)
+        return DistServer((host, port), handler)
     except OSError as err:
         raise OSError(
             f"cannot listen on {host}:{port} ({err.strerror}); pass --port N, or --port 0 for a free port"
