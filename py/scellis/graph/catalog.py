@@ -1,0 +1,389 @@
+"""The drawn ops: their ports, their parameters and how each lowers to IR. One source of truth: the
+validator checks against it, the IR is built from it, and the app's node palette is generated from it.
+
+Conventions: every op has one output port, `out`. Programs describe one example; the batch axis is
+axis 0 of every tensor, in front of the shapes a program states. `axis`/`axes` parameters count all
+axes, batch included (negative counts from the end); reshape, flatten, permute and slice act on the
+axes of one example and keep the batch axis.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from scellis.graph.lowering import Init, Lowering, Mode
+from scellis.graph.params import REQUIRED, Param
+from scellis.ops import DType, Node, Op, ShapeError, const, make
+from scellis.ops import defs as d
+from scellis.ops.build import add, cast, mul, reduce, reshape, scale, sub, unary, where
+
+Inputs = dict[str, Any]  # port -> Node, or list[Node] for ports taking several edges
+Lower = Callable[[Lowering, str, dict[str, Any], Inputs], Node]
+
+
+@dataclass(frozen=True)
+class Port:
+    name: str
+    kind: str  # "float", "int", "bool" or "any"
+    multiple: bool = False  # takes one or more edges, in edge order
+
+
+@dataclass(frozen=True)
+class OpSpec:
+    name: str
+    category: str
+    doc: str
+    inputs: tuple[Port, ...]
+    params: tuple[Param, ...]
+    lower: Lower
+
+    def describe(self) -> dict[str, Any]:
+        """JSON-ready, for the app's palette."""
+        return {
+            "name": self.name,
+            "category": self.category,
+            "doc": self.doc,
+            "inputs": [{"name": p.name, "kind": p.kind, "multiple": p.multiple} for p in self.inputs],
+            "outputs": [{"name": "out"}],
+            "params": [p.describe() for p in self.params],
+        }
+
+
+def _axis(axis: int, ndim: int) -> int:
+    if not -ndim <= axis < ndim:
+        raise ShapeError(f"axis {axis} is out of range for a tensor of {ndim} dimensions")
+    return axis % ndim
+
+
+def _axes(axes: tuple[int, ...] | None, ndim: int) -> tuple[int, ...]:
+    if axes is None:
+        return tuple(range(ndim))
+    normal = sorted({_axis(a, ndim) for a in axes})
+    if len(normal) != len(axes):
+        raise ShapeError(f"axes {list(axes)} name one axis twice")
+    return tuple(normal)
+
+
+# -- parameters shared by several ops ------------------------------------------------------------
+
+TRAINABLE = Param("trainable", "bool", True, doc="false freezes the node's parameters: no gradient work")
+BIAS = Param("bias", "bool", True, doc="add a learned bias")
+AXIS = Param("axis", "int", -1, doc="axis, batch axis included; negative counts from the end")
+REDUCTION = Param("reduction", "str", "mean", choices=("mean", "sum"), doc="mean or sum over the batch")
+
+
+def _fan_in_uniform(fan_in: int) -> Init:
+    return Init("uniform", 1 / math.sqrt(fan_in))
+
+
+# -- lowerings -----------------------------------------------------------------------------------
+
+
+def _input(ctx: Lowering, nid: str, p: dict[str, Any], x: Inputs) -> Node:
+    dtype = DType(p["dtype"])
+    role = d.Role.LABEL if p["role"] == "labels" else d.Role.DATA
+    return ctx.data(nid, role, dtype, p["shape"])
+
+
+def _linear(ctx: Lowering, nid: str, p: dict[str, Any], x: Inputs) -> Node:
+    inp = x["x"]
+    if len(inp.shape) < 2:
+        raise ShapeError(f"linear needs at least one feature axis after the batch axis, got {inp.shape}", 0)
+    fan_in = inp.shape[-1]
+    init = _fan_in_uniform(fan_in)
+    w = ctx.param(nid, "weight", (fan_in, p["features"]), init, p["trainable"])
+    out = make(Op.MATMUL, inp, w, arg=d.MatmulArg())
+    if p["bias"]:
+        out = add(out, ctx.param(nid, "bias", (p["features"],), init, p["trainable"]))
+    return out
+
+
+def _conv2d(ctx: Lowering, nid: str, p: dict[str, Any], x: Inputs) -> Node:
+    inp = x["x"]
+    if len(inp.shape) != 4:
+        raise ShapeError(f"conv2d needs NCHW input (batch, channels, height, width), got {inp.shape}", 0)
+    channels, groups = inp.shape[1], p["groups"]
+    if channels % groups or p["out_channels"] % groups:
+        raise ShapeError(f"groups={groups} must divide in_channels={channels} and out_channels={p['out_channels']}")
+    shape = (p["out_channels"], channels // groups, *p["kernel"])
+    init = _fan_in_uniform(math.prod(shape[1:]))
+    w = ctx.param(nid, "weight", shape, init, p["trainable"])
+    out = make(Op.CONV2D, inp, w, arg=d.ConvArg(p["stride"], p["padding"], p["dilation"], groups))
+    if p["bias"]:
+        b = ctx.param(nid, "bias", (p["out_channels"],), init, p["trainable"])
+        out = add(out, reshape(b, (1, p["out_channels"], 1, 1)))
+    return out
+
+
+def _pool(op: Op) -> Lower:
+    def lower(ctx: Lowering, nid: str, p: dict[str, Any], x: Inputs) -> Node:
+        stride = p["stride"] if p["stride"] is not None else p["kernel"]
+        return make(op, x["x"], arg=d.PoolArg(p["kernel"], stride, p["padding"]))
+
+    return lower
+
+
+def _unary(op: Op, arg: Callable[[dict[str, Any]], object] | None = None) -> Lower:
+    return lambda ctx, nid, p, x: make(op, x["x"], arg=arg(p) if arg else None)
+
+
+def _binary(op: Op) -> Lower:
+    return lambda ctx, nid, p, x: make(op, x["a"], x["b"])
+
+
+def _softmax(op: Op) -> Lower:
+    return lambda ctx, nid, p, x: make(op, x["x"], arg=d.AxisArg(_axis(p["axis"], len(x["x"].shape))))
+
+
+def _reduction(op: Op) -> Lower:
+    def lower(ctx: Lowering, nid: str, p: dict[str, Any], x: Inputs) -> Node:
+        axes = _axes(p["axes"], len(x["x"].shape))
+        return make(op, x["x"], arg=d.ReduceArg(axes, p["keepdims"], p.get("correction", 0)))
+
+    return lower
+
+
+def _normalize(x: Node, mean: Node, var: Node, eps: float) -> Node:
+    return mul(sub(x, mean), unary(Op.RSQRT, add(var, const(eps))))
+
+
+def _layer_norm(ctx: Lowering, nid: str, p: dict[str, Any], x: Inputs) -> Node:
+    inp, k = x["x"], p["normalized_dims"]
+    if k >= len(inp.shape):
+        raise ShapeError(f"normalized_dims={k} must leave the batch axis of {inp.shape}", 0)
+    axes = tuple(range(len(inp.shape) - k, len(inp.shape)))
+    mean = reduce(Op.MEAN, inp, axes, keepdims=True)
+    var = make(Op.VAR, inp, arg=d.ReduceArg(axes, True))
+    out = _normalize(inp, mean, var, p["eps"])
+    if p["affine"]:
+        shape = inp.shape[-k:]
+        out = mul(out, ctx.param(nid, "weight", shape, Init("ones"), p["trainable"]))
+        out = add(out, ctx.param(nid, "bias", shape, Init("zeros"), p["trainable"]))
+    return out
+
+
+def _batch_norm(ctx: Lowering, nid: str, p: dict[str, Any], x: Inputs) -> Node:
+    inp = x["x"]
+    if len(inp.shape) < 2:
+        raise ShapeError(f"batch_norm needs a channel axis (axis 1), got {inp.shape}", 0)
+    channels = inp.shape[1]
+    axes = tuple(i for i in range(len(inp.shape)) if i != 1)
+    stat_shape = tuple(channels if i == 1 else 1 for i in range(len(inp.shape)))
+    running_mean = ctx.state(nid, "running_mean", (channels,), Init("zeros"))
+    running_var = ctx.state(nid, "running_var", (channels,), Init("ones"))
+    if ctx.mode is Mode.TRAIN:
+        mean = reduce(Op.MEAN, inp, axes, keepdims=True)
+        var = make(Op.VAR, inp, arg=d.ReduceArg(axes, True))
+        count = math.prod(inp.shape[a] for a in axes)
+        m = p["momentum"]
+        unbiased = scale(reshape(var, (channels,)), count / max(count - 1, 1))
+        ctx.update_state(running_mean, add(scale(running_mean, 1 - m), scale(reshape(mean, (channels,)), m)))
+        ctx.update_state(running_var, add(scale(running_var, 1 - m), scale(unbiased, m)))
+    else:
+        mean, var = reshape(running_mean, stat_shape), reshape(running_var, stat_shape)
+    out = _normalize(inp, mean, var, p["eps"])
+    if p["affine"]:
+        gamma = ctx.param(nid, "weight", (channels,), Init("ones"), p["trainable"])
+        beta = ctx.param(nid, "bias", (channels,), Init("zeros"), p["trainable"])
+        out = add(mul(out, reshape(gamma, stat_shape)), reshape(beta, stat_shape))
+    return out
+
+
+def _dropout(ctx: Lowering, nid: str, p: dict[str, Any], x: Inputs) -> Node:
+    inp = x["x"]
+    if ctx.mode is Mode.EVAL or p["p"] == 0:
+        return inp
+    key, position, site = ctx.rng("dropout")
+    arg = d.RandomArg(d.Distribution.BERNOULLI, "dropout", site, inp.shape, p["p"])
+    keep = make(Op.RANDOM, key, position, arg=arg)
+    return where(keep, scale(inp, 1 / (1 - p["p"])), const(0.0))
+
+
+def _embedding(ctx: Lowering, nid: str, p: dict[str, Any], x: Inputs) -> Node:
+    table = ctx.param(nid, "weight", (p["num_embeddings"], p["dim"]), Init("normal", 1.0), p["trainable"])
+    return make(Op.GATHER, table, x["indices"])
+
+
+def _reshape(ctx: Lowering, nid: str, p: dict[str, Any], x: Inputs) -> Node:
+    inp, shape = x["x"], list(p["shape"])
+    per_example = math.prod(inp.shape[1:])
+    if shape.count(-1) > 1 or any(s == 0 or s < -1 for s in shape):
+        raise ShapeError(f"shape {shape} may hold one -1 and otherwise positive sizes")
+    if -1 in shape:
+        known = math.prod(s for s in shape if s != -1)
+        shape[shape.index(-1)] = per_example // known if per_example % known == 0 else 0
+    if math.prod(shape) != per_example or 0 in shape:
+        raise ShapeError(f"cannot reshape an example of shape {inp.shape[1:]} to {p['shape']}", 0)
+    return reshape(inp, (inp.shape[0], *shape))
+
+
+def _flatten(ctx: Lowering, nid: str, p: dict[str, Any], x: Inputs) -> Node:
+    inp = x["x"]
+    return reshape(inp, (inp.shape[0], math.prod(inp.shape[1:])))
+
+
+def _permute(ctx: Lowering, nid: str, p: dict[str, Any], x: Inputs) -> Node:
+    perm = p["perm"]
+    if sorted(perm) != list(range(len(x["x"].shape) - 1)):
+        raise ShapeError(f"perm {list(perm)} must order the {len(x['x'].shape) - 1} axes of one example")
+    return make(Op.PERMUTE, x["x"], arg=d.PermuteArg((0, *(a + 1 for a in perm))))
+
+
+def _slice(ctx: Lowering, nid: str, p: dict[str, Any], x: Inputs) -> Node:
+    inp = x["x"]
+    n = len(inp.shape) - 1
+    steps = p["steps"] if p["steps"] is not None else (1,) * n
+    if not len(p["starts"]) == len(p["stops"]) == len(steps) == n:
+        raise ShapeError(f"starts, stops and steps need one entry per axis of an example ({n})")
+    arg = d.SliceArg((0, *p["starts"]), (inp.shape[0], *p["stops"]), (1, *steps))
+    return make(Op.SLICE, inp, arg=arg)
+
+
+def _concat(ctx: Lowering, nid: str, p: dict[str, Any], x: Inputs) -> Node:
+    parts = x["xs"]
+    return make(Op.CONCAT, *parts, arg=d.AxisArg(_axis(p["axis"], len(parts[0].shape))))
+
+
+def _labels_fit(logits: Node, labels: Node) -> None:
+    if len(logits.shape) < 2 or labels.shape != logits.shape[:-1]:
+        raise ShapeError(
+            f"labels {labels.shape} must have the shape of logits {logits.shape} without the class axis", 1
+        )
+
+
+def _cross_entropy(ctx: Lowering, nid: str, p: dict[str, Any], x: Inputs) -> Node:
+    logits, labels = x["logits"], x["labels"]
+    _labels_fit(logits, labels)
+    last = len(logits.shape) - 1
+    log_p = make(Op.LOG_SOFTMAX, logits, arg=d.AxisArg(last))
+    hot = make(Op.ONE_HOT, labels, arg=d.ClassesArg(logits.shape[-1]))
+    picked = reduce(Op.SUM, mul(log_p, hot), (last,))
+    everything = tuple(range(len(picked.shape)))
+    return unary(Op.NEG, reduce(Op.MEAN if p["reduction"] == "mean" else Op.SUM, picked, everything))
+
+
+def _mse(ctx: Lowering, nid: str, p: dict[str, Any], x: Inputs) -> Node:
+    pred, target = x["pred"], x["target"]
+    if pred.shape != target.shape:
+        raise ShapeError(f"target {target.shape} must have the shape of pred {pred.shape}", 1)
+    diff = sub(pred, target)
+    return reduce(Op.MEAN if p["reduction"] == "mean" else Op.SUM, mul(diff, diff), tuple(range(len(pred.shape))))
+
+
+def _accuracy(ctx: Lowering, nid: str, p: dict[str, Any], x: Inputs) -> Node:
+    logits, labels = x["logits"], x["labels"]
+    _labels_fit(logits, labels)
+    predicted = make(Op.ARGMAX, logits, arg=d.AxisArg(len(logits.shape) - 1))
+    hits = cast(make(Op.EQUAL, predicted, labels), DType.F32)
+    return reduce(Op.MEAN, hits, tuple(range(len(hits.shape))))
+
+
+# -- the catalog ---------------------------------------------------------------------------------
+
+X = (Port("x", "float"),)
+AB = (Port("a", "float"), Port("b", "float"))
+KERNEL = Param("kernel", "pair", REQUIRED, low=1, doc="window size: an integer or [height, width]")
+
+
+UNARY_DOCS = {
+    Op.NEG: "-x",
+    Op.EXP: "e to the x",
+    Op.LOG: "natural logarithm",
+    Op.SQRT: "square root",
+    Op.RSQRT: "1 / square root",
+    Op.ABS: "absolute value",
+    Op.RELU: "max(x, 0)",
+    Op.TANH: "hyperbolic tangent",
+    Op.SIGMOID: "1 / (1 + e^-x)",
+}
+BINARY_DOCS = {
+    Op.ADD: "a + b",
+    Op.SUB: "a - b",
+    Op.MUL: "a * b",
+    Op.DIV: "a / b",
+    Op.POW: "a to the power b",
+    Op.MAXIMUM: "larger of a and b",
+    Op.MINIMUM: "smaller of a and b",
+}
+REDUCE_PARAMS = (
+    Param("axes", "axes", None, optional=True, doc="axes to reduce, batch axis included; null reduces all"),
+    Param("keepdims", "bool", False, doc="keep reduced axes with size 1"),
+)
+
+SPECS: tuple[OpSpec, ...] = (
+    OpSpec("input", "data", "a batch of the data set: features or labels", (), (
+        Param("shape", "ints", REQUIRED, low=1, doc="shape of one example (without the batch axis)"),
+        Param("dtype", "str", "float32", choices=("float32", "int32")),
+        Param("role", "str", "features", choices=("features", "labels")),
+    ), _input),
+    OpSpec("constant", "math", "a scalar constant", (), (Param("value", "float", REQUIRED),),
+          lambda ctx, nid, p, x: const(p["value"])),
+    OpSpec("linear", "layers", "x @ weight + bias", X, (
+        Param("features", "int", REQUIRED, low=1, doc="output features"), BIAS, TRAINABLE), _linear),
+    OpSpec("matmul", "math", "batched matrix product a @ b", AB, (),
+          lambda ctx, nid, p, x: make(Op.MATMUL, x["a"], x["b"], arg=d.MatmulArg())),
+    OpSpec("conv2d", "layers", "2-D convolution, NCHW", X, (
+        Param("out_channels", "int", REQUIRED, low=1), KERNEL,
+        Param("stride", "pair", 1, low=1), Param("padding", "pair", 0, low=0),
+        Param("dilation", "pair", 1, low=1), Param("groups", "int", 1, low=1), BIAS, TRAINABLE), _conv2d),
+    OpSpec("max_pool2d", "layers", "maximum over windows, NCHW", X, (
+        KERNEL, Param("stride", "pair", None, low=1, optional=True, doc="null: the kernel size"),
+        Param("padding", "pair", 0, low=0)), _pool(Op.MAX_POOL2D)),
+    OpSpec("avg_pool2d", "layers", "average over windows (padding counts as zeros), NCHW", X, (
+        KERNEL, Param("stride", "pair", None, low=1, optional=True, doc="null: the kernel size"),
+        Param("padding", "pair", 0, low=0)), _pool(Op.AVG_POOL2D)),
+    *(OpSpec(op.value, "math", doc, AB, (), _binary(op)) for op, doc in BINARY_DOCS.items()),
+    OpSpec("less", "math", "a < b, elementwise (bool)", AB, (), _binary(Op.LESS)),
+    OpSpec("equal", "math", "a == b, elementwise (bool)", AB, (), _binary(Op.EQUAL)),
+    OpSpec("where", "math", "a where cond, else b", (Port("cond", "bool"), *AB), (),
+          lambda ctx, nid, p, x: where(x["cond"], x["a"], x["b"])),
+    *(OpSpec(op.value, "activations" if op in (Op.RELU, Op.TANH, Op.SIGMOID) else "math", doc, X, (), _unary(op))
+      for op, doc in UNARY_DOCS.items()),
+    OpSpec("leaky_relu", "activations", "x, or alpha * x below zero", X,
+          (Param("alpha", "float", 0.01, low=0),), _unary(Op.LEAKY_RELU, lambda p: d.LeakyReluArg(p["alpha"]))),
+    OpSpec("gelu", "activations", "Gaussian error linear unit", X,
+          (Param("approximate", "str", "tanh", choices=("tanh", "none"), doc="tanh form or exact erf form"),),
+          _unary(Op.GELU, lambda p: d.GeluArg(p["approximate"]))),
+    OpSpec("softmax", "activations", "normalised exponentials along an axis", X, (AXIS,), _softmax(Op.SOFTMAX)),
+    OpSpec("log_softmax", "activations", "log of softmax, computed stably", X, (AXIS,), _softmax(Op.LOG_SOFTMAX)),
+    OpSpec("layer_norm", "normalization", "normalise over the last axes, then scale and shift", X, (
+        Param("normalized_dims", "int", 1, low=1, doc="how many trailing axes are normalised"),
+        Param("eps", "float", 1e-5, low=0), Param("affine", "bool", True), TRAINABLE), _layer_norm),
+    OpSpec("batch_norm", "normalization", "normalise each channel (axis 1) over the batch", X, (
+        Param("momentum", "float", 0.1, low=0, high=1, doc="weight of the batch in the running statistics"),
+        Param("eps", "float", 1e-5, low=0), Param("affine", "bool", True), TRAINABLE), _batch_norm),
+    OpSpec("dropout", "regularization", "zero each value with probability p in training (scaled by 1/(1-p))", X,
+          (Param("p", "float", 0.5, low=0, high=0.99),), _dropout),
+    OpSpec("embedding", "layers", "rows of a learned table, picked by integer indices", (Port("indices", "int"),), (
+        Param("num_embeddings", "int", REQUIRED, low=1), Param("dim", "int", REQUIRED, low=1), TRAINABLE), _embedding),
+    OpSpec("reshape", "shape", "same values, new shape per example (one size may be -1)", X,
+          (Param("shape", "ints", REQUIRED, low=-1),), _reshape),
+    OpSpec("flatten", "shape", "one axis per example", X, (), _flatten),
+    OpSpec("permute", "shape", "reorder the axes of each example", X,
+           (Param("perm", "ints", REQUIRED, low=0),), _permute),
+    OpSpec("concat", "shape", "join along an axis, inputs in edge order", (Port("xs", "float", multiple=True),),
+          (AXIS,), _concat),
+    OpSpec("slice", "shape", "a strided window of each example", X, (
+        Param("starts", "ints", REQUIRED, low=0), Param("stops", "ints", REQUIRED, low=1),
+        Param("steps", "ints", None, low=1, optional=True, doc="null: all 1")), _slice),
+    OpSpec("sum", "reductions", "sum over axes", X, REDUCE_PARAMS, _reduction(Op.SUM)),
+    OpSpec("mean", "reductions", "mean over axes", X, REDUCE_PARAMS, _reduction(Op.MEAN)),
+    OpSpec("max", "reductions", "maximum over axes", X, REDUCE_PARAMS, _reduction(Op.MAX)),
+    OpSpec("var", "reductions", "variance over axes", X,
+          (*REDUCE_PARAMS, Param("correction", "int", 0, low=0, doc="divide by n - correction")), _reduction(Op.VAR)),
+    OpSpec("cross_entropy", "losses", "softmax cross-entropy of logits against integer labels",
+          (Port("logits", "float"), Port("labels", "int")), (REDUCTION,), _cross_entropy),
+    OpSpec("mse", "losses", "mean squared error", (Port("pred", "float"), Port("target", "float")), (REDUCTION,), _mse),
+    OpSpec("accuracy", "metrics", "share of examples whose largest logit is the label",
+          (Port("logits", "float"), Port("labels", "int")), (), _accuracy),
+)  # fmt: skip
+
+CATALOG: dict[str, OpSpec] = {spec.name: spec for spec in SPECS}
+
+
+def palette() -> list[dict[str, Any]]:
+    """Every drawn op, described for the app (one source of truth for the editor and the engine)."""
+    return [spec.describe() for spec in SPECS]

@@ -1,0 +1,90 @@
+"""What a drawn node turns into: the context the catalog's lowering functions build IR nodes in.
+
+It hands out the IR inputs a node needs (its parameters, running statistics, random keys) under
+stable names (`<node id>.<name>`), and records how each parameter is initialised, so the same
+context serves validation (types only), the training step, evaluation and parameter init.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+from scellis.ops import DType, Node
+from scellis.ops.defs import Role
+from scellis.ops.node import input_node
+
+
+class Mode(enum.Enum):
+    TRAIN = "train"  # dropout draws masks, batch norm uses and updates batch statistics
+    EVAL = "eval"  # dropout is the identity, batch norm uses its running statistics
+
+
+@dataclass(frozen=True)
+class Init:
+    """How a parameter or state starts: `uniform` in [-scale, scale], `normal` with std `scale`,
+    `zeros` or `ones`. Random inits draw from the `init` substream."""
+
+    kind: str
+    scale: float = 0.0
+
+
+@dataclass(frozen=True)
+class Slot:
+    """A parameter or piece of state a node owns."""
+
+    name: str
+    shape: tuple[int, ...]
+    init: Init
+    trainable: bool
+    node_id: str
+
+
+POSITION = "rng.position"
+
+
+class Lowering:
+    """Collects the IR inputs that lowering creates, in creation order (which is program order)."""
+
+    def __init__(self, batch: int, mode: Mode) -> None:
+        self.batch = batch
+        self.mode = mode
+        self.inputs: list[Node] = []
+        self.params: list[Slot] = []
+        self.states: list[Slot] = []
+        self.state_updates: list[tuple[str, Node]] = []
+        self._named: dict[str, Node] = {}
+        self._sites: dict[str, int] = {}
+
+    def _input(self, name: str, role: Role, dtype: DType, shape: tuple[int, ...]) -> Node:
+        if name not in self._named:
+            self._named[name] = input_node(name, role, dtype, shape)
+            self.inputs.append(self._named[name])
+        return self._named[name]
+
+    def data(self, node_id: str, role: Role, dtype: DType, shape: tuple[int, ...]) -> Node:
+        """A batch input: the program's own input node, with the batch axis in front."""
+        return self._input(node_id, role, dtype, (self.batch, *shape))
+
+    def param(self, node_id: str, name: str, shape: tuple[int, ...], init: Init, trainable: bool) -> Node:
+        full = f"{node_id}.{name}"
+        self.params.append(Slot(full, shape, init, trainable, node_id))
+        return self._input(full, Role.PARAM, DType.F32, shape)
+
+    def state(self, node_id: str, name: str, shape: tuple[int, ...], init: Init) -> Node:
+        full = f"{node_id}.{name}"
+        self.states.append(Slot(full, shape, init, False, node_id))
+        return self._input(full, Role.STATE, DType.F32, shape)
+
+    def update_state(self, state: Node, value: Node) -> None:
+        """In training, `value` becomes the state's next value (an output `state/<name>`)."""
+        name = next(n for n, node in self._named.items() if node is state)
+        self.state_updates.append((name, value))
+
+    def rng(self, substream: str) -> tuple[Node, Node, int]:
+        """(key, position, site) for one more draw site of `substream` in this program."""
+        key = self._input(f"rng.{substream}", Role.RNG, DType.U32, (2,))
+        position = self._input(POSITION, Role.SETTING, DType.U32, ())
+        site = self._sites.get(substream, 0)
+        self._sites[substream] = site + 1
+        return key, position, site

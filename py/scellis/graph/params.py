@@ -1,0 +1,99 @@
+"""Typed node parameters: what each op accepts, its default, its allowed range, and how a JSON value is
+checked and normalised (e.g. a kernel size `3` becomes `(3, 3)`)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+REQUIRED: Any = object()  # marks a parameter without a default
+
+
+@dataclass(frozen=True)
+class Param:
+    """One parameter. kinds: int, float, bool, str, pair (int or [int, int]), ints (list of ints),
+    axes (list of ints or null for all axes)."""
+
+    name: str
+    kind: str
+    default: Any = REQUIRED
+    low: float | None = None
+    high: float | None = None
+    choices: tuple[str, ...] = ()
+    doc: str = ""
+    optional: bool = False  # null is allowed (and means what `doc` says)
+
+    def describe(self) -> dict[str, Any]:
+        """JSON-ready description for the app's node palette."""
+        out: dict[str, Any] = {"name": self.name, "kind": self.kind, "doc": self.doc}
+        if self.default is not REQUIRED:
+            out["default"] = list(self.default) if isinstance(self.default, tuple) else self.default
+        for key, value in (("low", self.low), ("high", self.high)):
+            if value is not None:
+                out[key] = value
+        if self.choices:
+            out["choices"] = list(self.choices)
+        return out
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _range_error(p: Param, value: float) -> str | None:
+    if p.low is not None and value < p.low:
+        return f"must be at least {p.low:g}, got {value!r}"
+    if p.high is not None and value > p.high:
+        return f"must be at most {p.high:g}, got {value!r}"
+    return None
+
+
+Checked = tuple[Any, str | None]
+
+
+def _int(p: Param, value: Any) -> Checked:
+    if not _is_int(value):
+        return None, f"must be an integer, got {value!r}"
+    return value, _range_error(p, value)
+
+
+def _float(p: Param, value: Any) -> Checked:
+    if not (_is_int(value) or isinstance(value, float)) or not math.isfinite(value):
+        return None, f"must be a finite number, got {value!r}"
+    return float(value), _range_error(p, float(value))
+
+
+def _bool(p: Param, value: Any) -> Checked:
+    return value, None if isinstance(value, bool) else f"must be true or false, got {value!r}"
+
+
+def _str(p: Param, value: Any) -> Checked:
+    if not isinstance(value, str) or value not in p.choices:
+        return None, f"must be one of {', '.join(map(repr, p.choices))}, got {value!r}"
+    return value, None
+
+
+def _pair(p: Param, value: Any) -> Checked:
+    pair = (value, value) if _is_int(value) else tuple(value) if isinstance(value, list) else None
+    if pair is None or len(pair) != 2 or not all(_is_int(v) for v in pair):
+        return None, f"must be an integer or a list of two integers, got {value!r}"
+    errors = [e for e in (_range_error(p, v) for v in pair) if e]
+    return pair, errors[0] if errors else None
+
+
+def _ints(p: Param, value: Any) -> Checked:
+    if not isinstance(value, list) or not all(_is_int(v) for v in value):
+        return None, f"must be a list of integers, got {value!r}"
+    errors = [e for e in (_range_error(p, v) for v in value) if e]
+    return tuple(value), errors[0] if errors else None
+
+
+CHECKS = {"int": _int, "float": _float, "bool": _bool, "str": _str, "pair": _pair, "ints": _ints, "axes": _ints}
+
+
+def check(p: Param, value: Any) -> Checked:
+    """The normalised value, or an error message (then the value is meaningless)."""
+    if value is None and (p.optional or p.kind == "axes"):
+        return None, None
+    return CHECKS[p.kind](p, value)

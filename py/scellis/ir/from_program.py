@@ -1,0 +1,85 @@
+"""Program -> IR: the forward function (train or eval mode) and the parameter-init function.
+
+Expects a ValidProgram. Guarantees: inputs are exactly those the outputs need, in program order;
+outputs are `loss`, `metric/<node>` for each metric, and in train mode `state/<name>` for each
+running statistic the forward pass updates; parameter and state names are `<node id>.<name>`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from scellis.graph.catalog import CATALOG
+from scellis.graph.lowering import Lowering, Mode, Slot
+from scellis.graph.validate import ValidProgram, lower_node
+from scellis.ir.function import Function, input_name, toposort
+from scellis.ops import DType, Node, Op, const, make
+from scellis.ops import defs as d
+from scellis.ops.build import add, expand, scale
+from scellis.ops.node import input_node
+
+
+@dataclass(frozen=True)
+class Lowered:
+    """An IR function with the parameters and states its inputs hold."""
+
+    fn: Function
+    params: tuple[Slot, ...]
+    states: tuple[Slot, ...]
+
+    @property
+    def trainable(self) -> tuple[str, ...]:
+        return tuple(s.name for s in self.params if s.trainable)
+
+
+def metric_name(node_id: str) -> str:
+    return f"metric/{node_id}"
+
+
+def state_name(name: str) -> str:
+    return f"state/{name}"
+
+
+def forward(program: ValidProgram, mode: Mode, batch: int | None = None) -> Lowered:
+    """The program's forward pass for one batch (of the program's batch size unless given)."""
+    ctx = Lowering(batch or program.loop.batch_size, mode)
+    values: dict[str, Node] = {}
+    for node in program.nodes:
+        values[node.id] = lower_node(ctx, CATALOG[node.op], node, values)
+    outputs = [("loss", values[program.loss])]
+    outputs += [(metric_name(m), values[m]) for m in program.metrics]
+    outputs += [(state_name(name), update) for name, update in ctx.state_updates]
+    used = {id(n) for n in toposort([node for _, node in outputs])}
+    inputs = tuple(n for n in ctx.inputs if id(n) in used)
+    names = {input_name(n) for n in inputs}
+    fn = Function(f"{program.name}.{mode.value}", inputs, tuple(outputs))
+    return Lowered(
+        fn,
+        tuple(s for s in ctx.params if s.name in names),
+        tuple(s for s in ctx.states if s.name in names),
+    )
+
+
+def init_function(lowered: Lowered) -> Function:
+    """Initial values of every parameter and state: `param/<name>` and `state/<name>` outputs.
+
+    Random inits draw from the `init` substream at position 0, one site per parameter in order,
+    so each parameter's values depend only on the seed and its place in the program."""
+    key = input_node("rng.init", d.Role.RNG, DType.U32, (2,))
+    position = const(0, DType.U32)
+    outputs = []
+    for site, slot in enumerate((*lowered.params, *lowered.states)):
+        prefix = "param" if slot in lowered.params else "state"
+        outputs.append((f"{prefix}/{slot.name}", _initial(slot, key, position, site)))
+    return Function("init", (key,), tuple(outputs))
+
+
+def _initial(slot: Slot, key: Node, position: Node, site: int) -> Node:
+    init = slot.init
+    if init.kind in ("zeros", "ones"):
+        return expand(const(1.0 if init.kind == "ones" else 0.0), slot.shape)
+    dist = d.Distribution.UNIFORM if init.kind == "uniform" else d.Distribution.NORMAL
+    draw = make(Op.RANDOM, key, position, arg=d.RandomArg(dist, "init", site, slot.shape))
+    if init.kind == "uniform":  # [0, 1) -> [-scale, scale)
+        return add(scale(draw, 2 * init.scale), const(-init.scale))
+    return scale(draw, init.scale)

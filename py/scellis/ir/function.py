@@ -1,0 +1,103 @@
+"""An IR function: named inputs, named outputs, and the nodes between them in one fixed order."""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+
+from scellis.ops import Node, Op, ShapeError
+from scellis.ops.defs import InputArg, Role
+from scellis.ops.node import RULES
+
+
+class IRError(ValueError):
+    """An IR function that breaks an invariant (what `verify` checks)."""
+
+
+@dataclass(frozen=True)
+class Function:
+    """A pure function: `inputs` (INPUT nodes, each named once) to named `outputs`."""
+
+    name: str
+    inputs: tuple[Node, ...]
+    outputs: tuple[tuple[str, Node], ...]
+
+    def input(self, name: str) -> Node:
+        for node in self.inputs:
+            if input_name(node) == name:
+                return node
+        raise KeyError(f"{self.name} has no input {name!r}")
+
+    def output(self, name: str) -> Node:
+        for out_name, node in self.outputs:
+            if out_name == name:
+                return node
+        raise KeyError(f"{self.name} has no output {name!r}")
+
+    def inputs_with(self, role: Role) -> tuple[Node, ...]:
+        return tuple(n for n in self.inputs if input_role(n) is role)
+
+    def nodes(self) -> list[Node]:
+        """Every node the outputs depend on, plus all inputs, in the canonical order."""
+        return list(self._order)
+
+    @functools.cached_property
+    def _order(self) -> tuple[Node, ...]:
+        return tuple(toposort([*self.inputs, *(node for _, node in self.outputs)]))
+
+
+def input_name(node: Node) -> str:
+    assert isinstance(node.arg, InputArg)
+    return node.arg.name
+
+
+def input_role(node: Node) -> Role:
+    assert isinstance(node.arg, InputArg)
+    return node.arg.role
+
+
+def toposort(roots: list[Node]) -> list[Node]:
+    """Nodes reachable from `roots`, each after its sources: depth-first, sources in order,
+    roots in order. Iterative (Pyodide's stack is small) and deterministic."""
+    order: list[Node] = []
+    done: set[int] = set()
+    for root in roots:
+        stack: list[tuple[Node, int]] = [(root, 0)]
+        while stack:
+            node, i = stack[-1]
+            if id(node) in done:
+                stack.pop()
+            elif i < len(node.src):
+                stack[-1] = (node, i + 1)
+                if id(node.src[i]) not in done:
+                    stack.append((node.src[i], 0))
+            else:
+                stack.pop()
+                done.add(id(node))
+                order.append(node)
+    return order
+
+
+def verify(fn: Function) -> None:
+    """Raise IRError unless: inputs are INPUT nodes with unique names, every INPUT reached is
+    declared, output names are unique, and every node's type is what its op's rule infers."""
+    names = [input_name(n) if n.op is Op.INPUT else "" for n in fn.inputs]
+    if any(n.op is not Op.INPUT for n in fn.inputs):
+        raise IRError(f"{fn.name}: a declared input is not an INPUT node")
+    if len(set(names)) != len(names):
+        raise IRError(f"{fn.name}: input names repeat: {sorted(n for n in names if names.count(n) > 1)}")
+    out_names = [name for name, _ in fn.outputs]
+    if len(set(out_names)) != len(out_names):
+        raise IRError(f"{fn.name}: output names repeat")
+    declared = {id(n) for n in fn.inputs}
+    for node in fn.nodes():
+        if node.op is Op.INPUT and id(node) not in declared:
+            raise IRError(f"{fn.name}: input {input_name(node)!r} is used but not declared")
+        if node.op in (Op.INPUT, Op.CONST):
+            continue
+        try:
+            dtype, shape = RULES[node.op](node.arg, node.src)
+        except ShapeError as err:
+            raise IRError(f"{fn.name}: {node.op.value} node is ill-typed: {err}") from err
+        if (dtype, shape) != (node.dtype, node.shape):
+            raise IRError(f"{fn.name}: {node.op.value} node says {node.type_str}, its rule infers {dtype.short}{shape}")

@@ -1,0 +1,261 @@
+"""Every IR op and the typed argument it carries (one small frozen dataclass per op family).
+
+An op's argument holds everything about it that is not an input value: axes, strides, the name of an
+input. Arguments are plain data (ints, floats, strings, tuples, enums) so they print and hash exactly.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+from scellis.ops.dtypes import DType
+
+
+class Role(enum.Enum):
+    """What an IR function input is, so later stages know who supplies it and what it may alias."""
+
+    DATA = "data"  # features of a batch
+    LABEL = "label"  # targets of a batch
+    PARAM = "param"  # trainable or frozen parameters
+    STATE = "state"  # optimizer state, running statistics, step counter
+    RNG = "rng"  # a substream's key (u32[2])
+    SETTING = "setting"  # a scalar the host sets between steps (e.g. the RNG position)
+
+
+@dataclass(frozen=True)
+class NoArg:
+    """For ops that need nothing besides their inputs."""
+
+
+@dataclass(frozen=True)
+class InputArg:
+    name: str
+    role: Role
+
+
+@dataclass(frozen=True)
+class ConstArg:
+    value: float  # an int-valued float for integer dtypes
+
+
+@dataclass(frozen=True)
+class CastArg:
+    to: DType
+
+
+@dataclass(frozen=True)
+class LeakyReluArg:
+    alpha: float
+
+
+@dataclass(frozen=True)
+class GeluArg:
+    approximate: str  # "tanh" or "none" (the erf form)
+
+
+@dataclass(frozen=True)
+class ReduceArg:
+    axes: tuple[int, ...]  # non-negative, sorted, unique
+    keepdims: bool
+    correction: int = 0  # VAR only: divide by n - correction
+
+
+@dataclass(frozen=True)
+class AxisArg:
+    axis: int  # non-negative
+
+
+@dataclass(frozen=True)
+class ShapeArg:
+    shape: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class PermuteArg:
+    perm: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class SliceArg:
+    starts: tuple[int, ...]
+    stops: tuple[int, ...]
+    steps: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class SliceGradArg:
+    shape: tuple[int, ...]  # the sliced input's shape: the gradient is placed into zeros of it
+    starts: tuple[int, ...]
+    stops: tuple[int, ...]
+    steps: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class MatmulArg:
+    transpose_a: bool = False  # use a's last two axes swapped
+    transpose_b: bool = False
+
+
+@dataclass(frozen=True)
+class ConvArg:
+    stride: tuple[int, int]
+    padding: tuple[int, int]
+    dilation: tuple[int, int]
+    groups: int
+
+
+@dataclass(frozen=True)
+class ConvGradArg:
+    conv: ConvArg
+    shape: tuple[int, ...]  # shape of the gradient produced: the input's or the weight's
+
+
+@dataclass(frozen=True)
+class PoolArg:
+    kernel: tuple[int, int]
+    stride: tuple[int, int]
+    padding: tuple[int, int]  # max pools pad with -inf, average pools count padding as zeros
+
+
+@dataclass(frozen=True)
+class PoolGradArg:
+    pool: PoolArg
+    shape: tuple[int, ...]  # the pooled input's shape
+
+
+@dataclass(frozen=True)
+class ClassesArg:
+    classes: int
+
+
+@dataclass(frozen=True)
+class RowsArg:
+    rows: int
+
+
+class Distribution(enum.Enum):
+    UNIFORM = "uniform"  # float32 in [0, 1)
+    NORMAL = "normal"  # float32, mean 0, variance 1
+    BERNOULLI = "bernoulli"  # bool, True with probability 1 - p (a keep mask for drop probability p)
+
+
+@dataclass(frozen=True)
+class RandomArg:
+    """Counter-based draws: element i uses counter (i, site, position, 0) under the substream's key."""
+
+    distribution: Distribution
+    substream: str
+    site: int  # tells apart draws of one substream at one position (e.g. two dropout layers)
+    shape: tuple[int, ...]
+    p: float = 0.0  # BERNOULLI only: probability of False
+
+
+class Op(enum.Enum):
+    """IR ops. The comment after each names its argument type and its inputs."""
+
+    INPUT = "input"  # InputArg; no inputs
+    CONST = "const"  # ConstArg; no inputs; shape ()
+    CAST = "cast"  # CastArg; (x)
+    # unary, float -> float
+    NEG = "neg"
+    EXP = "exp"
+    LOG = "log"
+    SQRT = "sqrt"
+    RSQRT = "rsqrt"
+    ABS = "abs"
+    SIGN = "sign"
+    RELU = "relu"
+    LEAKY_RELU = "leaky_relu"  # LeakyReluArg
+    GELU = "gelu"  # GeluArg
+    TANH = "tanh"
+    SIGMOID = "sigmoid"
+    ERF = "erf"
+    COS = "cos"
+    SIN = "sin"
+    FLOOR = "floor"
+    # binary with numpy broadcasting; float (or matching integer) operands
+    ADD = "add"
+    SUB = "sub"
+    MUL = "mul"
+    DIV = "div"
+    POW = "pow"
+    MAXIMUM = "maximum"
+    MINIMUM = "minimum"
+    LESS = "less"  # -> bool
+    EQUAL = "equal"  # -> bool
+    WHERE = "where"  # (cond: bool, a, b), broadcasting
+    # reductions: ReduceArg
+    SUM = "sum"
+    MEAN = "mean"
+    MAX = "max"
+    VAR = "var"
+    ARGMAX = "argmax"  # AxisArg; -> int32, axis removed
+    # movement
+    EXPAND = "expand"  # ShapeArg; broadcast to shape
+    RESHAPE = "reshape"  # ShapeArg
+    PERMUTE = "permute"  # PermuteArg
+    CONCAT = "concat"  # AxisArg; (x0, x1, ...)
+    SLICE = "slice"  # SliceArg
+    SLICE_GRAD = "slice_grad"  # SliceGradArg; (g) -> zeros of shape with g at the slice
+    # linear algebra and convolution (NCHW, weights OIHW)
+    MATMUL = "matmul"  # MatmulArg; (a, b), batch axes broadcast
+    CONV2D = "conv2d"  # ConvArg; (x, w)
+    CONV2D_GRAD_INPUT = "conv2d_grad_input"  # ConvGradArg; (g, w)
+    CONV2D_GRAD_WEIGHT = "conv2d_grad_weight"  # ConvGradArg; (x, g)
+    MAX_POOL2D = "max_pool2d"  # PoolArg; (x)
+    MAX_POOL2D_GRAD = "max_pool2d_grad"  # PoolGradArg; (x, g): g to the first maximum of each window
+    AVG_POOL2D = "avg_pool2d"  # PoolArg; (x)
+    AVG_POOL2D_GRAD = "avg_pool2d_grad"  # PoolGradArg; (g)
+    # normalisation along one axis
+    SOFTMAX = "softmax"  # AxisArg
+    LOG_SOFTMAX = "log_softmax"  # AxisArg
+    # indexing
+    GATHER = "gather"  # NoArg; (table [R, ...], indices int32 [...]) -> [..., ...]: rows of table
+    SCATTER_ADD = "scatter_add"  # RowsArg; (indices int32 [...], g [..., ...]) -> [rows, ...], in index order
+    ONE_HOT = "one_hot"  # ClassesArg; (labels int32 [...]) -> f32 [..., classes]
+    # randomness
+    RANDOM = "random"  # RandomArg; (key u32[2], position u32[])
+
+
+UNARY_FLOAT = frozenset(
+    {
+        Op.NEG, Op.EXP, Op.LOG, Op.SQRT, Op.RSQRT, Op.ABS, Op.SIGN, Op.RELU, Op.LEAKY_RELU,
+        Op.GELU, Op.TANH, Op.SIGMOID, Op.ERF, Op.COS, Op.SIN, Op.FLOOR,
+    }
+)  # fmt: skip
+BINARY = frozenset({Op.ADD, Op.SUB, Op.MUL, Op.DIV, Op.POW, Op.MAXIMUM, Op.MINIMUM, Op.LESS, Op.EQUAL})
+COMPARE = frozenset({Op.LESS, Op.EQUAL})
+REDUCE = frozenset({Op.SUM, Op.MEAN, Op.MAX, Op.VAR})
+
+ARG_TYPES: dict[Op, type] = {
+    Op.INPUT: InputArg,
+    Op.CONST: ConstArg,
+    Op.CAST: CastArg,
+    **dict.fromkeys(UNARY_FLOAT | BINARY, NoArg),
+    Op.LEAKY_RELU: LeakyReluArg,
+    Op.GELU: GeluArg,
+    Op.WHERE: NoArg,
+    **dict.fromkeys(REDUCE, ReduceArg),
+    Op.ARGMAX: AxisArg,
+    Op.EXPAND: ShapeArg,
+    Op.RESHAPE: ShapeArg,
+    Op.PERMUTE: PermuteArg,
+    Op.CONCAT: AxisArg,
+    Op.SLICE: SliceArg,
+    Op.SLICE_GRAD: SliceGradArg,
+    Op.MATMUL: MatmulArg,
+    Op.CONV2D: ConvArg,
+    Op.CONV2D_GRAD_INPUT: ConvGradArg,
+    Op.CONV2D_GRAD_WEIGHT: ConvGradArg,
+    Op.MAX_POOL2D: PoolArg,
+    Op.AVG_POOL2D: PoolArg,
+    Op.MAX_POOL2D_GRAD: PoolGradArg,
+    Op.AVG_POOL2D_GRAD: PoolGradArg,
+    Op.SOFTMAX: AxisArg,
+    Op.LOG_SOFTMAX: AxisArg,
+    Op.GATHER: NoArg,
+    Op.SCATTER_ADD: RowsArg,
+    Op.ONE_HOT: ClassesArg,
+    Op.RANDOM: RandomArg,
+}

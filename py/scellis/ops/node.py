@@ -1,0 +1,445 @@
+"""The IR node (one shape for every stage) and each op's shape/dtype rule.
+
+Nodes are immutable and compared by identity: a graph is the set of nodes reachable from its outputs.
+`make` is the only way to build a computed node, so every node's type is the one its rule infers.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import struct
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from scellis.ops import defs
+from scellis.ops.defs import BINARY, COMPARE, REDUCE, UNARY_FLOAT, Op
+from scellis.ops.dtypes import DType
+
+Shape = tuple[int, ...]
+
+
+class ShapeError(ValueError):
+    """An op applied to inputs of the wrong shape or dtype, or with an invalid argument.
+
+    `port` is the index of the offending input, or None when the argument is at fault.
+    """
+
+    def __init__(self, message: str, port: int | None = None) -> None:
+        super().__init__(message)
+        self.port = port
+
+
+@dataclass(frozen=True, eq=False)
+class Node:
+    op: Op
+    dtype: DType
+    shape: Shape
+    src: tuple[Node, ...] = ()
+    arg: object = field(default_factory=defs.NoArg)
+
+    def __repr__(self) -> str:
+        return f"Node({self.op.value}, {self.type_str})"
+
+    @property
+    def type_str(self) -> str:
+        return f"{self.dtype.short}[{','.join(map(str, self.shape))}]"
+
+    @property
+    def size(self) -> int:
+        return math.prod(self.shape)
+
+
+Rule = Callable[[object, tuple[Node, ...]], tuple[DType, Shape]]
+
+
+def input_node(name: str, role: defs.Role, dtype: DType, shape: Sequence[int]) -> Node:
+    shape = tuple(int(d) for d in shape)
+    if any(d < 1 for d in shape):
+        raise ShapeError(f"input {name!r} has a non-positive dimension in {shape}")
+    return Node(Op.INPUT, dtype, shape, (), defs.InputArg(name, role))
+
+
+def const(value: float, dtype: DType = DType.F32) -> Node:
+    """A scalar constant (shape ()); broadcasting spreads it. Equal constants are one node, so a
+    function holds each constant once (keyed by the exact bits: 0.0 and -0.0 stay apart)."""
+    if dtype is not DType.F32 and value != int(value):
+        raise ShapeError(f"constant {value} is not an integer but the dtype is {dtype.value}")
+    return _const(struct.pack("<d", float(value)), dtype)
+
+
+@functools.cache
+def _const(bits: bytes, dtype: DType) -> Node:
+    return Node(Op.CONST, dtype, (), (), defs.ConstArg(struct.unpack("<d", bits)[0]))
+
+
+def make(op: Op, *src: Node, arg: object = None) -> Node:
+    """A node for `op` applied to `src`, its dtype and shape inferred (ShapeError if invalid)."""
+    arg = defs.NoArg() if arg is None else arg
+    rule = RULES.get(op)
+    if rule is None:
+        raise ShapeError(f"{op.value} nodes are not built with make()")
+    if type(arg) is not defs.ARG_TYPES[op]:
+        raise ShapeError(f"{op.value} takes a {defs.ARG_TYPES[op].__name__}, got {type(arg).__name__}")
+    dtype, shape = rule(arg, src)
+    return Node(op, dtype, shape, tuple(src), arg)
+
+
+# -- helpers ------------------------------------------------------------------------------------
+
+
+def _arity(op: Op, src: tuple[Node, ...], n: int) -> None:
+    if len(src) != n:
+        raise ShapeError(f"{op.value} takes {n} input(s), got {len(src)}")
+
+
+def _float(op: Op, src: tuple[Node, ...], port: int) -> None:
+    if not src[port].dtype.is_float:
+        raise ShapeError(f"{op.value} needs a float32 input, got {src[port].dtype.value}", port)
+
+
+def broadcast_shapes(*shapes: Shape) -> Shape:
+    """numpy broadcasting; ShapeError names the first input that does not fit."""
+    ndim = max(len(s) for s in shapes)
+    out = [1] * ndim
+    for port, shape in enumerate(shapes):
+        for i, d in enumerate(shape, start=ndim - len(shape)):
+            if d != out[i] and out[i] != 1 and d != 1:
+                raise ShapeError(f"shapes {' and '.join(map(str, shapes))} do not broadcast", port)
+            out[i] = max(out[i], d) if d != 1 else out[i]
+    return tuple(out)
+
+
+def _axis(axis: int, ndim: int) -> None:
+    if not 0 <= axis < ndim:
+        raise ShapeError(f"axis {axis} is out of range for {ndim} dimensions")
+
+
+def _pair(name: str, values: tuple[int, int], low: int) -> None:
+    if len(values) != 2 or any(v < low for v in values):
+        raise ShapeError(f"{name} must be two integers >= {low}, got {values}")
+
+
+def conv_out(size: int, kernel: int, stride: int, pad: int, dilation: int = 1) -> int:
+    return (size + 2 * pad - dilation * (kernel - 1) - 1) // stride + 1
+
+
+# -- rules --------------------------------------------------------------------------------------
+
+
+def _cast(arg: object, src: tuple[Node, ...]) -> tuple[DType, Shape]:
+    _arity(Op.CAST, src, 1)
+    assert isinstance(arg, defs.CastArg)
+    return arg.to, src[0].shape
+
+
+def _unary(op: Op) -> Rule:
+    def rule(arg: object, src: tuple[Node, ...]) -> tuple[DType, Shape]:
+        _arity(op, src, 1)
+        _float(op, src, 0)
+        if op is Op.GELU and getattr(arg, "approximate", None) not in ("tanh", "none"):
+            raise ShapeError("gelu's approximate must be 'tanh' or 'none'")
+        return src[0].dtype, src[0].shape
+
+    return rule
+
+
+def _binary(op: Op) -> Rule:
+    def rule(arg: object, src: tuple[Node, ...]) -> tuple[DType, Shape]:
+        _arity(op, src, 2)
+        a, b = src
+        if a.dtype is not b.dtype:
+            raise ShapeError(f"{op.value} needs inputs of one dtype, got {a.dtype.value} and {b.dtype.value}", 1)
+        if a.dtype is DType.BOOL or (op in (Op.DIV, Op.POW) and not a.dtype.is_float):
+            raise ShapeError(f"{op.value} is not defined for {a.dtype.value}", 0)
+        shape = broadcast_shapes(a.shape, b.shape)
+        return (DType.BOOL if op in COMPARE else a.dtype), shape
+
+    return rule
+
+
+def _where(arg: object, src: tuple[Node, ...]) -> tuple[DType, Shape]:
+    _arity(Op.WHERE, src, 3)
+    cond, a, b = src
+    if cond.dtype is not DType.BOOL:
+        raise ShapeError(f"where's condition must be bool, got {cond.dtype.value}", 0)
+    if a.dtype is not b.dtype:
+        raise ShapeError(f"where's branches differ in dtype: {a.dtype.value} and {b.dtype.value}", 2)
+    return a.dtype, broadcast_shapes(cond.shape, a.shape, b.shape)
+
+
+def _reduce(op: Op) -> Rule:
+    def rule(arg: object, src: tuple[Node, ...]) -> tuple[DType, Shape]:
+        _arity(op, src, 1)
+        _float(op, src, 0)
+        assert isinstance(arg, defs.ReduceArg)
+        shape = src[0].shape
+        if list(arg.axes) != sorted(set(arg.axes)) or any(not 0 <= a < len(shape) for a in arg.axes):
+            raise ShapeError(f"axes {arg.axes} must be sorted, unique and within {len(shape)} dimensions")
+        count = math.prod(shape[a] for a in arg.axes)
+        if op is Op.VAR and not 0 <= arg.correction < count:
+            raise ShapeError(f"var's correction {arg.correction} must be below the {count} values reduced")
+        if arg.keepdims:
+            return src[0].dtype, tuple(1 if i in arg.axes else d for i, d in enumerate(shape))
+        return src[0].dtype, tuple(d for i, d in enumerate(shape) if i not in arg.axes)
+
+    return rule
+
+
+def _argmax(arg: object, src: tuple[Node, ...]) -> tuple[DType, Shape]:
+    _arity(Op.ARGMAX, src, 1)
+    _float(Op.ARGMAX, src, 0)
+    assert isinstance(arg, defs.AxisArg)
+    _axis(arg.axis, len(src[0].shape))
+    return DType.I32, tuple(d for i, d in enumerate(src[0].shape) if i != arg.axis)
+
+
+def _expand(arg: object, src: tuple[Node, ...]) -> tuple[DType, Shape]:
+    _arity(Op.EXPAND, src, 1)
+    assert isinstance(arg, defs.ShapeArg)
+    if broadcast_shapes(src[0].shape, arg.shape) != arg.shape:
+        raise ShapeError(f"cannot expand {src[0].shape} to {arg.shape}", 0)
+    return src[0].dtype, arg.shape
+
+
+def _reshape(arg: object, src: tuple[Node, ...]) -> tuple[DType, Shape]:
+    _arity(Op.RESHAPE, src, 1)
+    assert isinstance(arg, defs.ShapeArg)
+    if any(d < 1 for d in arg.shape) or math.prod(arg.shape) != src[0].size:
+        raise ShapeError(f"cannot reshape {src[0].shape} ({src[0].size} values) to {arg.shape}", 0)
+    return src[0].dtype, arg.shape
+
+
+def _permute(arg: object, src: tuple[Node, ...]) -> tuple[DType, Shape]:
+    _arity(Op.PERMUTE, src, 1)
+    assert isinstance(arg, defs.PermuteArg)
+    if sorted(arg.perm) != list(range(len(src[0].shape))):
+        raise ShapeError(f"{arg.perm} is not a permutation of {len(src[0].shape)} axes")
+    return src[0].dtype, tuple(src[0].shape[p] for p in arg.perm)
+
+
+def _concat(arg: object, src: tuple[Node, ...]) -> tuple[DType, Shape]:
+    if not src:
+        raise ShapeError("concat needs at least one input")
+    assert isinstance(arg, defs.AxisArg)
+    first = src[0]
+    _axis(arg.axis, len(first.shape))
+    for port, x in enumerate(src):
+        if x.dtype is not first.dtype:
+            raise ShapeError(f"concat inputs differ in dtype: {first.dtype.value} and {x.dtype.value}", port)
+        if len(x.shape) != len(first.shape) or any(
+            d != e for i, (d, e) in enumerate(zip(x.shape, first.shape, strict=True)) if i != arg.axis
+        ):
+            raise ShapeError(f"concat along axis {arg.axis}: {x.shape} does not fit {first.shape}", port)
+    total = sum(x.shape[arg.axis] for x in src)
+    return first.dtype, first.shape[: arg.axis] + (total,) + first.shape[arg.axis + 1 :]
+
+
+def sliced_shape(shape: Shape, starts: Shape, stops: Shape, steps: Shape) -> Shape:
+    if not len(starts) == len(stops) == len(steps) == len(shape):
+        raise ShapeError(f"slice needs a start, stop and step for each of {len(shape)} axes")
+    out = []
+    for axis, (d, a, b, s) in enumerate(zip(shape, starts, stops, steps, strict=True)):
+        if s < 1 or not 0 <= a < b <= d:
+            raise ShapeError(f"axis {axis}: slice {a}:{b}:{s} is not within 0..{d} with a positive step")
+        out.append(-(-(b - a) // s))
+    return tuple(out)
+
+
+def _slice(arg: object, src: tuple[Node, ...]) -> tuple[DType, Shape]:
+    _arity(Op.SLICE, src, 1)
+    assert isinstance(arg, defs.SliceArg)
+    return src[0].dtype, sliced_shape(src[0].shape, arg.starts, arg.stops, arg.steps)
+
+
+def _slice_grad(arg: object, src: tuple[Node, ...]) -> tuple[DType, Shape]:
+    _arity(Op.SLICE_GRAD, src, 1)
+    assert isinstance(arg, defs.SliceGradArg)
+    if sliced_shape(arg.shape, arg.starts, arg.stops, arg.steps) != src[0].shape:
+        raise ShapeError(f"gradient of shape {src[0].shape} does not match the slice of {arg.shape}", 0)
+    return src[0].dtype, arg.shape
+
+
+def _matmul(arg: object, src: tuple[Node, ...]) -> tuple[DType, Shape]:
+    _arity(Op.MATMUL, src, 2)
+    assert isinstance(arg, defs.MatmulArg)
+    a, b = src
+    for port in (0, 1):
+        _float(Op.MATMUL, src, port)
+        if len(src[port].shape) < 2:
+            raise ShapeError(f"matmul needs at least 2 dimensions, got {src[port].shape}", port)
+    m, k = a.shape[-1:-3:-1] if arg.transpose_a else a.shape[-2:]
+    k2, n = b.shape[-1:-3:-1] if arg.transpose_b else b.shape[-2:]
+    if k != k2:
+        raise ShapeError(f"matmul: inner dimensions differ ({a.shape} @ {b.shape}, k={k} vs {k2})", 1)
+    return a.dtype, broadcast_shapes(a.shape[:-2], b.shape[:-2]) + (m, n)
+
+
+def _check_conv(arg: defs.ConvArg, x: Shape, w: Shape) -> Shape:
+    _pair("stride", arg.stride, 1)
+    _pair("padding", arg.padding, 0)
+    _pair("dilation", arg.dilation, 1)
+    if len(x) != 4:
+        raise ShapeError(f"conv2d input must be NCHW (4 dimensions), got {x}", 0)
+    if len(w) != 4:
+        raise ShapeError(f"conv2d weight must be OIHW (4 dimensions), got {w}", 1)
+    g = arg.groups
+    if g < 1 or x[1] % g or w[0] % g or w[1] != x[1] // g:
+        raise ShapeError(f"conv2d: {x[1]} input channels, weight {w} and groups={g} do not fit", 1)
+    oh, ow = (conv_out(x[2 + i], w[2 + i], arg.stride[i], arg.padding[i], arg.dilation[i]) for i in (0, 1))
+    if oh < 1 or ow < 1:
+        raise ShapeError(f"conv2d: a {w[2]}x{w[3]} kernel does not fit the padded {x[2]}x{x[3]} input", 0)
+    return (x[0], w[0], oh, ow)
+
+
+def _conv2d(arg: object, src: tuple[Node, ...]) -> tuple[DType, Shape]:
+    _arity(Op.CONV2D, src, 2)
+    _float(Op.CONV2D, src, 0)
+    _float(Op.CONV2D, src, 1)
+    assert isinstance(arg, defs.ConvArg)
+    return src[0].dtype, _check_conv(arg, src[0].shape, src[1].shape)
+
+
+def _conv_grad(op: Op) -> Rule:
+    def rule(arg: object, src: tuple[Node, ...]) -> tuple[DType, Shape]:
+        _arity(op, src, 2)
+        assert isinstance(arg, defs.ConvGradArg)
+        if op is Op.CONV2D_GRAD_INPUT:
+            g, w = src
+            expected = _check_conv(arg.conv, arg.shape, w.shape)
+        else:
+            x, g = src
+            expected = _check_conv(arg.conv, x.shape, arg.shape)
+        if g.shape != expected:
+            raise ShapeError(
+                f"{op.value}: gradient shape {g.shape}, expected {expected}", 0 if op is Op.CONV2D_GRAD_INPUT else 1
+            )
+        return g.dtype, arg.shape
+
+    return rule
+
+
+def pooled_shape(arg: defs.PoolArg, x: Shape) -> Shape:
+    _pair("kernel", arg.kernel, 1)
+    _pair("stride", arg.stride, 1)
+    _pair("padding", arg.padding, 0)
+    if len(x) != 4:
+        raise ShapeError(f"pooling input must be NCHW (4 dimensions), got {x}", 0)
+    if any(2 * p > k for p, k in zip(arg.padding, arg.kernel, strict=True)):
+        raise ShapeError(f"padding {arg.padding} must be at most half the kernel {arg.kernel}")
+    oh, ow = (conv_out(x[2 + i], arg.kernel[i], arg.stride[i], arg.padding[i]) for i in (0, 1))
+    if oh < 1 or ow < 1:
+        raise ShapeError(f"a {arg.kernel} window does not fit the padded {x[2]}x{x[3]} input", 0)
+    return (x[0], x[1], oh, ow)
+
+
+def _pool(op: Op) -> Rule:
+    def rule(arg: object, src: tuple[Node, ...]) -> tuple[DType, Shape]:
+        _arity(op, src, 1)
+        _float(op, src, 0)
+        assert isinstance(arg, defs.PoolArg)
+        return src[0].dtype, pooled_shape(arg, src[0].shape)
+
+    return rule
+
+
+def _pool_grad(op: Op) -> Rule:
+    def rule(arg: object, src: tuple[Node, ...]) -> tuple[DType, Shape]:
+        _arity(op, src, 2 if op is Op.MAX_POOL2D_GRAD else 1)
+        assert isinstance(arg, defs.PoolGradArg)
+        g = src[-1]
+        if op is Op.MAX_POOL2D_GRAD and src[0].shape != arg.shape:
+            raise ShapeError(f"max_pool2d_grad: input {src[0].shape} differs from {arg.shape}", 0)
+        if g.shape != pooled_shape(arg.pool, arg.shape):
+            raise ShapeError(f"{op.value}: gradient {g.shape} does not match pooling {arg.shape}", len(src) - 1)
+        return g.dtype, arg.shape
+
+    return rule
+
+
+def _softmax(op: Op) -> Rule:
+    def rule(arg: object, src: tuple[Node, ...]) -> tuple[DType, Shape]:
+        _arity(op, src, 1)
+        _float(op, src, 0)
+        assert isinstance(arg, defs.AxisArg)
+        _axis(arg.axis, len(src[0].shape))
+        return src[0].dtype, src[0].shape
+
+    return rule
+
+
+def _int_indices(op: Op, node: Node, port: int) -> None:
+    if node.dtype is not DType.I32:
+        raise ShapeError(f"{op.value} needs int32 indices, got {node.dtype.value}", port)
+
+
+def _gather(arg: object, src: tuple[Node, ...]) -> tuple[DType, Shape]:
+    _arity(Op.GATHER, src, 2)
+    table, indices = src
+    _int_indices(Op.GATHER, indices, 1)
+    if not table.shape:
+        raise ShapeError("gather's table needs at least one dimension", 0)
+    return table.dtype, indices.shape + table.shape[1:]
+
+
+def _scatter_add(arg: object, src: tuple[Node, ...]) -> tuple[DType, Shape]:
+    _arity(Op.SCATTER_ADD, src, 2)
+    assert isinstance(arg, defs.RowsArg)
+    indices, g = src
+    _int_indices(Op.SCATTER_ADD, indices, 0)
+    _float(Op.SCATTER_ADD, src, 1)
+    if arg.rows < 1 or g.shape[: len(indices.shape)] != indices.shape:
+        raise ShapeError(f"scatter_add: values {g.shape} must start with the indices' shape {indices.shape}", 1)
+    return g.dtype, (arg.rows,) + g.shape[len(indices.shape) :]
+
+
+def _one_hot(arg: object, src: tuple[Node, ...]) -> tuple[DType, Shape]:
+    _arity(Op.ONE_HOT, src, 1)
+    assert isinstance(arg, defs.ClassesArg)
+    _int_indices(Op.ONE_HOT, src[0], 0)
+    if arg.classes < 1:
+        raise ShapeError(f"one_hot needs at least one class, got {arg.classes}")
+    return DType.F32, src[0].shape + (arg.classes,)
+
+
+def _random(arg: object, src: tuple[Node, ...]) -> tuple[DType, Shape]:
+    _arity(Op.RANDOM, src, 2)
+    assert isinstance(arg, defs.RandomArg)
+    key, position = src
+    if key.dtype is not DType.U32 or key.shape != (2,):
+        raise ShapeError(f"random's key must be u32[2], got {key.type_str}", 0)
+    if position.dtype is not DType.U32 or position.shape != ():
+        raise ShapeError(f"random's position must be a u32 scalar, got {position.type_str}", 1)
+    if any(d < 1 for d in arg.shape) or not 0 <= arg.p < 1 or arg.site < 0:
+        raise ShapeError(f"random: shape {arg.shape}, p={arg.p} and site={arg.site} must be valid")
+    return (DType.BOOL if arg.distribution is defs.Distribution.BERNOULLI else DType.F32), arg.shape
+
+
+RULES: dict[Op, Rule] = {
+    Op.CAST: _cast,
+    **{op: _unary(op) for op in UNARY_FLOAT},
+    **{op: _binary(op) for op in BINARY},
+    Op.WHERE: _where,
+    **{op: _reduce(op) for op in REDUCE},
+    Op.ARGMAX: _argmax,
+    Op.EXPAND: _expand,
+    Op.RESHAPE: _reshape,
+    Op.PERMUTE: _permute,
+    Op.CONCAT: _concat,
+    Op.SLICE: _slice,
+    Op.SLICE_GRAD: _slice_grad,
+    Op.MATMUL: _matmul,
+    Op.CONV2D: _conv2d,
+    Op.CONV2D_GRAD_INPUT: _conv_grad(Op.CONV2D_GRAD_INPUT),
+    Op.CONV2D_GRAD_WEIGHT: _conv_grad(Op.CONV2D_GRAD_WEIGHT),
+    Op.MAX_POOL2D: _pool(Op.MAX_POOL2D),
+    Op.AVG_POOL2D: _pool(Op.AVG_POOL2D),
+    Op.MAX_POOL2D_GRAD: _pool_grad(Op.MAX_POOL2D_GRAD),
+    Op.AVG_POOL2D_GRAD: _pool_grad(Op.AVG_POOL2D_GRAD),
+    Op.SOFTMAX: _softmax(Op.SOFTMAX),
+    Op.LOG_SOFTMAX: _softmax(Op.LOG_SOFTMAX),
+    Op.GATHER: _gather,
+    Op.SCATTER_ADD: _scatter_add,
+    Op.ONE_HOT: _one_hot,
+    Op.RANDOM: _random,
+}

@@ -1,0 +1,98 @@
+"""Optimizers as IR: a function with gradients -> the training step.
+
+Expects a function with outputs `grad/<p>` for every trainable parameter p (what autodiff adds).
+Guarantees: the gradient outputs are replaced by `param/<p>` (the updated parameters), the
+optimizer's state enters as inputs `opt.*` (role STATE) and leaves as outputs `state/opt.*`, the step
+counter `opt.step` (int32, updates done so far) advances by one, and `lr` reports the rate used.
+Update order per parameter: clip by global norm, add L2 weight decay (all but AdamW), then the rule.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from scellis.autodiff.grad import grad_name
+from scellis.graph.settings import Optimizer
+from scellis.ir.function import Function
+from scellis.ops import DType, Node, Op, const, make
+from scellis.ops.build import add, cast, div, mul, scale, sub, total, unary
+from scellis.ops.defs import Role
+from scellis.ops.node import input_node
+from scellis.optim.schedules import learning_rate
+
+STEP = "opt.step"
+GRAD_NORM_EPS = 1e-6
+
+
+def optimizer_state(opt: Optimizer, param: str) -> tuple[str, ...]:
+    """Names of the state an optimizer keeps for one parameter (each of the parameter's shape)."""
+    if opt.kind == "momentum":
+        return (f"opt.velocity/{param}",)
+    if opt.kind in ("adam", "adamw"):
+        return (f"opt.m/{param}", f"opt.v/{param}")
+    return ()
+
+
+def apply_optimizer(fn: Function, opt: Optimizer, trainable: Sequence[str]) -> Function:
+    step = input_node(STEP, Role.STATE, DType.I32, ())
+    t = cast(step, DType.F32)
+    lr = learning_rate(opt, t)
+    params = [fn.input(p) for p in trainable]
+    grads = [fn.output(grad_name(p)) for p in trainable]
+    extra_outputs: list[tuple[str, Node]] = []
+    if opt.clip_norm is not None and grads:
+        grads, norm = _clip(grads, opt.clip_norm)
+        extra_outputs.append(("grad_norm", norm))
+    new_inputs: list[Node] = [step]
+    updates: list[tuple[str, Node]] = []
+    corrections = _bias_corrections(opt, t)
+    for name, p, raw_grad in zip(trainable, params, grads, strict=True):
+        g = add(raw_grad, scale(p, opt.weight_decay)) if opt.weight_decay and opt.kind != "adamw" else raw_grad
+        states = [input_node(s, Role.STATE, DType.F32, p.shape) for s in optimizer_state(opt, name)]
+        new_inputs += states
+        new_p, new_states = _rule(opt, p, g, states=states, lr=lr, corrections=corrections)
+        updates.append((f"param/{name}", new_p))
+        updates += [(f"state/{s}", v) for s, v in zip(optimizer_state(opt, name), new_states, strict=True)]
+    updates.append((f"state/{STEP}", add(step, const(1, DType.I32))))
+    kept = tuple((n, node) for n, node in fn.outputs if not n.startswith("grad/"))
+    outputs = (*kept, *updates, ("lr", lr), *extra_outputs)
+    return Function(fn.name.replace(".train", ".step"), (*fn.inputs, *new_inputs), outputs)
+
+
+def _clip(grads: list[Node], max_norm: float) -> tuple[list[Node], Node]:
+    """Scale all gradients by min(1, max_norm / (global L2 norm + eps))."""
+    squares = total(mul(grads[0], grads[0]))
+    for g in grads[1:]:
+        squares = add(squares, total(mul(g, g)))
+    norm = unary(Op.SQRT, squares)
+    factor = make(Op.MINIMUM, const(1.0), div(const(max_norm), add(norm, const(GRAD_NORM_EPS))))
+    return [mul(g, factor) for g in grads], norm
+
+
+def _bias_corrections(opt: Optimizer, t: Node) -> tuple[Node, Node]:
+    """Adam's 1 - beta^(t+1) for both moments, shared by every parameter."""
+    t1 = add(t, const(1.0))
+    return (
+        sub(const(1.0), make(Op.POW, const(opt.beta1), t1)),
+        sub(const(1.0), make(Op.POW, const(opt.beta2), t1)),
+    )
+
+
+def _rule(
+    opt: Optimizer, p: Node, g: Node, *, states: list[Node], lr: Node, corrections: tuple[Node, Node]
+) -> tuple[Node, list[Node]]:
+    if opt.kind == "sgd":
+        return sub(p, mul(lr, g)), []
+    if opt.kind == "momentum":
+        (velocity,) = states
+        v = add(scale(velocity, opt.momentum), g)
+        direction = add(g, scale(v, opt.momentum)) if opt.nesterov else v
+        return sub(p, mul(lr, direction)), [v]
+    m_prev, v_prev = states
+    m = add(scale(m_prev, opt.beta1), scale(g, 1 - opt.beta1))
+    v = add(scale(v_prev, opt.beta2), scale(mul(g, g), 1 - opt.beta2))
+    m_hat, v_hat = div(m, corrections[0]), div(v, corrections[1])
+    update = div(m_hat, add(unary(Op.SQRT, v_hat), const(opt.eps)))
+    if opt.kind == "adamw" and opt.weight_decay:
+        update = add(update, scale(p, opt.weight_decay))
+    return sub(p, mul(lr, update)), [m, v]

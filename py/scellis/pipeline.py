@@ -1,0 +1,51 @@
+"""The pipeline, top to bottom. Each stage's artifact is kept: the Guide shows them for the user's own
+program, and later stages (loop, kernels, plan, code) extend this same function."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from scellis.autodiff import grad
+from scellis.graph import ValidProgram, validate
+from scellis.graph.lowering import Mode
+from scellis.ir import Function, structural_key, to_text, verify
+from scellis.ir.from_program import Lowered, forward, init_function
+from scellis.optim import apply_optimizer
+
+
+@dataclass(frozen=True)
+class Compiled:
+    program: ValidProgram
+    forward: Lowered  # typed IR of the training forward pass
+    backward: Function  # ... with gradients of the loss for every trainable parameter
+    step: Function  # ... with the optimizer update: the training step
+    evaluate: Function  # the forward pass in evaluation mode
+    init: Function  # initial parameters and state from the `init` substream
+
+    def stages(self) -> list[tuple[str, str]]:
+        """(title, printable artifact) for each stage, in pipeline order."""
+        return [
+            ("typed IR", to_text(self.forward.fn)),
+            ("backward IR", to_text(self.backward)),
+            ("optimizer IR (training step)", to_text(self.step)),
+            ("evaluation IR", to_text(self.evaluate)),
+            ("init IR", to_text(self.init)),
+        ]
+
+    @property
+    def key(self) -> str:
+        """The training step's structural key (addresses compile caches and checkpoints)."""
+        return structural_key(self.step)
+
+
+def compile_program(data: Any, batch: int | None = None, eval_batch: int | None = None) -> Compiled:
+    program = validate(data)  # drawn program: JSON checked against the catalog, all problems at once
+    fwd = forward(program, Mode.TRAIN, batch)  # typed IR: every node lowered, shapes inferred
+    backward = grad(fwd.fn, "loss", fwd.trainable)  # gradients: reverse mode, trainable parameters only
+    step = apply_optimizer(backward, program.optimizer, fwd.trainable)  # update: optimizer as IR
+    evaluate = forward(program, Mode.EVAL, eval_batch or batch).fn
+    init = init_function(fwd)
+    for fn in (fwd.fn, backward, step, evaluate, init):
+        verify(fn)
+    return Compiled(program, fwd, backward, step, evaluate, init)

@@ -1,0 +1,317 @@
+"""The reference device: numpy, float64 (or float32), straightforward code. The oracle every
+other device is tested against. CPython only (numpy is not available in the browser)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any
+
+import numpy as np
+
+from scellis.ir.function import Function, input_name
+from scellis.ops import DType, Node, Op
+from scellis.ops import defs as d
+from scellis.rng import MASK, PHILOX_M, PHILOX_W, ROUNDS
+
+Array = np.ndarray
+# (argument, input arrays, the node, the float dtype) -> output array
+Impl = Callable[[Any, list[Array], Node, np.dtype], Any]
+
+
+class ReferenceInputError(ValueError):
+    """Inputs that do not fit the function, or values an op cannot take (e.g. a label out of range)."""
+
+
+def numpy_dtype(dtype: DType, float_dtype: np.dtype) -> np.dtype:
+    return {DType.F32: float_dtype, DType.I32: np.dtype(np.int32), DType.U32: np.dtype(np.uint32)}.get(
+        dtype, np.dtype(np.bool_)
+    )
+
+
+def run(fn: Function, inputs: Mapping[str, object], float_dtype: type = np.float64) -> dict[str, Array]:
+    """Evaluate `fn` on named input arrays; floats computed in `float_dtype` (float64 or float32)."""
+    fdt = np.dtype(float_dtype)
+    values: dict[int, Array] = {}
+    expected = {input_name(n): n for n in fn.inputs}
+    unknown = sorted(set(inputs) - set(expected))
+    missing = sorted(set(expected) - set(inputs))
+    if unknown or missing:
+        raise ReferenceInputError(f"{fn.name}: missing inputs {missing}, unknown inputs {unknown}")
+    for name, node in expected.items():
+        array = np.asarray(inputs[name])
+        if array.shape != node.shape:
+            raise ReferenceInputError(f"{fn.name}: input {name!r} has shape {array.shape}, expected {node.shape}")
+        values[id(node)] = array.astype(numpy_dtype(node.dtype, fdt))
+    for node in fn.nodes():
+        if node.op is Op.INPUT:
+            continue
+        out = IMPLS[node.op](node.arg, [values[id(s)] for s in node.src], node, fdt)
+        values[id(node)] = np.asarray(out, dtype=numpy_dtype(node.dtype, fdt)).reshape(node.shape)
+    return {name: values[id(node)] for name, node in fn.outputs}
+
+
+# -- elementwise ----------------------------------------------------------------------------------
+
+_erf = np.vectorize(math.erf, otypes=[np.float64])
+
+
+def _gelu(arg: object, x: Array) -> Array:
+    assert isinstance(arg, d.GeluArg)
+    if arg.approximate == "tanh":
+        return 0.5 * x * (1 + np.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x**3)))
+    return 0.5 * x * (1 + _erf(x / math.sqrt(2)).astype(x.dtype))
+
+
+def _sigmoid(x: Array) -> Array:
+    e = np.exp(-np.abs(x))
+    return np.where(x >= 0, 1 / (1 + e), e / (1 + e))
+
+
+UNARY: dict[Op, Callable[[Any, Array], Array]] = {
+    Op.NEG: lambda a, x: -x,
+    Op.EXP: lambda a, x: np.exp(x),
+    Op.LOG: lambda a, x: np.log(x),
+    Op.SQRT: lambda a, x: np.sqrt(x),
+    Op.RSQRT: lambda a, x: 1 / np.sqrt(x),
+    Op.ABS: lambda a, x: np.abs(x),
+    Op.SIGN: lambda a, x: np.sign(x),
+    Op.RELU: lambda a, x: np.maximum(x, 0),
+    Op.LEAKY_RELU: lambda a, x: np.where(x >= 0, x, a.alpha * x),
+    Op.GELU: _gelu,
+    Op.TANH: lambda a, x: np.tanh(x),
+    Op.SIGMOID: lambda a, x: _sigmoid(x),
+    Op.ERF: lambda a, x: _erf(x).astype(x.dtype),
+    Op.COS: lambda a, x: np.cos(x),
+    Op.SIN: lambda a, x: np.sin(x),
+    Op.FLOOR: lambda a, x: np.floor(x),
+}
+BINARY: dict[Op, Callable[[Array, Array], Array]] = {
+    Op.ADD: np.add,
+    Op.SUB: np.subtract,
+    Op.MUL: np.multiply,
+    Op.DIV: np.divide,
+    Op.POW: np.power,
+    Op.MAXIMUM: np.maximum,
+    Op.MINIMUM: np.minimum,
+    Op.LESS: np.less,
+    Op.EQUAL: np.equal,
+}
+
+
+def _reduce(op: Op, arg: object, x: Array) -> Array:
+    assert isinstance(arg, d.ReduceArg)
+    if op is Op.VAR:
+        return np.var(x, axis=arg.axes, keepdims=arg.keepdims, ddof=arg.correction)
+    if op is Op.MAX:
+        return np.max(x, axis=arg.axes, keepdims=arg.keepdims)
+    reducer = np.sum if op is Op.SUM else np.mean
+    return reducer(x, axis=arg.axes, keepdims=arg.keepdims)
+
+
+# -- convolution and pooling ----------------------------------------------------------------------
+
+
+Window = tuple[int, int, tuple[slice, slice]]
+
+
+def _windows(
+    shape: tuple[int, ...], k: tuple[int, int], s: tuple[int, int], p: tuple[int, int], dil: tuple[int, int] = (1, 1)
+) -> Iterator[Window]:
+    """For each kernel offset (kh, kw): the strided slices of the padded input it reads."""
+    oh = (shape[2] + 2 * p[0] - dil[0] * (k[0] - 1) - 1) // s[0] + 1
+    ow = (shape[3] + 2 * p[1] - dil[1] * (k[1] - 1) - 1) // s[1] + 1
+    for kh in range(k[0]):
+        for kw in range(k[1]):
+            h0, w0 = kh * dil[0], kw * dil[1]
+            yield kh, kw, (slice(h0, h0 + s[0] * (oh - 1) + 1, s[0]), slice(w0, w0 + s[1] * (ow - 1) + 1, s[1]))
+
+
+def _pad(x: Array, p: tuple[int, int], value: float = 0.0) -> Array:
+    return np.pad(x, ((0, 0), (0, 0), (p[0], p[0]), (p[1], p[1])), constant_values=value)
+
+
+def _crop(x: Array, p: tuple[int, int]) -> Array:
+    return x[:, :, p[0] : x.shape[2] - p[0], p[1] : x.shape[3] - p[1]]
+
+
+def _conv2d(arg: d.ConvArg, x: Array, w: Array, out_shape: tuple[int, ...]) -> Array:
+    g = arg.groups
+    n, c = x.shape[:2]
+    o, cg, kh_, kw_ = w.shape
+    wg = w.reshape(g, o // g, cg, kh_, kw_)
+    out = np.zeros((n, g, o // g, *out_shape[2:]), dtype=x.dtype)
+    xp = _pad(x, arg.padding).reshape(n, g, c // g, x.shape[2] + 2 * arg.padding[0], -1)
+    for kh, kw, (hs, ws) in _windows(x.shape, (kh_, kw_), arg.stride, arg.padding, arg.dilation):
+        out += np.einsum("ngcij,goc->ngoij", xp[:, :, :, hs, ws], wg[:, :, :, kh, kw])
+    return out.reshape(out_shape)
+
+
+def _conv2d_grad_input(arg: d.ConvGradArg, g: Array, w: Array) -> Array:
+    conv, shape = arg.conv, arg.shape
+    groups, (n, c, h, wd) = conv.groups, shape
+    o, cg, kh_, kw_ = w.shape
+    wg = w.reshape(groups, o // groups, cg, kh_, kw_)
+    gg = g.reshape(n, groups, o // groups, *g.shape[2:])
+    dxp = np.zeros((n, groups, cg, h + 2 * conv.padding[0], wd + 2 * conv.padding[1]), dtype=g.dtype)
+    for kh, kw, (hs, ws) in _windows(shape, (kh_, kw_), conv.stride, conv.padding, conv.dilation):
+        dxp[:, :, :, hs, ws] += np.einsum("ngoij,goc->ngcij", gg, wg[:, :, :, kh, kw])
+    return _crop(dxp.reshape(n, c, *dxp.shape[3:]), conv.padding)
+
+
+def _conv2d_grad_weight(arg: d.ConvGradArg, x: Array, g: Array) -> Array:
+    conv, (o, cg, kh_, kw_) = arg.conv, arg.shape
+    groups, n = conv.groups, x.shape[0]
+    xp = _pad(x, conv.padding).reshape(n, groups, cg, x.shape[2] + 2 * conv.padding[0], -1)
+    gg = g.reshape(n, groups, o // groups, *g.shape[2:])
+    dw = np.zeros((groups, o // groups, cg, kh_, kw_), dtype=g.dtype)
+    for kh, kw, (hs, ws) in _windows(x.shape, (kh_, kw_), conv.stride, conv.padding, conv.dilation):
+        dw[:, :, :, kh, kw] = np.einsum("ngcij,ngoij->goc", xp[:, :, :, hs, ws], gg)
+    return dw.reshape(arg.shape)
+
+
+def _max_pool(arg: d.PoolArg, x: Array) -> Array:
+    xp = _pad(x, arg.padding, -np.inf)
+    return np.max([xp[:, :, hs, ws] for _, _, (hs, ws) in _windows(x.shape, arg.kernel, arg.stride, arg.padding)], 0)
+
+
+def _max_pool_grad(arg: d.PoolGradArg, x: Array, g: Array) -> Array:
+    """Each window's gradient goes to its first maximum in row-major kernel order."""
+    pool = arg.pool
+    xp = _pad(x, pool.padding, -np.inf)
+    best = _max_pool(pool, x)
+    dxp = np.zeros_like(xp)
+    taken = np.zeros(best.shape, dtype=bool)
+    for _, _, (hs, ws) in _windows(x.shape, pool.kernel, pool.stride, pool.padding):
+        take = (xp[:, :, hs, ws] == best) & ~taken
+        dxp[:, :, hs, ws] += np.where(take, g, 0)
+        taken |= take
+    return _crop(dxp, pool.padding)
+
+
+def _avg_pool(arg: d.PoolArg, x: Array) -> Array:
+    xp = _pad(x, arg.padding)
+    windows = [xp[:, :, hs, ws] for _, _, (hs, ws) in _windows(x.shape, arg.kernel, arg.stride, arg.padding)]
+    return np.sum(windows, 0) / (arg.kernel[0] * arg.kernel[1])
+
+
+def _avg_pool_grad(arg: d.PoolGradArg, g: Array) -> Array:
+    pool, shape = arg.pool, arg.shape
+    dxp = np.zeros((*shape[:2], shape[2] + 2 * pool.padding[0], shape[3] + 2 * pool.padding[1]), dtype=g.dtype)
+    for _, _, (hs, ws) in _windows(shape, pool.kernel, pool.stride, pool.padding):
+        dxp[:, :, hs, ws] += g / (pool.kernel[0] * pool.kernel[1])
+    return _crop(dxp, pool.padding)
+
+
+# -- the rest -------------------------------------------------------------------------------------
+
+
+def _log_softmax(x: Array, axis: int) -> Array:
+    shifted = x - np.max(x, axis=axis, keepdims=True)
+    return shifted - np.log(np.sum(np.exp(shifted), axis=axis, keepdims=True))
+
+
+def _matmul(arg: d.MatmulArg, a: Array, b: Array) -> Array:
+    return np.matmul(np.swapaxes(a, -1, -2) if arg.transpose_a else a, np.swapaxes(b, -1, -2) if arg.transpose_b else b)
+
+
+def _one_hot(arg: d.ClassesArg, labels: Array, fdt: np.dtype) -> Array:
+    if labels.size and (labels.min() < 0 or labels.max() >= arg.classes):
+        raise ReferenceInputError(f"one_hot: labels must lie in [0, {arg.classes}), got {labels.min()}..{labels.max()}")
+    return (labels[..., None] == np.arange(arg.classes)).astype(fdt)
+
+
+def _gather(table: Array, indices: Array) -> Array:
+    if indices.size and (indices.min() < 0 or indices.max() >= table.shape[0]):
+        raise ReferenceInputError(
+            f"gather: indices must lie in [0, {table.shape[0]}), got {indices.min()}..{indices.max()}"
+        )
+    return table[indices]
+
+
+def _scatter_add(arg: d.RowsArg, indices: Array, g: Array) -> Array:
+    out = np.zeros((arg.rows, *g.shape[indices.ndim :]), dtype=g.dtype)
+    np.add.at(out, indices, g)
+    return out
+
+
+def philox(c: list[Array], key: tuple[int, int]) -> list[Array]:
+    """Philox4x32-10 over arrays of counters (uint64 holding 32-bit words)."""
+    c0, c1, c2, c3 = (np.asarray(w, dtype=np.uint64) for w in c)
+    k0, k1 = np.uint64(key[0]), np.uint64(key[1])
+    mask, shift = np.uint64(MASK), np.uint64(32)
+    for r in range(ROUNDS):
+        if r:
+            k0, k1 = (k0 + np.uint64(PHILOX_W[0])) & mask, (k1 + np.uint64(PHILOX_W[1])) & mask
+        p0, p1 = np.uint64(PHILOX_M[0]) * c0, np.uint64(PHILOX_M[1]) * c2
+        c0, c1, c2, c3 = (p1 >> shift) ^ c1 ^ k0, p1 & mask, (p0 >> shift) ^ c3 ^ k1, p0 & mask
+    return [c0, c1, c2, c3]
+
+
+def _random(arg: d.RandomArg, key: Array, position: Array, fdt: np.dtype) -> Array:
+    i = np.arange(math.prod(arg.shape), dtype=np.uint64)
+    words = philox(
+        [i & np.uint64(MASK), np.full_like(i, arg.site), np.full_like(i, int(position)), i >> np.uint64(32)],
+        (int(key[0]), int(key[1])),
+    )
+    u = (words[0] >> np.uint64(8)).astype(np.float64) * 2.0**-24
+    if arg.distribution is d.Distribution.UNIFORM:
+        return u.astype(fdt).reshape(arg.shape)
+    if arg.distribution is d.Distribution.BERNOULLI:
+        return (u >= arg.p).reshape(arg.shape)
+    u1 = ((words[0] >> np.uint64(8)).astype(np.float64) + 1) * 2.0**-24
+    u2 = (words[1] >> np.uint64(8)).astype(np.float64) * 2.0**-24
+    return (np.sqrt(-2 * np.log(u1)) * np.cos(2 * np.pi * u2)).astype(fdt).reshape(arg.shape)
+
+
+def _slice_grad(arg: d.SliceGradArg, g: Array) -> Array:
+    out = np.zeros(arg.shape, dtype=g.dtype)
+    out[tuple(slice(a, b, s) for a, b, s in zip(arg.starts, arg.stops, arg.steps, strict=True))] = g
+    return out
+
+
+def _unary_impl(op: Op) -> Impl:
+    return lambda a, x, n, f: UNARY[op](a, x[0])
+
+
+def _binary_impl(op: Op) -> Impl:
+    return lambda a, x, n, f: BINARY[op](x[0], x[1])
+
+
+def _reduce_impl(op: Op) -> Impl:
+    return lambda a, x, n, f: _reduce(op, a, x[0])
+
+
+def _slices(a: Any) -> tuple[slice, ...]:
+    return tuple(slice(*t) for t in zip(a.starts, a.stops, a.steps, strict=True))
+
+
+IMPLS: dict[Op, Impl] = {
+    Op.CONST: lambda a, x, n, f: np.array(a.value),
+    Op.CAST: lambda a, x, n, f: x[0].astype(numpy_dtype(a.to, f)),
+    **{op: _unary_impl(op) for op in UNARY},
+    **{op: _binary_impl(op) for op in BINARY},
+    Op.WHERE: lambda a, x, n, f: np.where(*x),
+    **{op: _reduce_impl(op) for op in d.REDUCE},
+    Op.ARGMAX: lambda a, x, n, f: np.argmax(x[0], axis=a.axis),
+    Op.EXPAND: lambda a, x, n, f: np.broadcast_to(x[0], n.shape).copy(),
+    Op.RESHAPE: lambda a, x, n, f: x[0].reshape(n.shape),
+    Op.PERMUTE: lambda a, x, n, f: np.transpose(x[0], a.perm),
+    Op.CONCAT: lambda a, x, n, f: np.concatenate(x, axis=a.axis),
+    Op.SLICE: lambda a, x, n, f: x[0][_slices(a)],
+    Op.SLICE_GRAD: lambda a, x, n, f: _slice_grad(a, x[0]),
+    Op.MATMUL: lambda a, x, n, f: _matmul(a, *x),
+    Op.CONV2D: lambda a, x, n, f: _conv2d(a, x[0], x[1], n.shape),
+    Op.CONV2D_GRAD_INPUT: lambda a, x, n, f: _conv2d_grad_input(a, *x),
+    Op.CONV2D_GRAD_WEIGHT: lambda a, x, n, f: _conv2d_grad_weight(a, *x),
+    Op.MAX_POOL2D: lambda a, x, n, f: _max_pool(a, x[0]),
+    Op.MAX_POOL2D_GRAD: lambda a, x, n, f: _max_pool_grad(a, *x),
+    Op.AVG_POOL2D: lambda a, x, n, f: _avg_pool(a, x[0]),
+    Op.AVG_POOL2D_GRAD: lambda a, x, n, f: _avg_pool_grad(a, x[0]),
+    Op.SOFTMAX: lambda a, x, n, f: np.exp(_log_softmax(x[0], a.axis)),
+    Op.LOG_SOFTMAX: lambda a, x, n, f: _log_softmax(x[0], a.axis),
+    Op.GATHER: lambda a, x, n, f: _gather(*x),
+    Op.SCATTER_ADD: lambda a, x, n, f: _scatter_add(a, *x),
+    Op.ONE_HOT: lambda a, x, n, f: _one_hot(a, x[0], f),
+    Op.RANDOM: lambda a, x, n, f: _random(a, x[0], x[1], f),
+}
