@@ -10,6 +10,7 @@ import pytest
 from scellis.autodiff import grad
 from scellis.graph.settings import Optimizer, Schedule
 from scellis.ir import Function, verify
+from scellis.ir.function import input_name
 from scellis.ops import DType, Op, const, make
 from scellis.ops import defs as d
 from scellis.ops.build import mul, sub, total
@@ -47,8 +48,8 @@ def numpy_steps(opt: Optimizer, values: dict, targets: dict, steps: int) -> tupl
         if opt.clip_norm is not None:
             norm = math.sqrt(sum(float(np.sum(g * g)) for g in grads.values()))
             grads = {k: g * min(1.0, opt.clip_norm / (norm + 1e-6)) for k, g in grads.items()}
-        for k in values:
-            g, p = grads[k], values[k]
+        for k, p in list(values.items()):
+            g = grads[k]
             if opt.weight_decay and opt.kind != "adamw":
                 g = g + opt.weight_decay * p
             if opt.kind == "sgd":
@@ -86,7 +87,7 @@ def test_updates_match_numpy(opt: Optimizer) -> None:
     values = {k: rng.standard_normal(s) for k, s in SHAPES.items()}
     targets = {k: rng.standard_normal(s) for k, s in SHAPES.items()}
     expected, lrs = numpy_steps(opt, {k: v.copy() for k, v in values.items()}, targets, steps=4)
-    state = {name: np.zeros(node.shape) for name, node in ((n.arg.name, n) for n in fn.inputs) if name.startswith("opt.")}
+    state = {input_name(n): np.zeros(n.shape) for n in fn.inputs if input_name(n).startswith("opt.")}
     state[STEP] = np.array(0, dtype=np.int32)
     for step in range(4):
         out = run(fn, {**values, **{f"t{k}": v for k, v in targets.items()}, **state})
