@@ -1,7 +1,7 @@
 // Entry module: the only one that runs code on import.
 
-import { boot } from "./src/boot.js";
-import { showError, showOffline, showReady, showStage, stagesSeen } from "./src/page.js";
+import { boot, exampleGuide } from "./src/boot.js";
+import { showError, showGuide, showOffline, showReady, showStage, stagesSeen } from "./src/page.js";
 
 // Registers the service worker and has it keep a copy of this build; resolves once the copy is whole.
 async function enableOffline(buildText) {
@@ -22,9 +22,13 @@ boot(showStage)
     const readyMs = performance.now(); // since navigation began
     window.scellis = { ...session, readyMs, stages: stagesSeen };
     showReady(session, readyMs);
-    return enableOffline(session.buildText).catch((error) => `not available (${error.message})`);
+    return Promise.all([
+      exampleGuide(session.pyodide).then(showGuide),
+      enableOffline(session.buildText)
+        .catch((error) => `not available (${error.message})`)
+        .then(showOffline),
+    ]);
   })
-  .then((offline) => offline && showOffline(offline))
   .catch((error) => {
     console.error(error);
     showError(error);

@@ -12,6 +12,21 @@ async function fetchText(url) {
   return response.text();
 }
 
+const GUIDE_PY = `
+import json, time
+from scellis.examples import digits_mlp
+from scellis.pipeline import compile_program
+start = time.perf_counter()
+guide = compile_program(digits_mlp()).guide()
+guide["compile_ms"] = (time.perf_counter() - start) * 1000
+json.dumps(guide)
+`;
+
+// Compiles the example program in the page and returns every stage's artifact.
+export async function exampleGuide(pyodide) {
+  return JSON.parse(await pyodide.runPythonAsync(GUIDE_PY));
+}
+
 // Runs each stage in order, reporting (index, label) before it starts.
 export async function boot(onStage) {
   const base = new URL(".", location.href);

@@ -3,6 +3,7 @@ program, and later stages (loop, kernels, plan, code) extend this same function.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,12 +27,17 @@ class Compiled:
     def stages(self) -> list[tuple[str, str]]:
         """(title, printable artifact) for each stage, in pipeline order."""
         return [
+            ("program JSON", json.dumps(self.program.source, indent=1)),
             ("typed IR", to_text(self.forward.fn)),
             ("backward IR", to_text(self.backward)),
             ("optimizer IR (training step)", to_text(self.step)),
             ("evaluation IR", to_text(self.evaluate)),
             ("init IR", to_text(self.init)),
         ]
+
+    def guide(self) -> dict[str, Any]:
+        """What the app's Guide shows: the program's name, its key and every stage's artifact."""
+        return {"name": self.program.name, "key": self.key, "stages": [list(s) for s in self.stages()]}
 
     @property
     def key(self) -> str:
@@ -46,6 +52,6 @@ def compile_program(data: Any, batch: int | None = None, eval_batch: int | None 
     step = apply_optimizer(backward, program.optimizer, fwd.trainable)  # update: optimizer as IR
     evaluate = forward(program, Mode.EVAL, eval_batch or batch).fn
     init = init_function(fwd)
-    for fn in (fwd.fn, backward, step, evaluate, init):
-        verify(fn)
+    for fn in (step, evaluate, init):  # the step holds every node of the forward and backward functions
+        verify(fn, types=False)  # built with `make`: typed by construction (tests verify types too)
     return Compiled(program, fwd, backward, step, evaluate, init)

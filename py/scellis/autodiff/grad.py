@@ -31,7 +31,7 @@ def grad(fn: Function, loss: str, wrt: Sequence[str]) -> Function:
         raise AutodiffError(f"{fn.name}: loss {loss!r} must be a float32 scalar, got {loss_node.type_str}")
     targets = {}
     for name in wrt:
-        node = fn.input(name) if name in {input_name(n) for n in fn.inputs} else None
+        node = fn.input(name) if fn.has_input(name) else None
         if node is None or not node.dtype.is_float:
             raise AutodiffError(f"{fn.name}: cannot differentiate with respect to {name!r} (not a float input)")
         targets[id(node)] = node

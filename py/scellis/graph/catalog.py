@@ -58,6 +58,13 @@ def _axis(axis: int, ndim: int) -> int:
     return axis % ndim
 
 
+def _batched(op: str, inp: Node) -> Node:
+    """`inp`, checked to have the batch axis that the shape ops keep (a constant is a scalar: it has none)."""
+    if not inp.shape:
+        raise ShapeError(f"{op} acts on the axes of each example, but its input is a scalar without a batch axis", 0)
+    return inp
+
+
 def _axes(axes: tuple[int, ...] | None, ndim: int) -> tuple[int, ...]:
     if axes is None:
         return tuple(range(ndim))
@@ -208,7 +215,7 @@ def _embedding(ctx: Lowering, nid: str, p: dict[str, Any], x: Inputs) -> Node:
 
 
 def _reshape(ctx: Lowering, nid: str, p: dict[str, Any], x: Inputs) -> Node:
-    inp, shape = x["x"], list(p["shape"])
+    inp, shape = _batched("reshape", x["x"]), list(p["shape"])
     per_example = math.prod(inp.shape[1:])
     if shape.count(-1) > 1 or any(s == 0 or s < -1 for s in shape):
         raise ShapeError(f"shape {shape} may hold one -1 and otherwise positive sizes")
@@ -221,19 +228,20 @@ def _reshape(ctx: Lowering, nid: str, p: dict[str, Any], x: Inputs) -> Node:
 
 
 def _flatten(ctx: Lowering, nid: str, p: dict[str, Any], x: Inputs) -> Node:
-    inp = x["x"]
+    inp = _batched("flatten", x["x"])
     return reshape(inp, (inp.shape[0], math.prod(inp.shape[1:])))
 
 
 def _permute(ctx: Lowering, nid: str, p: dict[str, Any], x: Inputs) -> Node:
     perm = p["perm"]
+    _batched("permute", x["x"])
     if sorted(perm) != list(range(len(x["x"].shape) - 1)):
         raise ShapeError(f"perm {list(perm)} must order the {len(x['x'].shape) - 1} axes of one example")
     return make(Op.PERMUTE, x["x"], arg=d.PermuteArg((0, *(a + 1 for a in perm))))
 
 
 def _slice(ctx: Lowering, nid: str, p: dict[str, Any], x: Inputs) -> Node:
-    inp = x["x"]
+    inp = _batched("slice", x["x"])
     n = len(inp.shape) - 1
     steps = p["steps"] if p["steps"] is not None else (1,) * n
     if not len(p["starts"]) == len(p["stops"]) == len(steps) == n:

@@ -2,7 +2,33 @@
 
 from __future__ import annotations
 
+import reprlib
 from dataclasses import dataclass
+from typing import Any
+
+
+class _Short(reprlib.Repr):
+    """repr() cut to a readable length; never fails (huge ints, deep nesting, odd objects)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.maxlevel, self.maxlist, self.maxdict, self.maxstring, self.maxlong, self.maxother = 3, 6, 6, 60, 40, 60
+
+    def repr_int(self, x: int, level: int) -> str:
+        if x.bit_length() > 128:  # str() of a huge int is slow, and refused past 4300 digits
+            return f"{'-' if x < 0 else ''}<an integer of {x.bit_length()} bits>"
+        return super().repr_int(x, level)
+
+
+_SHORT = _Short()
+
+
+def show(value: Any) -> str:
+    """A value as an issue message quotes it: its repr, shortened."""
+    try:
+        return _SHORT.repr(value)
+    except Exception:  # a message must never fail; the type still says what it was
+        return f"<{type(value).__name__}>"
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,10 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from scellis.graph.errors import show
+
 REQUIRED: Any = object()  # marks a parameter without a default
+INT_LIMIT = 2**31 - 1  # sizes, axes, counts and steps are int32 on every device: larger integers are refused
 
 
 @dataclass(frozen=True)
@@ -42,10 +45,12 @@ def _is_int(value: Any) -> bool:
 
 
 def _range_error(p: Param, value: float) -> str | None:
+    if isinstance(value, int) and not -INT_LIMIT <= value <= INT_LIMIT:
+        return f"must be an integer from {-INT_LIMIT} to {INT_LIMIT}, got {show(value)}"
     if p.low is not None and value < p.low:
-        return f"must be at least {p.low:g}, got {value!r}"
+        return f"must be at least {p.low:g}, got {show(value)}"
     if p.high is not None and value > p.high:
-        return f"must be at most {p.high:g}, got {value!r}"
+        return f"must be at most {p.high:g}, got {show(value)}"
     return None
 
 
@@ -54,37 +59,43 @@ Checked = tuple[Any, str | None]
 
 def _int(p: Param, value: Any) -> Checked:
     if not _is_int(value):
-        return None, f"must be an integer, got {value!r}"
+        return None, f"must be an integer, got {show(value)}"
     return value, _range_error(p, value)
 
 
 def _float(p: Param, value: Any) -> Checked:
-    if not (_is_int(value) or isinstance(value, float)) or not math.isfinite(value):
-        return None, f"must be a finite number, got {value!r}"
-    return float(value), _range_error(p, float(value))
+    number = None
+    if isinstance(value, float) or _is_int(value):
+        try:
+            number = float(value)
+        except OverflowError:  # an integer beyond the float range
+            number = None
+    if number is None or not math.isfinite(number):
+        return None, f"must be a finite number, got {show(value)}"
+    return number, _range_error(p, number)
 
 
 def _bool(p: Param, value: Any) -> Checked:
-    return value, None if isinstance(value, bool) else f"must be true or false, got {value!r}"
+    return value, None if isinstance(value, bool) else f"must be true or false, got {show(value)}"
 
 
 def _str(p: Param, value: Any) -> Checked:
     if not isinstance(value, str) or value not in p.choices:
-        return None, f"must be one of {', '.join(map(repr, p.choices))}, got {value!r}"
+        return None, f"must be one of {', '.join(map(repr, p.choices))}, got {show(value)}"
     return value, None
 
 
 def _pair(p: Param, value: Any) -> Checked:
     pair = (value, value) if _is_int(value) else tuple(value) if isinstance(value, list) else None
     if pair is None or len(pair) != 2 or not all(_is_int(v) for v in pair):
-        return None, f"must be an integer or a list of two integers, got {value!r}"
+        return None, f"must be an integer or a list of two integers, got {show(value)}"
     errors = [e for e in (_range_error(p, v) for v in pair) if e]
     return pair, errors[0] if errors else None
 
 
 def _ints(p: Param, value: Any) -> Checked:
     if not isinstance(value, list) or not all(_is_int(v) for v in value):
-        return None, f"must be a list of integers, got {value!r}"
+        return None, f"must be a list of integers, got {show(value)}"
     errors = [e for e in (_range_error(p, v) for v in value) if e]
     return tuple(value), errors[0] if errors else None
 

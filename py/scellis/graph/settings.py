@@ -104,7 +104,7 @@ def read_fields(data: Any, specs: tuple[Param, ...], path: str, issues: list[Iss
             value, error = check(p, data[p.name])
             if error:
                 issues.append(Issue(f"{path}.{p.name}", error))
-            values[p.name] = value
+            values[p.name] = None if error else value  # an invalid value keeps the default (no cascade)
     return values
 
 

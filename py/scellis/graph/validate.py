@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from scellis.graph.catalog import CATALOG, OpSpec
-from scellis.graph.errors import Issue, ProgramError
+from scellis.graph.errors import Issue, ProgramError, show
 from scellis.graph.lowering import Lowering, Mode
 from scellis.graph.params import REQUIRED, check
 from scellis.graph.settings import Loop, Optimizer, read_loop, read_optimizer
@@ -53,16 +53,16 @@ def validate(data: Any) -> ValidProgram:
     if not isinstance(data, dict):
         raise ProgramError([Issue("", f"a program is a JSON object, got {type(data).__name__}")])
     _check_top(data, issues)
-    nodes = _read_nodes(data.get("nodes"), issues)
-    inputs = _read_edges(data.get("edges", []), nodes, issues)
-    _check_arity(nodes, inputs, issues)
+    nodes, present = _read_nodes(data.get("nodes"), issues)
+    inputs, cut = _read_edges(data.get("edges", []), nodes, present, issues)
+    _check_arity(nodes, inputs, cut, issues)
     order = _topological(nodes, inputs, issues)
-    broken = {i.node for i in issues if i.node is not None}
+    broken = {i.node for i in issues if i.node is not None} | {nid for nid, _ in cut}
     loop = read_loop(data.get("loop", {}), "loop", issues)
     optimizer = read_optimizer(data.get("optimizer", {"kind": "adam"}), "optimizer", issues)
     valid = tuple(ValidNode(n, nodes[n][0].name, nodes[n][1], inputs.get(n, {})) for n in order)
     outputs = _check_types(valid, broken, loop.batch_size, issues)
-    loss, metrics = _check_objectives(data, outputs, nodes, issues)
+    loss, metrics = _check_objectives(data, outputs, present, issues)
     if issues:
         raise ProgramError(issues)
     name = data.get("name", "program")
@@ -71,7 +71,7 @@ def validate(data: Any) -> ValidProgram:
 
 def _check_top(data: dict[str, Any], issues: list[Issue]) -> None:
     if data.get("format") != FORMAT:
-        issues.append(Issue("format", f"must be {FORMAT!r}, got {data.get('format')!r}"))
+        issues.append(Issue("format", f"must be {FORMAT!r}, got {show(data.get('format'))}"))
     for key in data:
         if key not in TOP_KEYS:
             issues.append(Issue(str(key), f"unknown field (known: {', '.join(TOP_KEYS)})"))
@@ -79,22 +79,28 @@ def _check_top(data: dict[str, Any], issues: list[Issue]) -> None:
         issues.append(Issue("name", "must be a string"))
 
 
-def _read_nodes(raw: Any, issues: list[Issue]) -> dict[str, tuple[OpSpec, dict[str, Any]]]:
-    """id -> (op spec, checked params) for every node whose id and op are usable."""
+def _read_nodes(raw: Any, issues: list[Issue]) -> tuple[dict[str, tuple[OpSpec, dict[str, Any]]], set[str]]:
+    """id -> (op spec, checked params) for every node whose id and op are usable, and the ids of every
+    node the file holds (usable or not: edges to an unusable node repeat its problem, so they are not
+    reported again)."""
     if not isinstance(raw, list) or not raw:
         issues.append(Issue("nodes", "must be a non-empty list of nodes"))
-        return {}
+        return {}, set()
     nodes: dict[str, tuple[OpSpec, dict[str, Any]]] = {}
+    present: set[str] = set()
     for i, node in enumerate(raw):
         path = f"nodes[{i}]"
         if not isinstance(node, dict):
             issues.append(Issue(path, f"a node is an object, got {type(node).__name__}"))
             continue
         nid = node.get("id")
+        if isinstance(nid, str):
+            present.add(nid)
         if not isinstance(nid, str) or not ID.match(nid):
             issues.append(
                 Issue(
-                    f"{path}.id", f"must be a name of letters, digits, _ or - (not starting with a digit), got {nid!r}"
+                    f"{path}.id",
+                    f"must be a name of letters, digits, _ or - (not starting with a digit), got {show(nid)}",
                 )
             )
             continue
@@ -107,10 +113,10 @@ def _read_nodes(raw: Any, issues: list[Issue]) -> dict[str, tuple[OpSpec, dict[s
         op = node.get("op")
         spec = CATALOG.get(op) if isinstance(op, str) else None
         if spec is None:
-            issues.append(Issue(f"{path}.op", f"unknown op {node.get('op')!r}", node=nid))
+            issues.append(Issue(f"{path}.op", f"unknown op {show(op)}", node=nid))
             continue
         nodes[nid] = (spec, _read_params(spec, node.get("params", {}), nid, path, issues))
-    return nodes
+    return nodes, present
 
 
 def _read_params(spec: OpSpec, raw: Any, nid: str, path: str, issues: list[Issue]) -> dict[str, Any]:
@@ -145,13 +151,20 @@ def _endpoint(raw: Any, path: str, issues: list[Issue]) -> tuple[str, str] | Non
     return raw["node"], raw["port"]
 
 
+Inputs = dict[str, dict[str, tuple[str, ...]]]  # node id -> port -> source node ids, in edge order
+Cut = list[tuple[str, str]]  # (node id, port) of the edges that reach a good port from a broken source
+
+
 def _read_edges(
-    raw: Any, nodes: dict[str, tuple[OpSpec, dict[str, Any]]], issues: list[Issue]
-) -> dict[str, dict[str, tuple[str, ...]]]:
+    raw: Any, nodes: dict[str, tuple[OpSpec, dict[str, Any]]], present: set[str], issues: list[Issue]
+) -> tuple[Inputs, Cut]:
+    """The usable edges, and the ports that an unusable edge reaches: those count as connected (their
+    edge's problem is reported once) and their node is not type-checked (its input is unknown)."""
     if not isinstance(raw, list):
         issues.append(Issue("edges", "must be a list of edges"))
-        return {}
-    inputs: dict[str, dict[str, tuple[str, ...]]] = {}
+        return {}, []
+    inputs: Inputs = {}
+    cut: Cut = []
     for i, edge in enumerate(raw):
         path = f"edges[{i}]"
         if not isinstance(edge, dict) or set(edge) != {"from", "to"}:
@@ -159,42 +172,45 @@ def _read_edges(
             continue
         src = _endpoint(edge["from"], f"{path}.from", issues)
         dst = _endpoint(edge["to"], f"{path}.to", issues)
-        if src is None or dst is None:
-            continue
-        if _dangling(src, dst, nodes, path, issues):
-            continue
-        ports = inputs.setdefault(dst[0], {})
-        ports[dst[1]] = (*ports.get(dst[1], ()), src[0])
-    return inputs
+        src_ok = src is not None and _source_ok(src, nodes, present, path, issues)
+        dst_ok = dst is not None and _target_ok(dst, nodes, present, path, issues)
+        if dst is not None and dst_ok:
+            if src is not None and src_ok:
+                ports = inputs.setdefault(dst[0], {})
+                ports[dst[1]] = (*ports.get(dst[1], ()), src[0])
+            else:
+                cut.append(dst)
+    return inputs, cut
 
 
-def _dangling(
-    src: tuple[str, str], dst: tuple[str, str], nodes: dict[str, Any], path: str, issues: list[Issue]
-) -> bool:
-    bad = False
-    for end, (nid, _) in (("from", src), ("to", dst)):
-        if nid not in nodes:
-            issues.append(Issue(f"{path}.{end}.node", f"dangling edge: there is no node {nid!r}"))
-            bad = True
-    if bad:
-        return True
-    if src[1] != "out":
-        issues.append(Issue(f"{path}.from.port", f"{nodes[src[0]][0].name} has one output port, 'out'", src[0], src[1]))
-        bad = True
-    spec = nodes[dst[0]][0]
-    if dst[1] not in {p.name for p in spec.inputs}:
+def _source_ok(src: tuple[str, str], nodes: dict[str, Any], present: set[str], path: str, issues: list[Issue]) -> bool:
+    nid, port = src
+    if nid not in present:
+        issues.append(Issue(f"{path}.from.node", f"dangling edge: there is no node {nid!r}"))
+    elif nid in nodes and port != "out":
+        issues.append(Issue(f"{path}.from.port", f"{nodes[nid][0].name} has one output port, 'out'", nid, port))
+    return nid in nodes and port == "out"
+
+
+def _target_ok(dst: tuple[str, str], nodes: dict[str, Any], present: set[str], path: str, issues: list[Issue]) -> bool:
+    nid, port = dst
+    if nid not in present:
+        issues.append(Issue(f"{path}.to.node", f"dangling edge: there is no node {nid!r}"))
+        return False
+    if nid not in nodes:
+        return False  # the node's own problem (its id or op) is reported already
+    spec = nodes[nid][0]
+    if port not in {p.name for p in spec.inputs}:
         names = ", ".join(p.name for p in spec.inputs) or "none"
-        issues.append(
-            Issue(f"{path}.to.port", f"{spec.name} has no input port {dst[1]!r} (it has: {names})", dst[0], dst[1])
-        )
-        bad = True
-    return bad
+        issues.append(Issue(f"{path}.to.port", f"{spec.name} has no input port {port!r} (it has: {names})", nid, port))
+        return False
+    return True
 
 
-def _check_arity(nodes: dict[str, Any], inputs: dict[str, dict[str, tuple[str, ...]]], issues: list[Issue]) -> None:
+def _check_arity(nodes: dict[str, Any], inputs: Inputs, cut: Cut, issues: list[Issue]) -> None:
     for nid, (spec, _) in nodes.items():
         for port in spec.inputs:
-            count = len(inputs.get(nid, {}).get(port.name, ()))
+            count = len(inputs.get(nid, {}).get(port.name, ())) + cut.count((nid, port.name))
             if count == 0:
                 issues.append(Issue("edges", f"input {port.name!r} of {spec.name} is not connected", nid, port.name))
             elif count > 1 and not port.multiple:
@@ -203,10 +219,9 @@ def _check_arity(nodes: dict[str, Any], inputs: dict[str, dict[str, tuple[str, .
                 )
 
 
-def _topological(
-    nodes: dict[str, Any], inputs: dict[str, dict[str, tuple[str, ...]]], issues: list[Issue]
-) -> list[str]:
-    """Kahn's algorithm, ready nodes taken in file order; nodes left over are on or behind a cycle."""
+def _topological(nodes: dict[str, Any], inputs: Inputs, issues: list[Issue]) -> list[str]:
+    """Kahn's algorithm, ready nodes taken in file order; nodes left over are on or behind a cycle.
+    Those on a cycle are reported; those only behind one are left out without a word (no cascade)."""
     position = {nid: i for i, nid in enumerate(nodes)}
     users: dict[str, list[str]] = {nid: [] for nid in nodes}
     waiting = dict.fromkeys(nodes, 0)
@@ -226,9 +241,59 @@ def _topological(
             if waiting[user] == 0:
                 heapq.heappush(ready, (position[user], user))
     stuck = [n for n in nodes if waiting[n] > 0]
-    for nid in stuck:
-        issues.append(Issue("edges", "is part of a cycle, or depends on one: a program must be acyclic", nid))
+    cycles = [sorted(group, key=position.__getitem__) for group in _cycles(stuck, users)]
+    for group in sorted(cycles, key=lambda g: position[g[0]]):
+        for nid in group:
+            if len(group) == 1:
+                reason = "is its own input (a cycle): a program must be acyclic"
+            else:
+                reason = f"is part of a cycle through {', '.join(map(repr, group))}: a program must be acyclic"
+            issues.append(Issue("edges", reason, nid))
     return order
+
+
+def _cycles(stuck: list[str], users: dict[str, list[str]]) -> list[list[str]]:
+    """The strongly connected components of the stuck nodes that hold a cycle (Tarjan, iteratively)."""
+    inside = set(stuck)
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    groups: list[list[str]] = []
+
+    def visit(nid: str) -> None:
+        index[nid] = low[nid] = len(index)
+        stack.append(nid)
+        on_stack.add(nid)
+        work.append((nid, iter(users[nid])))
+
+    for root in stuck:
+        if root in index:
+            continue
+        work: list[tuple[str, Any]] = []
+        visit(root)
+        while work:
+            nid, successors = work[-1]
+            for nxt in successors:
+                if nxt not in inside:
+                    continue
+                if nxt not in index:
+                    visit(nxt)
+                    break
+                if nxt in on_stack:
+                    low[nid] = min(low[nid], index[nxt])
+            else:
+                work.pop()
+                if work:
+                    low[work[-1][0]] = min(low[work[-1][0]], low[nid])
+                if low[nid] == index[nid]:
+                    group: list[str] = []
+                    while not group or group[-1] != nid:
+                        group.append(stack.pop())
+                        on_stack.discard(group[-1])
+                    if len(group) > 1 or nid in users[nid]:
+                        groups.append(group)
+    return groups
 
 
 def lower_node(ctx: Lowering, spec: OpSpec, node: ValidNode, values: dict[str, Node]) -> Node:
@@ -255,26 +320,36 @@ def _check_types(nodes: tuple[ValidNode, ...], broken: set[str], batch: int, iss
         try:
             values[node.id] = lower_node(ctx, spec, node, values)
         except ShapeError as err:
-            port = spec.inputs[err.port].name if err.port is not None and err.port < len(spec.inputs) else None
-            issues.append(Issue("nodes", str(err), node.id, port))
+            issues.append(Issue("nodes", str(err), node.id, _port_name(spec, err.port)))
     return values
 
 
+def _port_name(spec: OpSpec, index: int | None) -> str | None:
+    """The program port of an IR input index; the inputs of a port taking several edges share its name."""
+    if index is None or not spec.inputs:
+        return None
+    if index >= len(spec.inputs) - 1 and spec.inputs[-1].multiple:
+        return spec.inputs[-1].name
+    return spec.inputs[index].name if index < len(spec.inputs) else None
+
+
 def _check_objectives(
-    data: dict[str, Any], outputs: dict[str, Node], nodes: dict[str, Any], issues: list[Issue]
+    data: dict[str, Any], outputs: dict[str, Node], present: set[str], issues: list[Issue]
 ) -> tuple[str, tuple[str, ...]]:
+    """The loss and the metrics: float scalars of the program (a broken node's are not checked again)."""
     loss = data.get("loss")
     metrics = data.get("metrics", [])
     if not isinstance(metrics, list):
         issues.append(Issue("metrics", "must be a list of node ids"))
         metrics = []
     for path, nid in [("loss", loss), *((f"metrics[{i}]", m) for i, m in enumerate(metrics))]:
-        if not isinstance(nid, str) or nid not in nodes:
-            issues.append(Issue(path, f"must name a node of the program, got {nid!r}"))
+        if not isinstance(nid, str) or nid not in present:
+            issues.append(Issue(path, f"must name a node of the program, got {show(nid)}"))
         elif nid in outputs and (outputs[nid].shape != () or not outputs[nid].dtype.is_float):
             issues.append(Issue(path, f"must be a float scalar, but it is {outputs[nid].type_str}", nid))
     if isinstance(loss, str) and loss in metrics:
         issues.append(Issue("metrics", "the loss is reported anyway; do not list it as a metric", loss))
-    if len(set(map(str, metrics))) != len(metrics):
+    names = [m for m in metrics if isinstance(m, str)]
+    if len(set(names)) != len(names):
         issues.append(Issue("metrics", "lists a node twice"))
-    return str(loss), tuple(str(m) for m in metrics)
+    return (loss if isinstance(loss, str) else ""), tuple(names)

@@ -67,10 +67,10 @@ def init_function(lowered: Lowered) -> Function:
     so each parameter's values depend only on the seed and its place in the program."""
     key = input_node("rng.init", d.Role.RNG, DType.U32, (2,))
     position = const(0, DType.U32)
-    outputs = []
-    for site, slot in enumerate((*lowered.params, *lowered.states)):
-        prefix = "param" if slot in lowered.params else "state"
-        outputs.append((f"{prefix}/{slot.name}", _initial(slot, key, position, site)))
+    slots = [("param", s) for s in lowered.params] + [("state", s) for s in lowered.states]
+    outputs = [
+        (f"{prefix}/{slot.name}", _initial(slot, key, position, site)) for site, (prefix, slot) in enumerate(slots)
+    ]
     return Function("init", (key,), tuple(outputs))
 
 

@@ -23,16 +23,27 @@ class Function:
     outputs: tuple[tuple[str, Node], ...]
 
     def input(self, name: str) -> Node:
-        for node in self.inputs:
-            if input_name(node) == name:
-                return node
-        raise KeyError(f"{self.name} has no input {name!r}")
+        node = self._inputs_by_name.get(name)
+        if node is None:
+            raise KeyError(f"{self.name} has no input {name!r}")
+        return node
+
+    def has_input(self, name: str) -> bool:
+        return name in self._inputs_by_name
 
     def output(self, name: str) -> Node:
-        for out_name, node in self.outputs:
-            if out_name == name:
-                return node
-        raise KeyError(f"{self.name} has no output {name!r}")
+        node = self._outputs_by_name.get(name)
+        if node is None:
+            raise KeyError(f"{self.name} has no output {name!r}")
+        return node
+
+    @functools.cached_property
+    def _inputs_by_name(self) -> dict[str, Node]:
+        return {input_name(n): n for n in self.inputs}
+
+    @functools.cached_property
+    def _outputs_by_name(self) -> dict[str, Node]:
+        return dict(self.outputs)
 
     def inputs_with(self, role: Role) -> tuple[Node, ...]:
         return tuple(n for n in self.inputs if input_role(n) is role)
@@ -78,9 +89,10 @@ def toposort(roots: list[Node]) -> list[Node]:
     return order
 
 
-def verify(fn: Function) -> None:
+def verify(fn: Function, types: bool = True) -> None:
     """Raise IRError unless: inputs are INPUT nodes with unique names, every INPUT reached is
-    declared, output names are unique, and every node's type is what its op's rule infers."""
+    declared, output names are unique, and (with `types`) every node's type is what its op's rule
+    infers. Nodes built with `make` are typed by construction, so `types=False` suffices for them."""
     names = [input_name(n) if n.op is Op.INPUT else "" for n in fn.inputs]
     if any(n.op is not Op.INPUT for n in fn.inputs):
         raise IRError(f"{fn.name}: a declared input is not an INPUT node")
@@ -93,7 +105,7 @@ def verify(fn: Function) -> None:
     for node in fn.nodes():
         if node.op is Op.INPUT and id(node) not in declared:
             raise IRError(f"{fn.name}: input {input_name(node)!r} is used but not declared")
-        if node.op in (Op.INPUT, Op.CONST):
+        if node.op in (Op.INPUT, Op.CONST) or not types:
             continue
         try:
             dtype, shape = RULES[node.op](node.arg, node.src)

@@ -63,7 +63,7 @@ def input_node(name: str, role: defs.Role, dtype: DType, shape: Sequence[int]) -
 def const(value: float, dtype: DType = DType.F32) -> Node:
     """A scalar constant (shape ()); broadcasting spreads it. Equal constants are one node, so a
     function holds each constant once (keyed by the exact bits: 0.0 and -0.0 stay apart)."""
-    if dtype is not DType.F32 and value != int(value):
+    if dtype is not DType.F32 and not float(value).is_integer():
         raise ShapeError(f"constant {value} is not an integer but the dtype is {dtype.value}")
     return _const(struct.pack("<d", float(value)), dtype)
 
@@ -100,6 +100,12 @@ def _float(op: Op, src: tuple[Node, ...], port: int) -> None:
 
 def broadcast_shapes(*shapes: Shape) -> Shape:
     """numpy broadcasting; ShapeError names the first input that does not fit."""
+    if len(shapes) == 2:  # the common cases: equal shapes, a scalar operand
+        a, b = shapes
+        if b in (a, ()):
+            return a
+        if a == ():
+            return b
     ndim = max(len(s) for s in shapes)
     out = [1] * ndim
     for port, shape in enumerate(shapes):
@@ -197,8 +203,9 @@ def _argmax(arg: object, src: tuple[Node, ...]) -> tuple[DType, Shape]:
 def _expand(arg: object, src: tuple[Node, ...]) -> tuple[DType, Shape]:
     _arity(Op.EXPAND, src, 1)
     assert isinstance(arg, defs.ShapeArg)
-    if broadcast_shapes(src[0].shape, arg.shape) != arg.shape:
-        raise ShapeError(f"cannot expand {src[0].shape} to {arg.shape}", 0)
+    shape, lead = src[0].shape, len(arg.shape) - len(src[0].shape)
+    if lead < 0 or any(t < 1 for t in arg.shape) or any(d not in (1, arg.shape[lead + i]) for i, d in enumerate(shape)):
+        raise ShapeError(f"cannot expand {shape} to {arg.shape}", 0)
     return src[0].dtype, arg.shape
 
 
@@ -388,7 +395,9 @@ def _scatter_add(arg: object, src: tuple[Node, ...]) -> tuple[DType, Shape]:
     indices, g = src
     _int_indices(Op.SCATTER_ADD, indices, 0)
     _float(Op.SCATTER_ADD, src, 1)
-    if arg.rows < 1 or g.shape[: len(indices.shape)] != indices.shape:
+    if arg.rows < 1:
+        raise ShapeError(f"scatter_add needs at least one row, got {arg.rows}")
+    if g.shape[: len(indices.shape)] != indices.shape:
         raise ShapeError(f"scatter_add: values {g.shape} must start with the indices' shape {indices.shape}", 1)
     return g.dtype, (arg.rows,) + g.shape[len(indices.shape) :]
 
@@ -410,7 +419,7 @@ def _random(arg: object, src: tuple[Node, ...]) -> tuple[DType, Shape]:
         raise ShapeError(f"random's key must be u32[2], got {key.type_str}", 0)
     if position.dtype is not DType.U32 or position.shape != ():
         raise ShapeError(f"random's position must be a u32 scalar, got {position.type_str}", 1)
-    if any(d < 1 for d in arg.shape) or not 0 <= arg.p < 1 or arg.site < 0:
+    if any(d < 1 for d in arg.shape) or not 0 <= arg.p < 1 or not 0 <= arg.site < 2**32:
         raise ShapeError(f"random: shape {arg.shape}, p={arg.p} and site={arg.site} must be valid")
     return (DType.BOOL if arg.distribution is defs.Distribution.BERNOULLI else DType.F32), arg.shape
 

@@ -1,0 +1,34 @@
+"""Example programs, built with the same builder users have: the app opens them, tests and benchmarks
+compile them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from scellis.graph import Program
+
+
+def digits_mlp() -> dict[str, Any]:
+    """scikit-learn's 8x8 digits: 64 -> 128 (ReLU) -> 10, cross-entropy, Adam, batch 64."""
+    p = Program("digits-mlp")
+    x = p.input("pixels", [64])
+    y = p.input("digit", [], dtype="int32", role="labels")
+    logits = p.linear(p.relu(p.linear(x, 128, id="hidden"), id="relu"), 10, id="logits")
+    p.set_loss(p.cross_entropy(logits, y, id="loss"))
+    p.add_metric(p.accuracy(logits, y, id="accuracy"))
+    p.set_optimizer("adam", lr=1e-3)
+    p.set_loop(epochs=20, batch_size=64)
+    return p.to_json()
+
+
+def deep_chain(nodes: int, width: int = 32) -> dict[str, Any]:
+    """A program of about `nodes` nodes: linear/ReLU pairs between an input and a loss (for benchmarks)."""
+    p = Program(f"chain-{nodes}")
+    h = p.input("x", [width])
+    y = p.input("y", [], dtype="int32", role="labels")
+    for _ in range(max(0, (nodes - 4) // 2)):
+        h = p.relu(p.linear(h, width))
+    logits = p.linear(h, 10)
+    p.set_loss(p.cross_entropy(logits, y))
+    p.set_loop(epochs=1, batch_size=32)
+    return p.to_json()
