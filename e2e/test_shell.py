@@ -96,7 +96,7 @@ def test_guide_shows_the_example_programs_ir(loaded: LoadedApp) -> None:
         "init IR",
     ]
     typed_ir = loaded.page.locator("#guide details[data-stage='typed IR'] pre").inner_text()
-    assert typed_ir.startswith("func digits-mlp.train(%pixels: f32[64,64] data, %digit: i32[64] label")
+    assert typed_ir.startswith("func digits-mlp.train(\n    %pixels: f32[64,64] data,\n    %digit: i32[64] label,")
     assert "matmul(%pixels, %hidden.weight) : f32[64,128]" in typed_ir
     assert loaded.page.evaluate("() => document.getElementById('guide-summary').textContent").endswith(
         f"Training-step key {compile_program(digits_mlp()).key}."

@@ -38,10 +38,12 @@ def test_toposort_is_iterative_and_ordered() -> None:
 
 def test_text_form_is_readable() -> None:
     text = to_text(compile_program(mlp()).forward.fn)
-    assert text.startswith("func mlp.train(%x: f32[4,8] data, %y: i32[4] label, %linear1.weight: f32[8,16] param")
+    assert text.startswith(
+        "func mlp.train(\n    %x: f32[4,8] data,\n    %y: i32[4] label,\n    %linear1.weight: f32[8,16] param,"
+    )
     assert "  %0 = matmul(%x, %linear1.weight) : f32[4,16]" in text
     assert "log_softmax[axis=1]" in text and "one_hot[classes=3](%y)" in text
-    assert text.rstrip().endswith("}") and "return loss=" in text
+    assert text.rstrip().endswith("}") and "  return loss=%10, metric/accuracy1=%14\n}" in text
 
 
 def test_structural_key_is_stable_and_sensitive() -> None:

@@ -31,8 +31,10 @@ def to_text(fn: Function) -> str:
     names: dict[int, str] = {}
     for node in fn.inputs:
         names[id(node)] = f"%{input_name(node)}"
-    params = ", ".join(f"%{input_name(n)}: {n.type_str} {input_role(n).value}" for n in fn.inputs)
-    lines = [f"func {fn.name}({params}) {{"]
+    params = [f"%{input_name(n)}: {n.type_str} {input_role(n).value}" for n in fn.inputs]
+    one_line = f"func {fn.name}({', '.join(params)}) {{"
+    # long signatures get one input per line
+    lines = [one_line] if len(one_line) <= 100 else [f"func {fn.name}(", *(f"    {p}," for p in params), ") {"]
     counter = 0
     for node in fn.nodes():
         if node.op is Op.INPUT:
@@ -40,8 +42,11 @@ def to_text(fn: Function) -> str:
         names[id(node)] = f"%{counter}"
         counter += 1
         lines.append(f"  {names[id(node)]} = {_expression(node, names)} : {node.type_str}")
-    outs = ", ".join(f"{name}={names[id(node)]}" for name, node in fn.outputs)
-    lines += [f"  return {outs}", "}"]
+    outs = [f"{name}={names[id(node)]}" for name, node in fn.outputs]
+    if len(", ".join(outs)) <= 90:
+        lines += [f"  return {', '.join(outs)}", "}"]
+    else:
+        lines += ["  return", *(f"    {o}," for o in outs), "}"]
     return "\n".join(lines)
 
 
