@@ -127,3 +127,25 @@ def test_digits_mlp_reaches_95_percent_on_the_reference() -> None:
     result = rt.evaluate(compiled.evaluate, state, {"x": test_x, "y": test_y}, np.float32)
     assert float(result["metric/accuracy1"]) >= 0.95
     assert float(result["loss"]) < 0.3
+
+
+def test_frozen_parts_get_no_gradient_work() -> None:
+    """With the first layer frozen, nothing flows back into it: no d(hidden) is ever computed."""
+
+    def two_layers(trainable: bool) -> Compiled:
+        p = Program("frozen")
+        x, y = p.input("x", [6]), p.input("y", [], dtype="int32", role="labels")
+        h = p.relu(p.linear(x, 8, id="first", trainable=trainable))
+        p.set_loss(p.cross_entropy(p.linear(h, 3, id="second"), y))
+        return compile_program(p.to_json())
+
+    frozen, free = two_layers(False), two_layers(True)
+    assert frozen.forward.trainable == ("second.weight", "second.bias")
+    grads = [name for name, _ in frozen.backward.outputs if name.startswith("grad/")]
+    assert grads == ["grad/second.weight", "grad/second.bias"]
+    back_into_hidden = [
+        n for n in frozen.backward.nodes() if n.op.value == "matmul" and getattr(n.arg, "transpose_b", False)
+    ]
+    assert back_into_hidden == []
+    assert len(frozen.backward.nodes()) < len(free.backward.nodes())
+    assert "opt.m/first.weight" not in {input_name(n) for n in frozen.step.inputs}
