@@ -310,17 +310,25 @@ def _conv2d(arg: object, src: tuple[Node, ...]) -> tuple[DType, Shape]:
 def _conv_grad(op: Op) -> Rule:
     def rule(arg: object, src: tuple[Node, ...]) -> tuple[DType, Shape]:
         _arity(op, src, 2)
+        _float(op, src, 0)
+        _float(op, src, 1)
         assert isinstance(arg, defs.ConvGradArg)
+        # _check_conv numbers its ports (x=0, w=1); here one of them comes from the argument.
         if op is Op.CONV2D_GRAD_INPUT:
             g, w = src
-            expected = _check_conv(arg.conv, arg.shape, w.shape)
+            ports = {0: None, 1: 1}
+            shapes = (arg.shape, w.shape)
         else:
             x, g = src
-            expected = _check_conv(arg.conv, x.shape, arg.shape)
+            ports = {0: 0, 1: None}
+            shapes = (x.shape, arg.shape)
+        try:
+            expected = _check_conv(arg.conv, *shapes)
+        except ShapeError as err:
+            raise ShapeError(str(err), ports.get(err.port) if err.port is not None else None) from err
+        g_port = 0 if op is Op.CONV2D_GRAD_INPUT else 1
         if g.shape != expected:
-            raise ShapeError(
-                f"{op.value}: gradient shape {g.shape}, expected {expected}", 0 if op is Op.CONV2D_GRAD_INPUT else 1
-            )
+            raise ShapeError(f"{op.value}: gradient shape {g.shape}, expected {expected}", g_port)
         return g.dtype, arg.shape
 
     return rule
@@ -353,6 +361,8 @@ def _pool(op: Op) -> Rule:
 def _pool_grad(op: Op) -> Rule:
     def rule(arg: object, src: tuple[Node, ...]) -> tuple[DType, Shape]:
         _arity(op, src, 2 if op is Op.MAX_POOL2D_GRAD else 1)
+        for port in range(len(src)):
+            _float(op, src, port)
         assert isinstance(arg, defs.PoolGradArg)
         g = src[-1]
         if op is Op.MAX_POOL2D_GRAD and src[0].shape != arg.shape:
@@ -384,6 +394,7 @@ def _gather(arg: object, src: tuple[Node, ...]) -> tuple[DType, Shape]:
     _arity(Op.GATHER, src, 2)
     table, indices = src
     _int_indices(Op.GATHER, indices, 1)
+    _float(Op.GATHER, src, 0)
     if not table.shape:
         raise ShapeError("gather's table needs at least one dimension", 0)
     return table.dtype, indices.shape + table.shape[1:]
