@@ -1,4 +1,4 @@
-"""The `scellis` command: `scellis info` (devices here) and `scellis serve` (the app)."""
+"""The `scellis` command: `info` (devices here), `compile` (a program's stages), `serve` (the app)."""
 
 from __future__ import annotations
 
@@ -33,6 +33,33 @@ def info(args: argparse.Namespace) -> int:
     return 0
 
 
+def compile_cmd(args: argparse.Namespace) -> int:
+    """Print the artifacts of a program's stages (what the app's Guide shows)."""
+    from scellis.graph import ProgramError
+    from scellis.pipeline import compile_program
+
+    try:
+        data = json.loads(Path(args.program).read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
+        print(f"scellis compile: cannot read {args.program}: {err}", file=sys.stderr)
+        return 2
+    try:
+        compiled = compile_program(data, batch=args.batch)
+    except ProgramError as err:
+        print(f"scellis compile: {args.program}: {err}", file=sys.stderr)
+        return 2
+    stages = compiled.stages()
+    chosen = [s for s in stages if args.stage in (None, s[0])]
+    if not chosen:
+        names = ", ".join(repr(title) for title, _ in stages)
+        print(f"scellis compile: no stage {args.stage!r}; stages: {names}", file=sys.stderr)
+        return 2
+    for title, text in chosen:
+        print(f"== {title} ==\n{text}\n")
+    print(f"training-step key {compiled.key}")
+    return 0
+
+
 def serve(args: argparse.Namespace) -> int:
     from scellis.serve import serve as serve_dist
 
@@ -59,6 +86,11 @@ def main(argv: list[str] | None = None) -> int:
     p_info.add_argument("--json", action="store_true", help="print the full report as JSON")
     p_info.add_argument("--check", action="store_true", help="also run the CPU path's first kernels")
     p_info.set_defaults(func=info)
+    p_compile = sub.add_parser("compile", help="validate a program JSON file and print every stage's artifact")
+    p_compile.add_argument("program", help="program JSON (format scellis.program/1)")
+    p_compile.add_argument("--stage", default=None, help="print only this stage, e.g. 'typed IR'")
+    p_compile.add_argument("--batch", type=int, default=None, help="batch size (default: the program's loop setting)")
+    p_compile.set_defaults(func=compile_cmd)
     p_serve = sub.add_parser("serve", help="build when stale (in a checkout) and serve the app")
     p_serve.add_argument("--host", default="127.0.0.1")
     p_serve.add_argument("--port", type=int, default=8000, help="0 picks a free port")

@@ -1,0 +1,52 @@
+"""`scellis compile`: every stage of a program file printed, or every problem named."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from scellis.examples import digits_mlp
+from scellis.pipeline import compile_program
+
+
+def scellis(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "scellis", *args], capture_output=True, text=True, check=False)
+
+
+def test_prints_every_stage_and_the_key(tmp_path: Path) -> None:
+    program = tmp_path / "digits.json"
+    program.write_text(json.dumps(digits_mlp()))
+    done = scellis("compile", str(program))
+    assert done.returncode == 0, done.stderr
+    for title in (
+        "program JSON",
+        "typed IR",
+        "backward IR",
+        "optimizer IR (training step)",
+        "evaluation IR",
+        "init IR",
+    ):
+        assert f"== {title} ==" in done.stdout
+    assert done.stdout.rstrip().endswith(f"training-step key {compile_program(digits_mlp()).key}")
+
+
+def test_one_stage_and_batch(tmp_path: Path) -> None:
+    program = tmp_path / "digits.json"
+    program.write_text(json.dumps(digits_mlp()))
+    done = scellis("compile", str(program), "--stage", "typed IR", "--batch", "8")
+    assert done.returncode == 0 and "%pixels: f32[8,64] data" in done.stdout and "backward IR" not in done.stdout
+    assert scellis("compile", str(program), "--stage", "nope").returncode == 2
+
+
+def test_bad_files_are_named(tmp_path: Path) -> None:
+    missing = scellis("compile", str(tmp_path / "none.json"))
+    assert missing.returncode == 2 and "cannot read" in missing.stderr
+    broken = tmp_path / "broken.json"
+    data = digits_mlp()
+    data["nodes"][2]["params"]["features"] = 0
+    broken.write_text(json.dumps(data))
+    done = scellis("compile", str(broken))
+    assert done.returncode == 2
+    assert "node 'hidden' (nodes[2].params.features): must be at least 1, got 0" in done.stderr
