@@ -8,6 +8,7 @@ program's nodes come in a topological order that keeps the file's order where th
 from __future__ import annotations
 
 import heapq
+import math
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -62,7 +63,8 @@ def validate(data: Any) -> ValidProgram:
     optimizer = read_optimizer(data.get("optimizer", {"kind": "adam"}), "optimizer", issues)
     valid = tuple(ValidNode(n, nodes[n][0].name, nodes[n][1], inputs.get(n, {})) for n in order)
     outputs = _check_types(valid, broken, loop.batch_size, issues)
-    loss, metrics = _check_objectives(data, outputs, present, issues)
+    readable = isinstance(data.get("nodes"), list) and bool(data["nodes"])
+    loss, metrics = _check_objectives(data, outputs, present if readable else None, issues)
     if issues:
         raise ProgramError(issues)
     name = data.get("name", "program")
@@ -110,6 +112,7 @@ def _read_nodes(raw: Any, issues: list[Issue]) -> tuple[dict[str, tuple[OpSpec, 
         for key in node:
             if key not in NODE_KEYS:
                 issues.append(Issue(f"{path}.{key}", f"unknown field (known: {', '.join(NODE_KEYS)})", node=nid))
+        _check_editor_fields(node, nid, path, issues)
         op = node.get("op")
         spec = CATALOG.get(op) if isinstance(op, str) else None
         if spec is None:
@@ -117,6 +120,21 @@ def _read_nodes(raw: Any, issues: list[Issue]) -> tuple[dict[str, tuple[OpSpec, 
             continue
         nodes[nid] = (spec, _read_params(spec, node.get("params", {}), nid, path, issues))
     return nodes, present
+
+
+def _check_editor_fields(node: dict[str, Any], nid: str, path: str, issues: list[Issue]) -> None:
+    """`label` (text shown on the node) and `position` ({"x", "y"} on the canvas) belong to the editor."""
+    if "label" in node and not isinstance(node["label"], str):
+        issues.append(Issue(f"{path}.label", f"must be a string, got {show(node['label'])}", node=nid))
+    position = node.get("position", {"x": 0, "y": 0})
+    if not (
+        isinstance(position, dict)
+        and set(position) == {"x", "y"}
+        and all(isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v) for v in position.values())
+    ):
+        issues.append(
+            Issue(f"{path}.position", f'must be {{"x": number, "y": number}}, got {show(position)}', node=nid)
+        )
 
 
 def _read_params(spec: OpSpec, raw: Any, nid: str, path: str, issues: list[Issue]) -> dict[str, Any]:
@@ -334,16 +352,17 @@ def _port_name(spec: OpSpec, index: int | None) -> str | None:
 
 
 def _check_objectives(
-    data: dict[str, Any], outputs: dict[str, Node], present: set[str], issues: list[Issue]
+    data: dict[str, Any], outputs: dict[str, Node], present: set[str] | None, issues: list[Issue]
 ) -> tuple[str, tuple[str, ...]]:
-    """The loss and the metrics: float scalars of the program (a broken node's are not checked again)."""
+    """The loss and the metrics: float scalars of the program (a broken node's are not checked again;
+    `present` is None when the node list itself is unreadable: then no name can be checked)."""
     loss = data.get("loss")
     metrics = data.get("metrics", [])
     if not isinstance(metrics, list):
         issues.append(Issue("metrics", "must be a list of node ids"))
         metrics = []
     for path, nid in [("loss", loss), *((f"metrics[{i}]", m) for i, m in enumerate(metrics))]:
-        if not isinstance(nid, str) or nid not in present:
+        if not isinstance(nid, str) or (present is not None and nid not in present):
             issues.append(Issue(path, f"must name a node of the program, got {show(nid)}"))
         elif nid in outputs and (outputs[nid].shape != () or not outputs[nid].dtype.is_float):
             issues.append(Issue(path, f"must be a float scalar, but it is {outputs[nid].type_str}", nid))
