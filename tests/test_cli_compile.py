@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from scellis.examples import digits_mlp
-from scellis.pipeline import compile_program
+from scellis.pipeline import STAGE_TITLES, compile_program
 
 
 def scellis(*args: str) -> subprocess.CompletedProcess:
@@ -20,14 +20,7 @@ def test_prints_every_stage_and_the_key(tmp_path: Path) -> None:
     program.write_text(json.dumps(digits_mlp()))
     done = scellis("compile", str(program))
     assert done.returncode == 0, done.stderr
-    for title in (
-        "program JSON",
-        "typed IR",
-        "backward IR",
-        "optimizer IR (training step)",
-        "evaluation IR",
-        "init IR",
-    ):
+    for title in STAGE_TITLES:
         assert f"== {title} ==" in done.stdout
     assert done.stdout.rstrip().endswith(f"training-step key {compile_program(digits_mlp()).key}")
 

@@ -14,6 +14,15 @@ from scellis.ir import Function, structural_key, to_text, verify
 from scellis.ir.from_program import Lowered, forward, init_function
 from scellis.optim import apply_optimizer
 
+STAGE_TITLES = (
+    "program JSON",
+    "typed IR",
+    "backward IR",
+    "optimizer IR (training step)",
+    "evaluation IR",
+    "init IR",
+)
+
 
 @dataclass(frozen=True)
 class Compiled:
@@ -26,14 +35,9 @@ class Compiled:
 
     def stages(self) -> list[tuple[str, str]]:
         """(title, printable artifact) for each stage, in pipeline order."""
-        return [
-            ("program JSON", json.dumps(self.program.source, indent=1)),
-            ("typed IR", to_text(self.forward.fn)),
-            ("backward IR", to_text(self.backward)),
-            ("optimizer IR (training step)", to_text(self.step)),
-            ("evaluation IR", to_text(self.evaluate)),
-            ("init IR", to_text(self.init)),
-        ]
+        texts = [json.dumps(self.program.source, indent=1)]
+        texts += [to_text(fn) for fn in (self.forward.fn, self.backward, self.step, self.evaluate, self.init)]
+        return list(zip(STAGE_TITLES, texts, strict=True))
 
     def guide(self) -> dict[str, Any]:
         """What the app's Guide shows: the program's name, its key and every stage's artifact."""
