@@ -1,0 +1,195 @@
+"""The kernel schedule's vocabulary: buffers, strided views of them, fused elementwise expressions and
+kernels. Renderers (WGSL, the CPU path's kernel calls) read only these types.
+
+Conventions. All sizes and strides count elements, not bytes. A View reads (or writes) a buffer as an
+N-d array: element at coordinates c is `offset + sum(c[d] * strides[d])`; broadcast axes have stride
+0. Every view a kernel takes already has the kernel's iteration shape (see each Kind), so renderers
+never broadcast or permute: they only multiply coordinates by strides.
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+from dataclasses import dataclass
+
+from scellis.ops import DType, Op
+
+Shape = tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class Buffer:
+    """One allocation. `name` is the function input or output it holds, if any."""
+
+    id: int
+    dtype: DType
+    size: int  # elements
+    name: str | None = None
+
+    @property
+    def nbytes(self) -> int:
+        return max(self.size, 1) * 4  # bools are stored as u32 on every device
+
+
+@dataclass(frozen=True)
+class View:
+    buffer: int
+    shape: Shape
+    strides: Shape
+    offset: int = 0
+
+    @staticmethod
+    def contiguous(buffer: int, shape: Shape, offset: int = 0) -> View:
+        return View(buffer, shape, contiguous_strides(shape), offset)
+
+    @property
+    def is_contiguous(self) -> bool:
+        return self.strides == contiguous_strides(self.shape)
+
+    @property
+    def size(self) -> int:
+        return math.prod(self.shape)
+
+
+def contiguous_strides(shape: Shape) -> Shape:
+    strides, step = [], 1
+    for dim in reversed(shape):
+        strides.append(step if dim != 1 else 0)
+        step *= dim
+    return tuple(reversed(strides))
+
+
+# -- fused elementwise expressions ----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Load:
+    """Element of the kernel's input view `input` at the current coordinates."""
+
+    input: int
+
+
+@dataclass(frozen=True)
+class Const:
+    value: float
+    dtype: DType
+
+
+@dataclass(frozen=True)
+class Acc:
+    """The value the kernel's main computation produced for this element (matmul, reduce, conv...)."""
+
+
+@dataclass(frozen=True)
+class Coord:
+    """The current coordinate along `axis` of the iteration shape (as int32)."""
+
+    axis: int
+
+
+@dataclass(frozen=True)
+class Apply:
+    """An elementwise IR op (unary, binary, where, cast, or RANDOM with its arg) on earlier steps."""
+
+    op: Op
+    arg: object
+    src: tuple[int, ...]  # indices of earlier steps of the same Expr
+
+
+Step = Load | Const | Acc | Coord | Apply
+
+
+@dataclass(frozen=True)
+class Expr:
+    """SSA steps; the last one is the value. `dtypes[i]` is step i's dtype."""
+
+    steps: tuple[Step, ...]
+    dtypes: tuple[DType, ...]
+
+    @property
+    def dtype(self) -> DType:
+        return self.dtypes[-1]
+
+    @property
+    def is_identity(self) -> bool:
+        return len(self.steps) == 1 and isinstance(self.steps[0], Acc | Load)
+
+
+ACC = Expr((Acc(),), (DType.F32,))
+
+
+class Kind(enum.Enum):
+    """What a kernel computes. Iteration shapes and input views:
+
+    ELEMENTWISE    over out.shape; inputs have out.shape; value = expr
+    MATMUL         inputs a [..., M, K], b [..., K, N] (already transposed by strides), out [..., M, N];
+                   batch axes share out's batch shape; value = expr of Acc (the dot product)
+    REDUCE         input [*out.shape, R] (reduced axes flattened last, R elements); value = expr of Acc
+                   where Acc is the sum / mean / max / var (arg: the IR op and correction)
+    SOFTMAX, LOG_SOFTMAX   input [rows, R] -> out [rows, R] (out contiguous in that order)
+    ARGMAX         input [rows, R] -> out [rows] int32 (first maximum)
+    CONV2D, CONV2D_GRAD_INPUT, CONV2D_GRAD_WEIGHT, MAX_POOL2D, MAX_POOL2D_GRAD, AVG_POOL2D,
+    AVG_POOL2D_GRAD, GATHER, SCATTER_ADD   contiguous inputs in the IR op's order; arg: the IR arg;
+                   CONV2D's value = expr of Acc (a bias and activation can be fused)
+    RANDOM         inputs key u32[2] and position u32[]; over out.shape; Acc = the draw of the flat
+                   element index (arg: the IR RandomArg); value = expr of Acc (dropout fuses here)
+    """
+
+    ELEMENTWISE = "elementwise"
+    MATMUL = "matmul"
+    REDUCE = "reduce"
+    SOFTMAX = "softmax"
+    LOG_SOFTMAX = "log_softmax"
+    ARGMAX = "argmax"
+    CONV2D = "conv2d"
+    CONV2D_GRAD_INPUT = "conv2d_grad_input"
+    CONV2D_GRAD_WEIGHT = "conv2d_grad_weight"
+    MAX_POOL2D = "max_pool2d"
+    MAX_POOL2D_GRAD = "max_pool2d_grad"
+    AVG_POOL2D = "avg_pool2d"
+    AVG_POOL2D_GRAD = "avg_pool2d_grad"
+    GATHER = "gather"
+    SCATTER_ADD = "scatter_add"
+    RANDOM = "random"
+
+
+@dataclass(frozen=True)
+class Kernel:
+    kind: Kind
+    out: View  # the output view (contiguous unless writing into part of a buffer)
+    inputs: tuple[View, ...]
+    arg: object = None  # the IR op's argument, for kinds that need it
+    expr: Expr = ACC  # the value written: for ELEMENTWISE over Loads, otherwise over Acc
+    variant: str = "default"  # the determinism levels choose here
+    covers: tuple[int, ...] = ()  # positions (in the function's node order) of the IR nodes it computes
+
+    @property
+    def label(self) -> str:
+        fused = sum(1 for s in self.expr.steps if isinstance(s, Apply))
+        return f"{self.kind.value}{f'+{fused}' if fused and self.kind is not Kind.ELEMENTWISE else ''}"
+
+
+@dataclass(frozen=True)
+class Copy:
+    """Copy a whole buffer into another (next step's inputs from this step's outputs)."""
+
+    src: int
+    dst: int
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """Kernels in execution order over buffers; `inputs`/`outputs` map names to buffer ids;
+    `carry` copies run after the kernels (e.g. `param/w` into `w`)."""
+
+    name: str
+    buffers: tuple[Buffer, ...]
+    kernels: tuple[Kernel, ...]
+    inputs: tuple[tuple[str, int], ...]
+    outputs: tuple[tuple[str, int], ...]
+    consts: tuple[tuple[int, float], ...]  # buffers holding one constant (filled at allocation)
+    carry: tuple[Copy, ...] = ()
+
+    def buffer(self, buffer_id: int) -> Buffer:
+        return self.buffers[buffer_id]

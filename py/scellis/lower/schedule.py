@@ -1,0 +1,487 @@
+"""IR function -> kernel schedule, with fusion.
+
+Expects a verified Function. Guarantees: kernels in an order that respects every dependency; each
+function input and output has its own buffer; views (reshape, expand, permute, slice) never cost a
+kernel when the strides can express them; chains of elementwise ops become one kernel; an elementwise
+chain whose only use of a matmul / reduction / conv2d result is that chain is fused into that kernel
+as its epilogue (so matmul + bias + activation is one kernel); no kernel binds more than
+MAX_INPUTS buffers (WebGPU's default of 8 storage buffers per stage, one for the output).
+
+Fusion rule: an elementwise node is computed inside its consumer when it has exactly one consumer and
+that consumer is elementwise too; otherwise it is written to a buffer.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from scellis.ir.function import Function, input_name
+from scellis.lower import views
+from scellis.lower.kernels import (
+    Acc,
+    Apply,
+    Buffer,
+    Const,
+    Coord,
+    Copy,
+    Expr,
+    Kernel,
+    Kind,
+    Load,
+    Schedule,
+    Step,
+    View,
+)
+from scellis.ops import DType, Node, Op
+from scellis.ops import defs as d
+
+MAX_INPUTS = 7
+ELEMENTWISE = d.UNARY_FLOAT | d.BINARY | {Op.WHERE, Op.CAST, Op.RANDOM, Op.ONE_HOT}
+VIEW_OPS = {Op.RESHAPE, Op.EXPAND, Op.PERMUTE, Op.SLICE}
+PRODUCERS = {Op.MATMUL: Kind.MATMUL, Op.CONV2D: Kind.CONV2D, **dict.fromkeys(d.REDUCE, Kind.REDUCE)}
+DIRECT = {
+    Op.SOFTMAX: Kind.SOFTMAX,
+    Op.LOG_SOFTMAX: Kind.LOG_SOFTMAX,
+    Op.ARGMAX: Kind.ARGMAX,
+    Op.CONV2D_GRAD_INPUT: Kind.CONV2D_GRAD_INPUT,
+    Op.CONV2D_GRAD_WEIGHT: Kind.CONV2D_GRAD_WEIGHT,
+    Op.MAX_POOL2D: Kind.MAX_POOL2D,
+    Op.MAX_POOL2D_GRAD: Kind.MAX_POOL2D_GRAD,
+    Op.AVG_POOL2D: Kind.AVG_POOL2D,
+    Op.AVG_POOL2D_GRAD: Kind.AVG_POOL2D_GRAD,
+    Op.GATHER: Kind.GATHER,
+    Op.SCATTER_ADD: Kind.SCATTER_ADD,
+}
+
+
+# -- pending (not yet written) elementwise values ---------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PLoad:
+    view: View
+
+
+@dataclass(frozen=True)
+class PConst:
+    value: float
+    dtype: DType
+
+
+@dataclass(frozen=True)
+class PAcc:
+    """The result of a producer kernel that has not been written yet (its epilogue is still open)."""
+
+    producer: Pending
+
+
+@dataclass(frozen=True)
+class PCoord:
+    axis: int
+
+
+@dataclass(frozen=True)
+class PApply:
+    op: Op
+    arg: object
+    src: tuple[Tree, ...]
+    dtype: DType
+
+
+Tree = PLoad | PConst | PAcc | PCoord | PApply
+
+
+@dataclass(eq=False)
+class Pending:
+    """A value described but not computed: an elementwise tree over views, or a producer kernel
+    (kind, inputs, arg) whose epilogue may still grow."""
+
+    shape: tuple[int, ...]
+    dtype: DType
+    tree: Tree | None = None
+    kind: Kind | None = None
+    inputs: tuple[View, ...] = ()
+    arg: object = None
+    covers: list[int] = field(default_factory=list)
+
+
+Value = View | Pending
+
+
+class Lowerer:
+    def __init__(self, fn: Function) -> None:
+        self.fn = fn
+        self.buffers: list[Buffer] = []
+        self.kernels: list[Kernel] = []
+        self.consts: list[tuple[int, float]] = []
+        self.values: dict[int, Value] = {}
+        self.uses: dict[int, int] = {}
+        self.position: dict[int, int] = {}
+        self._const_buffers: dict[tuple[float, DType], int] = {}
+
+    # -- buffers and kernels ------------------------------------------------------------------
+
+    def new_buffer(self, dtype: DType, size: int, name: str | None = None) -> int:
+        self.buffers.append(Buffer(len(self.buffers), dtype, size, name))
+        return len(self.buffers) - 1
+
+    def const_buffer(self, value: float, dtype: DType) -> View:
+        key = (value, dtype)
+        if key not in self._const_buffers:
+            self._const_buffers[key] = self.new_buffer(dtype, 1)
+            self.consts.append((self._const_buffers[key], value))
+        return View(self._const_buffers[key], (), ())
+
+    def view_of(self, value: Value) -> View:
+        """A value as a view of a buffer, computing it first if it is pending."""
+        return value if isinstance(value, View) else self.write(value, None)
+
+    def write(self, p: Pending, name: str | None, into: View | None = None) -> View:
+        """Emit the kernel computing `p` into a new buffer (or `into`)."""
+        out = into or View.contiguous(self.new_buffer(p.dtype, _size(p.shape), name), p.shape)
+        if p.tree is None:  # a producer with no epilogue
+            kernel = Kernel(p.kind, out, p.inputs, p.arg, covers=tuple(p.covers))  # type: ignore[arg-type]
+        else:
+            kernel = self._expression_kernel(p, out)
+        self.kernels.append(kernel)
+        return out
+
+    def _expression_kernel(self, p: Pending, out: View) -> Kernel:
+        assert p.tree is not None
+        producer = _single_producer(p.tree)
+        base_inputs = producer.inputs if producer else ()
+        steps: list[Step] = []
+        dtypes: list[DType] = []
+        loads: dict[View, int] = {}
+        memo: dict[int, int] = {}
+
+        def emit(tree: Tree) -> int:
+            if id(tree) in memo:
+                return memo[id(tree)]
+            step: Step
+            if isinstance(tree, PLoad):
+                if tree.view not in loads:
+                    loads[tree.view] = len(base_inputs) + len(loads)
+                step, dtype = Load(loads[tree.view]), self.buffers[tree.view.buffer].dtype
+            elif isinstance(tree, PConst):
+                step, dtype = Const(tree.value, tree.dtype), tree.dtype
+            elif isinstance(tree, PAcc):
+                step, dtype = Acc(), tree.producer.dtype
+            elif isinstance(tree, PCoord):
+                step, dtype = Coord(tree.axis), DType.I32
+            else:
+                srcs = tuple(emit(s) for s in tree.src)
+                step, dtype = Apply(tree.op, tree.arg, srcs), tree.dtype
+            steps.append(step)
+            dtypes.append(dtype)
+            memo[id(tree)] = len(steps) - 1
+            return memo[id(tree)]
+
+        emit(p.tree)
+        expr = Expr(tuple(steps), tuple(dtypes))
+        inputs = (*base_inputs, *loads)
+        covers = tuple(sorted({*p.covers, *(producer.covers if producer else ())}))
+        if producer:
+            return Kernel(producer.kind, out, inputs, producer.arg, expr, covers=covers)  # type: ignore[arg-type]
+        return Kernel(Kind.ELEMENTWISE, out, inputs, None, expr, covers=covers)
+
+    # -- turning values into trees ----------------------------------------------------------------
+
+    def tree(self, value: Value, shape: tuple[int, ...]) -> Tree:
+        """`value` as an elementwise tree broadcast to `shape` (writing it out when it cannot be)."""
+        if isinstance(value, View):
+            return PLoad(views.broadcast(value, shape))
+        if value.tree is None:  # an untouched producer: its result becomes the accumulator
+            if value.shape == shape:
+                return PAcc(value)
+            return PLoad(views.broadcast(self.view_of(value), shape))
+        if value.shape == shape or _broadcastable(value.tree, value.shape, shape):
+            return _broadcast_tree(value.tree, value.shape, shape)
+        return PLoad(views.broadcast(self.view_of(value), shape))
+
+
+def _size(shape: tuple[int, ...]) -> int:
+    size = 1
+    for dim in shape:
+        size *= dim
+    return size
+
+
+def _walk(tree: Tree) -> list[Tree]:
+    out, stack = [], [tree]
+    while stack:
+        t = stack.pop()
+        out.append(t)
+        if isinstance(t, PApply):
+            stack.extend(t.src)
+    return out
+
+
+def _single_producer(tree: Tree) -> Pending | None:
+    producers = {id(t.producer): t.producer for t in _walk(tree) if isinstance(t, PAcc)}
+    assert len(producers) <= 1, "a tree holds at most one open producer"
+    return next(iter(producers.values()), None)
+
+
+def _broadcastable(tree: Tree, old: tuple[int, ...], shape: tuple[int, ...]) -> bool:
+    """Loads broadcast freely; an accumulator only at its own shape; a coordinate unless its axis
+    is one that broadcasting stretches (it was always 0 there)."""
+    lead = len(shape) - len(old)
+    for t in _walk(tree):
+        if isinstance(t, PAcc):
+            return False
+        if isinstance(t, PCoord) and old[t.axis] != shape[lead + t.axis]:
+            return False
+    return True
+
+
+def _broadcast_tree(tree: Tree, old: tuple[int, ...], shape: tuple[int, ...]) -> Tree:
+    if old == shape:
+        return tree
+    lead = len(shape) - len(old)
+    memo: dict[int, Tree] = {}
+
+    def go(t: Tree) -> Tree:
+        if id(t) not in memo:
+            if isinstance(t, PLoad):
+                memo[id(t)] = PLoad(views.broadcast(t.view, shape))
+            elif isinstance(t, PCoord):
+                memo[id(t)] = PCoord(t.axis + lead)
+            elif isinstance(t, PApply):
+                memo[id(t)] = PApply(t.op, t.arg, tuple(go(s) for s in t.src), t.dtype)
+            else:
+                memo[id(t)] = t
+        return memo[id(t)]
+
+    return go(tree)
+
+
+# -- the pass -----------------------------------------------------------------------------------------
+
+
+def lower(fn: Function) -> Schedule:
+    """The kernel schedule of `fn` (see the module docstring for what it guarantees)."""
+    low = Lowerer(fn)
+    nodes = fn.nodes()
+    for i, node in enumerate(nodes):
+        low.position[id(node)] = i
+        for src in node.src:
+            low.uses[id(src)] = low.uses.get(id(src), 0) + 1
+    for _, node in fn.outputs:
+        low.uses[id(node)] = low.uses.get(id(node), 0) + 1
+    inputs = []
+    for node in fn.inputs:
+        buffer = low.new_buffer(node.dtype, node.size, input_name(node))
+        low.values[id(node)] = View.contiguous(buffer, node.shape)
+        inputs.append((input_name(node), buffer))
+    for node in nodes:
+        if node.op is not Op.INPUT:
+            value = _lower_node(low, node)
+            if isinstance(value, Pending) and low.uses.get(id(node), 0) > 1 and not _recomputable(value):
+                value = low.write(value, None)
+            low.values[id(node)] = value
+    outputs = _outputs(low, fn, dict(inputs))
+    carry = tuple(
+        Copy(buffer, dict(inputs)[name.split("/", 1)[1]])
+        for name, buffer in outputs
+        if "/" in name and name.split("/", 1)[0] in ("param", "state") and name.split("/", 1)[1] in dict(inputs)
+    )
+    return Schedule(fn.name, tuple(low.buffers), tuple(low.kernels), tuple(inputs), outputs, tuple(low.consts), carry)
+
+
+def _recomputable(value: Pending) -> bool:
+    """Scalar expressions of scalars (learning rate, bias corrections) are cheaper to recompute in
+    every consumer than to give a kernel and a buffer of their own."""
+    if value.tree is None or value.shape != () or len(_walk(value.tree)) > 24:
+        return False
+    return all(not isinstance(t, PAcc) and (not isinstance(t, PLoad) or t.view.shape == ()) for t in _walk(value.tree))
+
+
+def _outputs(low: Lowerer, fn: Function, inputs: dict[str, int]) -> tuple[tuple[str, int], ...]:
+    """Every output in a buffer of its own (copied when it is an input or a view of another buffer)."""
+    taken: set[int] = set(inputs.values())
+    out = []
+    for name, node in fn.outputs:
+        value = low.values[id(node)]
+        if isinstance(value, Pending):
+            view = low.write(value, name)
+        elif (
+            value.buffer in taken
+            or not value.is_contiguous
+            or value.offset
+            or value.size != low.buffers[value.buffer].size
+        ):
+            view = low.write(Pending(node.shape, node.dtype, PLoad(value)), name)
+        else:
+            view = value
+        taken.add(view.buffer)
+        out.append((name, view.buffer))
+    return tuple(out)
+
+
+def _cover(value: Value, position: int) -> Value:
+    if isinstance(value, Pending):
+        value.covers.append(position)
+    return value
+
+
+def _lower_node(low: Lowerer, node: Node) -> Value:  # noqa: PLR0911 - one branch per op family
+    pos = low.position[id(node)]
+    src = [low.values[id(s)] for s in node.src]
+    if node.op is Op.CONST:
+        assert isinstance(node.arg, d.ConstArg)
+        return Pending((), node.dtype, PConst(node.arg.value, node.dtype))
+    if node.op in VIEW_OPS:
+        return _view(low, node, src[0])
+    if node.op in ELEMENTWISE:
+        return _cover(_elementwise(low, node, src), pos)
+    if node.op in PRODUCERS:
+        return _cover(_producer(low, node, src), pos)
+    if node.op is Op.CONCAT:
+        return _concat(low, node, src, pos)
+    if node.op is Op.SLICE_GRAD:
+        return _slice_grad(low, node, src[0], pos)
+    if node.op in (Op.SOFTMAX, Op.LOG_SOFTMAX, Op.ARGMAX):
+        return _rows(low, node, src[0], pos)
+    inputs = tuple(_contiguous(low, v) for v in src)
+    out = View.contiguous(low.new_buffer(node.dtype, node.size), node.shape)
+    low.kernels.append(Kernel(DIRECT[node.op], out, inputs, node.arg, covers=(pos,)))
+    return out
+
+
+def _contiguous(low: Lowerer, value: Value) -> View:
+    view = low.view_of(value)
+    if view.is_contiguous:
+        return view
+    return low.write(Pending(view.shape, low.buffers[view.buffer].dtype, PLoad(view)), None)
+
+
+def _view(low: Lowerer, node: Node, value: Value) -> Value:
+    arg = node.arg
+    if node.op is Op.EXPAND:
+        if isinstance(value, View):
+            return views.broadcast(value, node.shape)
+        if value.tree is not None and _broadcastable(value.tree, value.shape, node.shape):
+            return Pending(
+                node.shape, node.dtype, _broadcast_tree(value.tree, value.shape, node.shape), covers=value.covers
+            )
+        return views.broadcast(low.view_of(value), node.shape)
+    view = low.view_of(value)
+    if node.op is Op.PERMUTE:
+        assert isinstance(arg, d.PermuteArg)
+        return views.permute(view, arg.perm)
+    if node.op is Op.SLICE:
+        assert isinstance(arg, d.SliceArg)
+        return views.slice_view(view, arg.starts, arg.steps, node.shape)
+    reshaped = views.reshape(view, node.shape)
+    if reshaped is None:
+        reshaped = views.reshape(_contiguous(low, view), node.shape)
+    assert reshaped is not None
+    return reshaped
+
+
+def _elementwise(low: Lowerer, node: Node, src: list[Value]) -> Value:
+    if node.op is Op.ONE_HOT:
+        assert isinstance(node.arg, d.ClassesArg)
+        labels = views.broadcast(views.reshape(_contiguous(low, src[0]), (*node.shape[:-1], 1)), node.shape)  # type: ignore[arg-type]
+        hit = PApply(Op.EQUAL, None, (PLoad(labels), PCoord(len(node.shape) - 1)), DType.BOOL)
+        return Pending(node.shape, node.dtype, PApply(Op.CAST, d.CastArg(DType.F32), (hit,), DType.F32))
+    if node.op is Op.RANDOM:
+        inputs = tuple(_contiguous(low, v) for v in src)
+        return Pending(node.shape, node.dtype, None, Kind.RANDOM, inputs, node.arg)
+    trees = [low.tree(v, node.shape) for v in src]
+    producers = [_single_producer(t) for t in trees]
+    seen: set[int] = set()
+    for i, producer in enumerate(producers):  # one open producer per kernel: write out any other
+        if producer is not None and (seen and id(producer) not in seen):
+            trees[i] = PLoad(views.broadcast(low.view_of(src[i]), node.shape))
+        elif producer is not None:
+            seen.add(id(producer))
+    tree = PApply(node.op, node.arg, tuple(trees), node.dtype)
+    if _binding_count(tree) > MAX_INPUTS:
+        trees = [PLoad(views.broadcast(low.view_of(v), node.shape)) for v in src]
+        tree = PApply(node.op, node.arg, tuple(trees), node.dtype)
+    absorbed = [p for v in src if isinstance(v, Pending) and v.tree is not None for p in v.covers]
+    return Pending(node.shape, node.dtype, tree, covers=absorbed)
+
+
+def _binding_count(tree: Tree) -> int:
+    buffers = {t.view.buffer for t in _walk(tree) if isinstance(t, PLoad)}
+    producer = _single_producer(tree)
+    return len(buffers) + (len({v.buffer for v in producer.inputs}) if producer else 0)
+
+
+def _producer(low: Lowerer, node: Node, src: list[Value]) -> Value:
+    if node.op is Op.MATMUL:
+        assert isinstance(node.arg, d.MatmulArg)
+        a, b = (low.view_of(v) for v in src)
+        if node.arg.transpose_a:
+            a = views.permute(a, (*range(len(a.shape) - 2), len(a.shape) - 1, len(a.shape) - 2))
+        if node.arg.transpose_b:
+            b = views.permute(b, (*range(len(b.shape) - 2), len(b.shape) - 1, len(b.shape) - 2))
+        batch = node.shape[:-2]
+        a = views.broadcast(a, (*batch, *a.shape[-2:]))
+        b = views.broadcast(b, (*batch, *b.shape[-2:]))
+        return Pending(node.shape, node.dtype, None, Kind.MATMUL, (a, b), node.arg)
+    if node.op is Op.CONV2D:
+        inputs = tuple(_contiguous(low, v) for v in src)
+        return Pending(node.shape, node.dtype, None, Kind.CONV2D, inputs, node.arg)
+    assert isinstance(node.arg, d.ReduceArg)
+    source = low.view_of(src[0])
+    moved = views.move_axes_last(source, node.arg.axes)
+    kept = tuple(dim for i, dim in enumerate(source.shape) if i not in node.arg.axes)
+    arg = (node.op, node.arg.correction)
+    pending = Pending(kept, node.dtype, None, Kind.REDUCE, (moved,), arg)
+    if not node.arg.keepdims:
+        return pending
+    reshaped = views.reshape(low.write(pending, None), node.shape)
+    assert reshaped is not None
+    return reshaped
+
+
+def _rows(low: Lowerer, node: Node, value: Value, pos: int) -> View:
+    """Softmax, log-softmax and argmax along one axis: that axis goes last for the kernel."""
+    assert isinstance(node.arg, d.AxisArg)
+    view = low.view_of(value)
+    axis, ndim = node.arg.axis, len(view.shape)
+    perm = (*(i for i in range(ndim) if i != axis), axis)
+    moved = views.permute(view, perm)
+    kind = {Op.SOFTMAX: Kind.SOFTMAX, Op.LOG_SOFTMAX: Kind.LOG_SOFTMAX, Op.ARGMAX: Kind.ARGMAX}[node.op]
+    out_shape = moved.shape if kind is not Kind.ARGMAX else moved.shape[:-1]
+    out = View.contiguous(low.new_buffer(node.dtype, node.size), out_shape)
+    low.kernels.append(Kernel(kind, out, (moved,), node.arg, covers=(pos,)))
+    if kind is Kind.ARGMAX:
+        return out
+    inverse = tuple(perm.index(i) for i in range(ndim))
+    return views.permute(out, inverse)
+
+
+def _concat(low: Lowerer, node: Node, src: list[Value], pos: int) -> View:
+    assert isinstance(node.arg, d.AxisArg)
+    out = View.contiguous(low.new_buffer(node.dtype, node.size), node.shape)
+    start = 0
+    for value, part in zip(src, node.src, strict=True):
+        starts = tuple(start if i == node.arg.axis else 0 for i in range(len(node.shape)))
+        target = views.slice_view(out, starts, (1,) * len(node.shape), part.shape)
+        _write_into(low, value, part, target, pos)
+        start += part.shape[node.arg.axis]
+    return out
+
+
+def _slice_grad(low: Lowerer, node: Node, value: Value, pos: int) -> View:
+    assert isinstance(node.arg, d.SliceGradArg)
+    out = View.contiguous(low.new_buffer(node.dtype, node.size), node.shape)
+    low.kernels.append(
+        Kernel(Kind.ELEMENTWISE, out, (), None, Expr((Const(0.0, node.dtype),), (node.dtype,)), covers=(pos,))
+    )
+    target = views.slice_view(out, node.arg.starts, node.arg.steps, node.src[0].shape)
+    _write_into(low, value, node.src[0], target, pos)
+    return out
+
+
+def _write_into(low: Lowerer, value: Value, node: Node, target: View, pos: int) -> None:
+    if isinstance(value, Pending) and value.tree is None:
+        value = low.view_of(value)
+    tree = PLoad(value) if isinstance(value, View) else value.tree
+    assert tree is not None
+    low.write(Pending(node.shape, node.dtype, tree, covers=[pos]), None, into=target)
