@@ -1,0 +1,266 @@
+"""WGSL renderers for elementwise, matmul, reductions and row-wise kernels (softmax, log-softmax,
+argmax). Reductions use one workgroup per output and a fixed order: each of the 64 lanes sums a fixed
+strided subset in index order, then a fixed pairwise tree combines the lanes, so results repeat bit for
+bit on one device."""
+
+from __future__ import annotations
+
+import math
+
+from scellis.codegen import wgsl_expr as w
+from scellis.lower.kernels import Kernel, Kind, Schedule, View
+from scellis.ops import Op
+
+WORKGROUP = 256
+LANES = 64
+TILE = 64  # matmul output tile (TILE x TILE per workgroup), 16 x 16 threads with 4 x 4 outputs each
+TILE_K = 16
+
+MAIN = (
+    "@compute @workgroup_size({size})\nfn main(@builtin(global_invocation_id) gid: vec3<u32>, "
+    "@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>, "
+    "@builtin(num_workgroups) groups: vec3<u32>) {{"
+)
+
+
+def _grid(groups: int) -> tuple[int, int, int]:
+    return (min(groups, 65535), -(-groups // 65535), 1)
+
+
+def _loads(kernel: Kernel, schedule: Schedule, b: w.Bindings, coords: list[str], first: int = 0) -> list[str]:
+    """WGSL for each Load(i): inputs from `first` on are read at the output coordinates."""
+    out = [""] * len(kernel.inputs)
+    for i, view in enumerate(kernel.inputs[first:], start=first):
+        out[i] = w.load_expr(view, b.slot(view.buffer), schedule.buffer(view.buffer).dtype, coords)
+    return out
+
+
+def _epilogue(
+    kernel: Kernel, schedule: Schedule, b: w.Bindings, coords: list[str], *, acc: str | None, first: int
+) -> list[str]:
+    """Statements that compute the kernel's expression at `coords` and store it."""
+    lines, value = w.expression(kernel.expr, _loads(kernel, schedule, b, coords, first), acc, coords)
+    index = w.index_expr(kernel.out, coords)
+    return [*lines, f"out[{index}] = {w.store(value, kernel.expr.dtype)};"]
+
+
+def _header(kernel: Kernel, schedule: Schedule, b: w.Bindings) -> str:
+    return b.declarations(schedule) + "\n" + w.helpers(kernel.expr)
+
+
+def elementwise(kernel: Kernel, schedule: Schedule, b: w.Bindings) -> tuple[str, tuple[int, int, int]]:
+    shape = kernel.out.shape
+    total = math.prod(shape)
+    decode, coords = w.decode("i", shape)
+    body = [
+        MAIN.format(size=WORKGROUP),
+        f"  let i = gid.x + gid.y * groups.x * {WORKGROUP}u;",
+        f"  if (i >= {total}u) {{ return; }}",
+        *(f"  {line}" for line in decode),
+        *(f"  {line}" for line in _epilogue(kernel, schedule, b, coords, acc=None, first=0)),
+        "}",
+    ]
+    return _header(kernel, schedule, b) + "\n" + "\n".join(body), _grid(-(-total // WORKGROUP))
+
+
+def matmul(kernel: Kernel, schedule: Schedule, b: w.Bindings) -> tuple[str, tuple[int, int, int]]:
+    """Tiled and register-blocked: each workgroup computes a TILE x TILE block of one batch entry;
+    edges are bounds-checked, so any M, N, K works."""
+    a, bm = kernel.inputs[:2]
+    *batch, m, n = kernel.out.shape
+    k = a.shape[-1]
+    nbatch = math.prod(batch)
+    sa, sb = b.slot(a.buffer), b.slot(bm.buffer)
+    decode, bcoords = w.decode("wid.z", tuple(batch), "b")
+    a_base = w.index_expr(View(a.buffer, tuple(batch), a.strides[:-2], a.offset), bcoords) if batch else f"{a.offset}u"
+    b_base = (
+        w.index_expr(View(bm.buffer, tuple(batch), bm.strides[:-2], bm.offset), bcoords) if batch else f"{bm.offset}u"
+    )
+    am, ak = a.strides[-2:]
+    bk, bn = bm.strides[-2:]
+    coords = [*bcoords, "row", "col"]
+    epi = _epilogue(kernel, schedule, b, coords, acc="acc[i][j]", first=2)
+    body = f"""
+var<workgroup> tile_a: array<array<f32, {TILE}>, {TILE_K}>;
+var<workgroup> tile_b: array<array<f32, {TILE}>, {TILE_K}>;
+{MAIN.format(size="16, 16")}
+  {" ".join(decode)}
+  let a_base = {a_base};
+  let b_base = {b_base};
+  let row0 = wid.y * {TILE}u;
+  let col0 = wid.x * {TILE}u;
+  let t = lid.y * 16u + lid.x;
+  var acc: array<array<f32, 4>, 4>;
+  for (var k0 = 0u; k0 < {k}u; k0 = k0 + {TILE_K}u) {{
+    for (var e = 0u; e < 4u; e = e + 1u) {{
+      let flat = t + e * 256u;
+      let r = flat / {TILE_K}u;
+      let kk = flat % {TILE_K}u;
+      var va = 0.0;
+      if (row0 + r < {m}u && k0 + kk < {k}u) {{ va = in{sa}[a_base + (row0 + r) * {am}u + (k0 + kk) * {ak}u]; }}
+      tile_a[kk][r] = va;
+      let kb = flat / {TILE}u;
+      let c = flat % {TILE}u;
+      var vb = 0.0;
+      if (k0 + kb < {k}u && col0 + c < {n}u) {{ vb = in{sb}[b_base + (k0 + kb) * {bk}u + (col0 + c) * {bn}u]; }}
+      tile_b[kb][c] = vb;
+    }}
+    workgroupBarrier();
+    for (var kk = 0u; kk < {TILE_K}u; kk = kk + 1u) {{
+      var ra: array<f32, 4>;
+      var rb: array<f32, 4>;
+      for (var i = 0u; i < 4u; i = i + 1u) {{
+        ra[i] = tile_a[kk][lid.y + 16u * i];
+        rb[i] = tile_b[kk][lid.x + 16u * i];
+      }}
+      for (var i = 0u; i < 4u; i = i + 1u) {{
+        for (var j = 0u; j < 4u; j = j + 1u) {{
+          acc[i][j] = acc[i][j] + ra[i] * rb[j];
+        }}
+      }}
+    }}
+    workgroupBarrier();
+  }}
+  for (var i = 0u; i < 4u; i = i + 1u) {{
+    for (var j = 0u; j < 4u; j = j + 1u) {{
+      let row = row0 + lid.y + 16u * i;
+      let col = col0 + lid.x + 16u * j;
+      if (row < {m}u && col < {n}u) {{
+        {chr(10).join("        " + line for line in epi).strip()}
+      }}
+    }}
+  }}
+}}"""
+    groups = (-(-n // TILE), -(-m // TILE), nbatch)
+    return _header(kernel, schedule, b) + body, groups
+
+
+def _lane_tree(name: str, combine: str) -> str:
+    """Fixed pairwise combination of the LANES partial results in workgroup memory."""
+    steps = []
+    stride = LANES // 2
+    while stride:
+        steps.append(
+            f"  if (lid.x < {stride}u) {{ let o = {name}[lid.x + {stride}u]; let s = {name}[lid.x]; "
+            f"{name}[lid.x] = {combine.format(a='s', b='o')}; }}\n  workgroupBarrier();"
+        )
+        stride //= 2
+    return "\n".join(steps)
+
+
+def reduce(kernel: Kernel, schedule: Schedule, b: w.Bindings) -> tuple[str, tuple[int, int, int]]:
+    """One workgroup per output element; REDUCE's input view is [*out, *reduced]."""
+    (view,) = kernel.inputs[:1]
+    assert isinstance(kernel.arg, tuple)
+    op: Op = kernel.arg[0]
+    correction: int = kernel.arg[1]
+    out_shape = kernel.out.shape
+    red_shape = view.shape[len(out_shape) :]
+    count = math.prod(red_shape)
+    slot = b.slot(view.buffer)
+    outs = math.prod(out_shape)
+    decode_o, ocoords = w.decode("o", out_shape, "c")
+    decode_r, rcoords = w.decode("r", red_shape, "k")
+    index = w.index_expr(view, [*ocoords, *rcoords])
+    is_max = op is Op.MAX
+    start = "-3.4028235e38" if is_max else "0.0"
+    combine = "max({a}, {b})" if is_max else "({a} + {b})"
+    accumulate = "acc = max(acc, x);" if is_max else "acc = acc + x;"
+    lines = [
+        f"var<workgroup> part: array<f32, {LANES}>;",
+        MAIN.format(size=LANES),
+        "  let o = wid.x + wid.y * groups.x;",
+        f"  if (o >= {outs}u) {{ return; }}",
+        *(f"  {line}" for line in decode_o),
+        f"  var acc = {start};",
+        f"  for (var r = lid.x; r < {count}u; r = r + {LANES}u) {{",
+        *(f"    {line}" for line in decode_r),
+        f"    let x = in{slot}[{index}];",
+        f"    {accumulate}",
+        "  }",
+        "  part[lid.x] = acc;",
+        "  workgroupBarrier();",
+        _lane_tree("part", combine),
+        "  var total = part[0];",
+    ]
+    if op is Op.MEAN:
+        lines.append(f"  total = total / {float(count)!r};")
+    if op is Op.VAR:
+        lines += [
+            f"  let mean = total / {float(count)!r};",
+            "  workgroupBarrier();",
+            "  var sq = 0.0;",
+            f"  for (var r = lid.x; r < {count}u; r = r + {LANES}u) {{",
+            *(f"    {line}" for line in decode_r),
+            f"    let dx = in{slot}[{index}] - mean;",
+            "    sq = sq + dx * dx;",
+            "  }",
+            "  part[lid.x] = sq;",
+            "  workgroupBarrier();",
+            _lane_tree("part", "({a} + {b})"),
+            f"  total = part[0] / {float(count - correction)!r};",
+        ]
+    lines += [
+        "  if (lid.x == 0u) {",
+        *(f"    {x}" for x in _epilogue(kernel, schedule, b, ocoords, acc="total", first=1)),
+        "  }",
+        "}",
+    ]
+    return _header(kernel, schedule, b) + "\n" + "\n".join(lines), _grid(outs)
+
+
+def rows(kernel: Kernel, schedule: Schedule, b: w.Bindings) -> tuple[str, tuple[int, int, int]]:
+    """Softmax / log-softmax / argmax over the last axis of [rows..., R], one workgroup per row."""
+    (view,) = kernel.inputs
+    *row_shape, count = view.shape
+    nrows = math.prod(row_shape)
+    slot = b.slot(view.buffer)
+    decode_o, ocoords = w.decode("o", tuple(row_shape), "c")
+    x_at = f"in{slot}[{w.index_expr(view, [*ocoords, 'r'])}]"
+    head = [
+        f"var<workgroup> part: array<f32, {LANES}>;",
+        f"var<workgroup> part_i: array<u32, {LANES}>;",
+        MAIN.format(size=LANES),
+        "  let o = wid.x + wid.y * groups.x;",
+        f"  if (o >= {nrows}u) {{ return; }}",
+        *(f"  {line}" for line in decode_o),
+        "  var best = -3.4028235e38;",
+        "  var best_i = 0u;",
+        f"  for (var r = lid.x; r < {count}u; r = r + {LANES}u) {{",
+        f"    let x = {x_at};",
+        "    if (x > best) { best = x; best_i = r; }",
+        "  }",
+        "  part[lid.x] = best;",
+        "  part_i[lid.x] = best_i;",
+        "  workgroupBarrier();",
+    ]
+    # first maximum: on ties the lower index wins, whatever lane found it
+    stride, tree = LANES // 2, []
+    while stride:
+        tree.append(
+            f"  if (lid.x < {stride}u) {{ let ov = part[lid.x + {stride}u]; let oi = part_i[lid.x + {stride}u]; "
+            "if (ov > part[lid.x] || (ov == part[lid.x] && oi < part_i[lid.x])) "
+            "{ part[lid.x] = ov; part_i[lid.x] = oi; } }\n  workgroupBarrier();"
+        )
+        stride //= 2
+    if kernel.kind is Kind.ARGMAX:
+        out_row = w.index_expr(kernel.out, ocoords)
+        tail = ["  if (lid.x == 0u) {", f"    out[{out_row}] = i32(part_i[0]);", "  }", "}"]
+        return _header(kernel, schedule, b) + "\n" + "\n".join(head + tree + tail), _grid(nrows)
+    out_at = w.index_expr(kernel.out, [*ocoords, "r"])
+    tail = [
+        "  let top = part[0];",
+        "  workgroupBarrier();",
+        "  var s = 0.0;",
+        f"  for (var r = lid.x; r < {count}u; r = r + {LANES}u) {{ s = s + exp({x_at} - top); }}",
+        "  part[lid.x] = s;",
+        "  workgroupBarrier();",
+        _lane_tree("part", "({a} + {b})"),
+        "  let total = part[0];",
+        f"  for (var r = lid.x; r < {count}u; r = r + {LANES}u) {{",
+        f"    out[{out_at}] = "
+        + ("exp(" + x_at + " - top) / total;" if kernel.kind is Kind.SOFTMAX else x_at + " - top - log(total);"),
+        "  }",
+        "}",
+    ]
+    return _header(kernel, schedule, b) + "\n" + "\n".join(head + tree + tail), _grid(nrows)
