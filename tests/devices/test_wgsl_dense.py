@@ -1,0 +1,150 @@
+"""WGSL elementwise, matmul, reduction and row kernels on lavapipe (wgpu-py) against the float64 reference,
+on random shapes with odd sizes and size 1. Declared tolerances: elementwise 2e-6 relative (5e-6 for
+transcendentals), matmul 1e-5 * sqrt(K) relative to the largest magnitude, reductions 1e-5."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from wgpu_harness import run_on
+
+from scellis.ir import Function
+from scellis.ops import DType, Node, Op, const, make
+from scellis.ops import defs as d
+from scellis.ops.node import input_node
+from scellis.runtime.reference import run
+from scellis.runtime.wgpu_native import WgpuDevice
+
+RNG = np.random.default_rng(1234)
+SHAPES = [(1,), (7,), (3, 1, 5), (2, 33, 17), (257,), (4, 64)]
+
+
+@pytest.fixture(scope="module")
+def gpu() -> WgpuDevice:
+    return WgpuDevice()
+
+
+def data(name: str, shape: tuple[int, ...], dtype: DType = DType.F32) -> Node:
+    return input_node(name, d.Role.DATA, dtype, shape)
+
+
+def close(got: np.ndarray, want: np.ndarray, rel: float) -> None:
+    scale = max(1.0, float(np.max(np.abs(want)))) if want.size else 1.0
+    np.testing.assert_allclose(got.astype(np.float64), want.astype(np.float64), rtol=0, atol=rel * scale)
+
+
+def check(gpu: WgpuDevice, fn: Function, inputs: dict, rel: float) -> None:
+    got, want = run_on(gpu, fn, inputs), run(fn, inputs)
+    for name, _ in fn.outputs:
+        close(got[name], want[name], rel)
+
+
+ANY_SIGN = (Op.NEG, Op.EXP, Op.ABS, Op.SIGN, Op.RELU, Op.TANH, Op.SIGMOID, Op.ERF, Op.COS, Op.SIN, Op.FLOOR)
+POSITIVE = (Op.LOG, Op.SQRT, Op.RSQRT)
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+def test_unary_ops(gpu: WgpuDevice, shape: tuple[int, ...]) -> None:
+    x = data("x", shape)
+    outs = [(op.value, make(op, x)) for op in ANY_SIGN]
+    outs += [("leaky", make(Op.LEAKY_RELU, x, arg=d.LeakyReluArg(0.1)))]
+    outs += [(f"gelu_{a}", make(Op.GELU, x, arg=d.GeluArg(a))) for a in ("tanh", "none")]
+    values = RNG.standard_normal(shape) * 3
+    check(gpu, Function("unary", (x,), tuple(outs)), {"x": values}, 5e-6)
+    positive = Function("positive", (x,), tuple((op.value, make(op, x)) for op in POSITIVE))
+    check(gpu, positive, {"x": np.abs(values) + 0.1}, 5e-6)
+
+
+@pytest.mark.parametrize(
+    ("a_shape", "b_shape"), [((7,), (7,)), ((3, 1, 5), (4, 5)), ((2, 33, 17), (17,)), ((1,), (4, 64))]
+)
+def test_binary_ops_broadcast(gpu: WgpuDevice, a_shape: tuple[int, ...], b_shape: tuple[int, ...]) -> None:
+    a, b = data("a", a_shape), data("b", b_shape)
+    outs = [(op.value, make(op, a, b)) for op in (Op.ADD, Op.SUB, Op.MUL, Op.DIV, Op.MAXIMUM, Op.MINIMUM)]
+    outs += [("pow", make(Op.POW, make(Op.ABS, a), b)), ("less", make(Op.LESS, a, b)), ("eq", make(Op.EQUAL, a, a))]
+    outs += [("where", make(Op.WHERE, make(Op.LESS, a, b), a, make(Op.NEG, b)))]
+    inputs = {"a": RNG.standard_normal(a_shape) + 0.5, "b": RNG.standard_normal(b_shape) + 2.5}
+    check(gpu, Function("binary", (a, b), tuple(outs)), inputs, 5e-6)
+
+
+def test_casts_bools_and_ints(gpu: WgpuDevice) -> None:
+    x, i = data("x", (5, 6)), data("i", (5, 6), DType.I32)
+    hits = make(Op.EQUAL, i, const(2, DType.I32))
+    outs = [
+        ("f", make(Op.CAST, hits, arg=d.CastArg(DType.F32))),
+        ("i2", make(Op.ADD, i, const(3, DType.I32))),
+        ("mask", make(Op.LESS, x, const(0.0))),
+        ("floor_i", make(Op.CAST, make(Op.FLOOR, x), arg=d.CastArg(DType.I32))),
+    ]
+    inputs = {"x": RNG.standard_normal((5, 6)) * 4, "i": RNG.integers(0, 4, (5, 6))}
+    check(gpu, Function("casts", (x, i), tuple(outs)), inputs, 0)
+
+
+@pytest.mark.parametrize(
+    ("a_shape", "b_shape", "ta", "tb"),
+    [((1, 1), (1, 1), False, False), ((65, 3), (3, 70), False, False), ((9, 130), (9, 5), True, False),
+     ((2, 17, 8), (19, 8), False, True), ((3, 1, 6, 5), (4, 7, 6), True, True), ((128, 64), (64, 10), False, False)],
+)  # fmt: skip
+def test_matmul(gpu: WgpuDevice, a_shape: tuple, b_shape: tuple, ta: bool, tb: bool) -> None:
+    a, b = data("a", a_shape), data("b", b_shape)
+    fn = Function("mm", (a, b), (("m", make(Op.MATMUL, a, b, arg=d.MatmulArg(ta, tb))),))
+    k = a_shape[-2] if ta else a_shape[-1]
+    check(gpu, fn, {"a": RNG.standard_normal(a_shape), "b": RNG.standard_normal(b_shape)}, 1e-5 * np.sqrt(k))
+
+
+def test_matmul_epilogue_is_one_kernel_and_exact(gpu: WgpuDevice) -> None:
+    x, w, b = data("x", (37, 70)), data("w", (70, 45)), data("b", (45,))
+    y = make(Op.RELU, make(Op.ADD, make(Op.MATMUL, x, w, arg=d.MatmulArg()), b))
+    fn = Function("dense", (x, w, b), (("y", y),))
+    inputs = {"x": RNG.standard_normal((37, 70)), "w": RNG.standard_normal((70, 45)), "b": RNG.standard_normal(45)}
+    check(gpu, fn, inputs, 1e-5 * np.sqrt(70))
+
+
+@pytest.mark.parametrize(
+    ("shape", "axes", "keep"),
+    [((1,), (0,), False), ((5, 6, 7), (0, 2), False), ((4, 300), (1,), True), ((3, 2, 1), (0, 1, 2), False)],
+)
+def test_reductions(gpu: WgpuDevice, shape: tuple, axes: tuple, keep: bool) -> None:
+    x = data("x", shape)
+    outs = [(op.value, make(op, x, arg=d.ReduceArg(axes, keep))) for op in (Op.SUM, Op.MEAN, Op.MAX, Op.VAR)]
+    count = int(np.prod([shape[a] for a in axes]))
+    if count > 1:
+        outs.append(("var1", make(Op.VAR, x, arg=d.ReduceArg(axes, keep, 1))))
+    outs.append(("neg_mean", make(Op.NEG, make(Op.MEAN, x, arg=d.ReduceArg(axes, keep)))))
+    check(gpu, Function("reduce", (x,), tuple(outs)), {"x": RNG.standard_normal(shape)}, 1e-5)
+
+
+@pytest.mark.parametrize(("shape", "axis"), [((1,), 0), ((4, 9, 3), 1), ((2, 200), 1), ((5, 1), 1)])
+def test_rows(gpu: WgpuDevice, shape: tuple, axis: int) -> None:
+    x = data("x", shape)
+    outs = [(op.value, make(op, x, arg=d.AxisArg(axis))) for op in (Op.SOFTMAX, Op.LOG_SOFTMAX, Op.ARGMAX)]
+    values = RNG.standard_normal(shape) * 30
+    check(gpu, Function("rows", (x,), tuple(outs)), {"x": values}, 2e-6)
+
+
+def test_argmax_takes_the_first_maximum(gpu: WgpuDevice) -> None:
+    x = data("x", (3, 130))
+    values = np.zeros((3, 130))
+    values[0, [5, 70, 129]] = 2.0
+    values[1, [64, 1]] = 1.0
+    fn = Function("am", (x,), (("am", make(Op.ARGMAX, x, arg=d.AxisArg(1))),))
+    assert run_on(gpu, fn, {"x": values})["am"].tolist() == [5, 1, 0]
+
+
+def test_views_concat_slice_grad_and_one_hot(gpu: WgpuDevice) -> None:
+    e, f = data("e", (6, 1, 5)), data("f", (4, 5))
+    g = make(Op.MUL, e, f)
+    p = make(Op.PERMUTE, g, arg=d.PermuteArg((2, 0, 1)))
+    sl = make(Op.SLICE, p, arg=d.SliceArg((1, 0, 1), (5, 6, 4), (2, 3, 2)))
+    sg = make(Op.SLICE_GRAD, sl, arg=d.SliceGradArg((5, 6, 4), (1, 0, 1), (5, 6, 4), (2, 3, 2)))
+    labels = data("labels", (7,), DType.I32)
+    hot = make(Op.ONE_HOT, labels, arg=d.ClassesArg(4))
+    outs = [
+        ("p", make(Op.EXP, p)),
+        ("sl", sl),
+        ("sg", sg),
+        ("cat", make(Op.CONCAT, hot, make(Op.NEG, hot), arg=d.AxisArg(1))),
+    ]
+    outs.append(("flat", make(Op.RESHAPE, p, arg=d.ShapeArg((30, 4)))))
+    inputs = {"e": RNG.standard_normal((6, 1, 5)), "f": RNG.standard_normal((4, 5)), "labels": RNG.integers(0, 4, 7)}
+    check(gpu, Function("views", (e, f, labels), tuple(outs)), inputs, 2e-6)
