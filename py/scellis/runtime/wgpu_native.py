@@ -1,36 +1,31 @@
 """The WebGPU device under CPython, through wgpu-py: the same WGSL the browser runs, on lavapipe in CI
-or a real GPU elsewhere. A compiled schedule owns its buffers, pipelines and bind groups; a run
-records every dispatch and carry copy into one command encoder and submits it once."""
+or a real GPU elsewhere. It replays a step plan exactly as the app's JS executor does: every dispatch
+and carry copy recorded into one command encoder, one submission per step."""
 
 from __future__ import annotations
 
-import struct
-from dataclasses import dataclass, field
+from typing import Any
 
-from scellis.codegen import render
 from scellis.lower.kernels import Schedule
-from scellis.ops import DType
+from scellis.runtime.step_plan import step_plan
 
 
-@dataclass
 class WgpuDevice:
     """One adapter and its device; pipelines are cached by WGSL source."""
 
-    backend: str = "Vulkan"
-    _pipelines: dict[str, object] = field(default_factory=dict)
-
-    def __post_init__(self) -> None:
+    def __init__(self, backend: str = "Vulkan") -> None:
         import wgpu
 
         self.wgpu = wgpu
-        adapters = [a for a in wgpu.gpu.enumerate_adapters_sync() if a.info["backend_type"] == self.backend]
+        adapters = [a for a in wgpu.gpu.enumerate_adapters_sync() if a.info["backend_type"] == backend]
         if not adapters:
-            raise RuntimeError(f"no {self.backend} WebGPU adapter (lavapipe comes with mesa-vulkan-drivers)")
+            raise RuntimeError(f"no {backend} WebGPU adapter (lavapipe comes with mesa-vulkan-drivers)")
         self.adapter = adapters[0]
-        self.device = self.adapter.request_device_sync(required_limits={"max-storage-buffers-per-shader-stage": 8})
+        self.device = self.adapter.request_device_sync()
         self.name = self.adapter.info["device"]
+        self._pipelines: dict[str, Any] = {}
 
-    def pipeline(self, source: str, label: str) -> object:
+    def pipeline(self, source: str, label: str) -> Any:
         if source not in self._pipelines:
             module = self.device.create_shader_module(code=source, label=label)
             self._pipelines[source] = self.device.create_compute_pipeline(
@@ -39,39 +34,31 @@ class WgpuDevice:
         return self._pipelines[source]
 
     def compile(self, schedule: Schedule) -> CompiledWgpu:
-        return CompiledWgpu(self, schedule)
+        return CompiledWgpu(self, step_plan(schedule))
 
 
 class CompiledWgpu:
-    def __init__(self, device: WgpuDevice, schedule: Schedule) -> None:
+    def __init__(self, device: WgpuDevice, plan: dict[str, Any]) -> None:
         wgpu, dev = device.wgpu, device.device
-        self.device = device
-        self.schedule = schedule
+        self.device, self.plan, self.names = device, plan, plan["names"]
         usage = wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_SRC | wgpu.BufferUsage.COPY_DST
-        self.buffers = [dev.create_buffer(size=b.nbytes, usage=usage) for b in schedule.buffers]
-        for buffer_id, value in schedule.consts:
-            dtype = schedule.buffer(buffer_id).dtype
-            fmt = "<f" if dtype is DType.F32 else "<i" if dtype is DType.I32 else "<I"
-            dev.queue.write_buffer(
-                self.buffers[buffer_id], 0, struct.pack(fmt, value if dtype is DType.F32 else int(value))
-            )
+        self.buffers = [dev.create_buffer(size=size, usage=usage) for size in plan["buffers"]]
+        for buffer, data in plan["consts"]:
+            dev.queue.write_buffer(self.buffers[buffer], 0, bytes(data))
         self.steps = []
-        for kernel in schedule.kernels:
-            wk = render(kernel, schedule)
-            pipeline = device.pipeline(wk.source, wk.label)
-            bind = dev.create_bind_group(
-                layout=pipeline.get_bind_group_layout(0),  # type: ignore[attr-defined]
-                entries=[{"binding": i, "resource": {"buffer": self.buffers[b]}} for i, b in enumerate(wk.bindings)],
-            )
-            self.steps.append((pipeline, bind, wk.workgroups))
-        self.names = dict((*schedule.inputs, *schedule.outputs))
+        for kernel in plan["kernels"]:
+            pipeline = device.pipeline(kernel["source"], kernel["label"])
+            entries = [
+                {"binding": i, "resource": {"buffer": self.buffers[b]}} for i, b in enumerate(kernel["bindings"])
+            ]
+            bind = dev.create_bind_group(layout=pipeline.get_bind_group_layout(0), entries=entries)
+            self.steps.append((pipeline, bind, kernel["workgroups"]))
 
     def write(self, name: str, data: bytes) -> None:
         self.device.device.queue.write_buffer(self.buffers[self.names[name]], 0, data)
 
     def read(self, name: str) -> bytes:
-        buffer = self.schedule.buffer(self.names[name])
-        return bytes(self.device.device.queue.read_buffer(self.buffers[buffer.id]))[: buffer.size * 4]
+        return bytes(self.device.device.queue.read_buffer(self.buffers[self.names[name]]))
 
     def run(self) -> None:
         """One submission: every kernel in order, then the carry copies."""
@@ -83,7 +70,6 @@ class CompiledWgpu:
             compute.set_bind_group(0, bind)
             compute.dispatch_workgroups(*groups)
         compute.end()
-        for copy in self.schedule.carry:
-            size = self.schedule.buffer(copy.src).nbytes
-            encoder.copy_buffer_to_buffer(self.buffers[copy.src], 0, self.buffers[copy.dst], 0, size)
+        for src, dst, size in self.plan["carry"]:
+            encoder.copy_buffer_to_buffer(self.buffers[src], 0, self.buffers[dst], 0, size)
         dev.queue.submit([encoder.finish()])
