@@ -11,8 +11,8 @@ ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "py" / "scellis"
 # Pipeline stages, upstream first: a stage may import only stages before it (and base modules).
 STAGES = ["graph", "ir", "autodiff", "optim", "loop", "lower", "plan", "codegen", "runtime"]
-BASE = {"assets", "engine", "rng", "ops"}  # below every stage; they import only each other
-TOP = {"cli", "serve", "__main__", "pipeline", "examples"}  # above every stage
+BASE = {"assets", "engine", "rng", "ops", "datasets"}  # below every stage; they import only each other
+TOP = {"cli", "serve", "__main__", "pipeline", "examples", "session"}  # above every stage
 BROWSER_MODULES = {"js", "pyodide"}
 
 

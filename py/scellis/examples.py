@@ -16,7 +16,7 @@ def digits_mlp() -> dict[str, Any]:
     logits = p.linear(p.relu(p.linear(x, 128, id="hidden"), id="relu"), 10, id="logits")
     p.set_loss(p.cross_entropy(logits, y, id="loss"))
     p.add_metric(p.accuracy(logits, y, id="accuracy"))
-    p.set_optimizer("adam", lr=1e-3)
+    p.set_optimizer("adam", lr=3e-3)
     p.set_loop(epochs=20, batch_size=64)
     return p.to_json()
 

@@ -45,3 +45,11 @@ def counter(element: int, site: int, position: int) -> tuple[int, int, int, int]
 def uniform(word: int) -> float:
     """A float32 in [0, 1) from the top 24 bits of a word: exact in float32, multiples of 2**-24."""
     return (word >> 8) * 2.0**-24
+
+
+def permutation(n: int, seed: int, epoch: int) -> list[int]:
+    """The order of n examples in one epoch: indices sorted by the first Philox word of counter
+    (i, 0, epoch, 0) under the `shuffle` key (ties, which need equal words, keep index order)."""
+    key = substream_key(seed, "shuffle")
+    words = [philox4x32((i & MASK, 0, epoch & MASK, i >> 32), key)[0] for i in range(n)]
+    return sorted(range(n), key=words.__getitem__)

@@ -401,3 +401,14 @@ def test_run_rejects_missing_unknown_and_misshapen_inputs() -> None:
         run(fn, {"x": x, "y": np.ones((1, 3))})
     with pytest.raises(ReferenceInputError, match=r"input 'x' has shape \(\), expected \(2, 3\)"):
         run(fn, {"x": 1.0, "y": y})
+
+
+def test_shuffle_permutation_is_the_same_in_pure_python_and_numpy() -> None:
+    from scellis.rng import permutation
+    from scellis.runtime.reference_train import permutation as vectorised
+
+    for n, seed, epoch in [(1, 0, 0), (97, 5, 3), (1400, 1, 0)]:
+        order = permutation(n, seed, epoch)
+        assert sorted(order) == list(range(n))
+        assert order == vectorised(n, seed, epoch).tolist()
+    assert permutation(50, 1, 0) != permutation(50, 1, 1)

@@ -48,7 +48,7 @@ def initial_state(init: Function, step_fn: Function, seed: int, float_dtype: typ
 
 
 def permutation(n: int, seed: int, epoch: int) -> np.ndarray:
-    """The epoch's order of examples: argsort of Philox draws of the `shuffle` substream at position epoch."""
+    """`scellis.rng.permutation`, vectorised: argsort of Philox draws of the `shuffle` substream."""
     i = np.arange(n, dtype=np.uint64)
     words = philox([i, np.zeros_like(i), np.full_like(i, epoch), np.zeros_like(i)], substream_key(seed, "shuffle"))
     return np.argsort(words[0], kind="stable")

@@ -4,10 +4,22 @@ and carry copy recorded into one command encoder, one submission per step."""
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Generator
 from typing import Any
 
 from scellis.lower.kernels import Schedule
 from scellis.runtime.step_plan import step_plan
+
+
+class Ready:
+    """An awaitable that is already done (CPython's stand-in for the browser's pending promise)."""
+
+    def __init__(self, value: dict[str, bytes]) -> None:
+        self.value = value
+
+    def __await__(self) -> Generator[None, None, dict[str, bytes]]:
+        return self.value
+        yield  # a generator, so `await` works
 
 
 class WgpuDevice:
@@ -59,6 +71,23 @@ class CompiledWgpu:
 
     def read(self, name: str) -> bytes:
         return bytes(self.device.device.queue.read_buffer(self.buffers[self.names[name]]))
+
+    async def step(self, writes: dict[str, bytes], reads: list[str]) -> dict[str, bytes]:
+        """The JS executor's call, in CPython: write, run, read back (wgpu-py waits for the queue)."""
+        for name, data in writes.items():
+            self.write(name, data)
+        self.run()
+        return {name: self.read(name) for name in reads}
+
+    def submit(self, writes: dict[str, bytes], reads: list[str]) -> Awaitable[dict[str, bytes]]:
+        """Run now; the reads are ready whenever the caller awaits them (or never does)."""
+        for name, data in writes.items():
+            self.write(name, data)
+        self.run()
+        return Ready({name: self.read(name) for name in reads})
+
+    async def fetch(self, names: list[str]) -> dict[str, bytes]:
+        return {name: self.read(name) for name in names}
 
     def run(self) -> None:
         """One submission: every kernel in order, then the carry copies."""

@@ -1,0 +1,111 @@
+// The WebGPU executor: replays a step plan built in Python (buffers, constants, WGSL kernels,
+// bindings, workgroup counts, carry copies). One call per step records every dispatch into one
+// command encoder; scalar outputs come back through a ring of mappable staging buffers, so the
+// next step is submitted before the previous step's loss is read.
+
+const STORAGE = () => GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST;
+
+export class CompiledStep {
+  constructor(device, plan, pipelines) {
+    this.device = device;
+    this.names = plan.names;
+    this.buffers = plan.buffers.map((size) => device.createBuffer({ size, usage: STORAGE() }));
+    for (const [buffer, bytes] of plan.consts) {
+      device.queue.writeBuffer(this.buffers[buffer], 0, new Uint8Array(bytes));
+    }
+    this.steps = plan.kernels.map((kernel) => {
+      const pipeline = pipelines.get(kernel.source, kernel.label);
+      const entries = kernel.bindings.map((b, binding) => ({ binding, resource: { buffer: this.buffers[b] } }));
+      const bind = device.createBindGroup({ layout: pipeline.getBindGroupLayout(0), entries });
+      return { pipeline, bind, workgroups: kernel.workgroups };
+    });
+    this.carry = plan.carry;
+    this.staging = [];
+  }
+
+  write(name, bytes) {
+    this.device.queue.writeBuffer(this.buffers[this.names[name]], 0, bytes);
+  }
+
+  // writes: {name: Uint8Array}; reads: names of outputs to bring back. Returns a Promise of
+  // {name: ArrayBuffer} that settles after the GPU finishes; the caller need not wait for it.
+  step(writes, reads) {
+    for (const [name, bytes] of Object.entries(writes)) this.write(name, bytes);
+    const encoder = this.device.createCommandEncoder();
+    const pass = encoder.beginComputePass();
+    for (const { pipeline, bind, workgroups } of this.steps) {
+      pass.setPipeline(pipeline);
+      pass.setBindGroup(0, bind);
+      pass.dispatchWorkgroups(...workgroups);
+    }
+    pass.end();
+    for (const [src, dst, size] of this.carry) {
+      encoder.copyBufferToBuffer(this.buffers[src], 0, this.buffers[dst], 0, size);
+    }
+    const copies = this.stage(encoder, reads);
+    this.device.queue.submit([encoder.finish()]);
+    return this.collect(copies);
+  }
+
+  // Bring outputs back without running anything.
+  fetch(reads) {
+    const encoder = this.device.createCommandEncoder();
+    const copies = this.stage(encoder, reads);
+    this.device.queue.submit([encoder.finish()]);
+    return this.collect(copies);
+  }
+
+  stage(encoder, reads) {
+    return reads.map((name) => {
+      const source = this.buffers[this.names[name]];
+      const usage = GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST;
+      const staging = this.device.createBuffer({ size: source.size, usage });
+      encoder.copyBufferToBuffer(source, 0, staging, 0, source.size);
+      return [name, staging];
+    });
+  }
+
+  collect(copies) {
+    return Promise.all(
+      copies.map(async ([name, staging]) => {
+        await staging.mapAsync(GPUMapMode.READ);
+        const data = new Uint8Array(staging.getMappedRange().slice(0));
+        staging.destroy();
+        return [name, data];
+      }),
+    ).then(Object.fromEntries);
+  }
+
+  destroy() {
+    for (const buffer of this.buffers) buffer.destroy();
+  }
+}
+
+class PipelineCache {
+  constructor(device) {
+    this.device = device;
+    this.cache = new Map();
+  }
+
+  get(source, label) {
+    if (!this.cache.has(source)) {
+      const module = this.device.createShaderModule({ code: source, label });
+      const compute = { module, entryPoint: "main" };
+      const pipeline = this.device.createComputePipeline({ layout: "auto", compute, label });
+      this.cache.set(source, pipeline);
+    }
+    return this.cache.get(source);
+  }
+}
+
+// The page's WebGPU device, opened once; errors surface as rejected promises with the WGSL label.
+export async function openDevice(adapter) {
+  const device = await adapter.requestDevice();
+  const pipelines = new PipelineCache(device);
+  return {
+    device,
+    compile(plan) {
+      return new CompiledStep(device, plan, pipelines);
+    },
+  };
+}

@@ -1,0 +1,68 @@
+"""Data sets the app ships: scikit-learn's 8x8 digits, extracted at build time from the package's own
+file into little-endian float32 features and int32 labels (pure Python, so the browser reads them too)."""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import io
+import struct
+from dataclasses import dataclass
+from pathlib import Path
+
+DIGITS_FEATURES = 64
+DIGITS_CLASSES = 10
+TEST_EVERY = 5  # example i is held out for testing when i % 5 == 4: a fixed split, no randomness
+
+
+@dataclass(frozen=True)
+class Split:
+    """n examples: `features` holds n * width float32 values row by row, `labels` n int32 values."""
+
+    features: bytes
+    labels: bytes
+    width: int
+
+    @property
+    def n(self) -> int:
+        return len(self.labels) // 4
+
+    def rows(self, indices: list[int]) -> tuple[bytes, bytes]:
+        """Features and labels of the chosen examples, in that order."""
+        row = self.width * 4
+        return (
+            b"".join(self.features[i * row : (i + 1) * row] for i in indices),
+            b"".join(self.labels[i * 4 : i * 4 + 4] for i in indices),
+        )
+
+
+def digits_csv() -> Path:
+    """scikit-learn's copy of the UCI digits (1,797 rows: 64 pixels 0..16, then the label)."""
+    import sklearn.datasets
+
+    return Path(sklearn.datasets.__file__).parent / "data" / "digits.csv.gz"
+
+
+def read_digits(raw_csv_gz: bytes) -> tuple[Split, Split]:
+    """(train, test) from the gzipped CSV: pixels scaled to [0, 1]."""
+    train_x, train_y, test_x, test_y = bytearray(), bytearray(), bytearray(), bytearray()
+    text = gzip.decompress(raw_csv_gz).decode()
+    for i, row in enumerate(csv.reader(io.StringIO(text))):
+        if len(row) != DIGITS_FEATURES + 1:
+            raise ValueError(f"digits.csv.gz row {i + 1}: expected {DIGITS_FEATURES + 1} values, got {len(row)}")
+        pixels = struct.pack(f"<{DIGITS_FEATURES}f", *(float(v) / 16 for v in row[:-1]))
+        label = struct.pack("<i", int(float(row[-1])))
+        xs, ys = (test_x, test_y) if i % TEST_EVERY == TEST_EVERY - 1 else (train_x, train_y)
+        xs += pixels
+        ys += label
+    return Split(bytes(train_x), bytes(train_y), DIGITS_FEATURES), Split(bytes(test_x), bytes(test_y), DIGITS_FEATURES)
+
+
+def to_files(train: Split, test: Split) -> dict[str, bytes]:
+    """The files the app serves under data/."""
+    return {
+        "digits-train-x.f32": train.features,
+        "digits-train-y.i32": train.labels,
+        "digits-test-x.f32": test.features,
+        "digits-test-y.i32": test.labels,
+    }

@@ -1,0 +1,48 @@
+"""The WebGPU device in the browser: step plans handed to the page's JS executor (app/src/executor.js)
+through Pyodide's FFI. One FFI call per step; outputs come back as promises the caller awaits later."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import js  # only importable in Pyodide
+from pyodide.ffi import to_js
+
+from scellis.lower.kernels import Schedule
+from scellis.runtime.step_plan import step_plan
+
+
+class BrowserCompiled:
+    def __init__(self, handle: Any) -> None:
+        self.handle = handle
+
+    def write(self, name: str, data: bytes) -> None:
+        self.handle.write(name, to_js(data))
+
+    async def step(self, writes: dict[str, bytes], reads: list[str]) -> dict[str, bytes]:
+        """Submit one step (one FFI call); awaiting the result waits for `reads` to come back."""
+        js_writes = js.Object.fromEntries(to_js([[k, to_js(v)] for k, v in writes.items()]))
+        return _bytes(await self.handle.step(js_writes, to_js(reads)))
+
+    def submit(self, writes: dict[str, bytes], reads: list[str]) -> Any:
+        """Submit one step and return the JS promise of its reads, to await later (or never)."""
+        js_writes = js.Object.fromEntries(to_js([[k, to_js(v)] for k, v in writes.items()]))
+        return self.handle.step(js_writes, to_js(reads))
+
+    async def fetch(self, names: list[str]) -> dict[str, bytes]:
+        return _bytes(await self.handle.fetch(to_js(names)))
+
+
+def _bytes(result: Any) -> dict[str, bytes]:
+    return {str(entry[0]): bytes(entry[1].to_bytes()) for entry in js.Object.entries(result)}
+
+
+class BrowserWebGPU:
+    """Compiles schedules onto the device the page opened (`globalThis.scellisGpu`)."""
+
+    def __init__(self) -> None:
+        self.gpu = js.globalThis.scellisGpu
+
+    def compile(self, schedule: Schedule) -> BrowserCompiled:
+        plan = step_plan(schedule)
+        return BrowserCompiled(self.gpu.compile(to_js(plan, dict_converter=js.Object.fromEntries)))

@@ -1,0 +1,123 @@
+"""A training session on one device: a program compiled to the device's kernels, parameters initialised
+on the device from the seed, epochs of steps driven from Python with one device call per step, and
+evaluation. The same code runs in the browser (async FFI) and in CPython (wgpu-py, wasmtime).
+
+The loop program (rules, checkpoints, pause/resume) will grow out of this driver; today it runs fixed
+epochs of shuffled full batches.
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from scellis.datasets import Split
+from scellis.graph.lowering import POSITION
+from scellis.ir.function import Function, input_name, input_role
+from scellis.lower import lower
+from scellis.ops.defs import Role
+from scellis.pipeline import Compiled, compile_program
+from scellis.rng import permutation, substream_key
+
+
+class CompiledStep(Protocol):
+    """What a device gives back for a compiled schedule (see runtime.wgpu_native / browser_webgpu)."""
+
+    def write(self, name: str, data: bytes) -> None: ...
+    async def step(self, writes: dict[str, bytes], reads: list[str]) -> dict[str, bytes]: ...
+    def submit(self, writes: dict[str, bytes], reads: list[str]) -> Any: ...
+    async def fetch(self, names: list[str]) -> dict[str, bytes]: ...
+
+
+class Device(Protocol):
+    name: str
+
+    def compile(self, schedule: Any) -> CompiledStep: ...
+
+
+@dataclass(frozen=True)
+class EpochResult:
+    epoch: int
+    steps: int
+    loss: float  # of the epoch's last step
+    metrics: dict[str, float]  # on the held-out split
+
+
+def _role_input(fn: Function, role: Role) -> str:
+    return next(input_name(n) for n in fn.inputs if input_role(n) is role)
+
+
+def _f32(data: bytes) -> float:
+    return float(struct.unpack_from("<f", data)[0])
+
+
+class Session:
+    def __init__(self, program: dict[str, Any], device: Device, seed: int, eval_batch: int) -> None:
+        self.compiled: Compiled = compile_program(program, eval_batch=eval_batch)
+        self.device, self.seed, self.position = device, seed, 0
+        step_fn = self.compiled.step
+        self.batch = self.compiled.program.loop.batch_size
+        self.features, self.labels = _role_input(step_fn, Role.DATA), _role_input(step_fn, Role.LABEL)
+        self.step = device.compile(lower(step_fn))
+        self.eval = device.compile(lower(self.compiled.evaluate))
+        self.carried = [
+            input_name(n) for n in self.compiled.evaluate.inputs if input_role(n) in (Role.PARAM, Role.STATE)
+        ]
+        self.metrics = [
+            name for name, _ in self.compiled.evaluate.outputs if name == "loss" or name.startswith("metric/")
+        ]
+
+    def _keys(self, fn: Function) -> dict[str, bytes]:
+        return {
+            input_name(n): struct.pack("<2I", *substream_key(self.seed, input_name(n).removeprefix("rng.")))
+            for n in fn.inputs
+            if input_role(n) is Role.RNG
+        }
+
+    async def start(self) -> None:
+        """Initialise parameters and state on the device (the init function's draws), zero the optimizer."""
+        init = self.device.compile(lower(self.compiled.init))
+        names = [name for name, _ in self.compiled.init.outputs]
+        values = await init.step(self._keys(self.compiled.init), names)
+        for name, data in values.items():
+            self.step.write(name.split("/", 1)[1], data)
+        for name, data in self._keys(self.compiled.step).items():
+            self.step.write(name, data)
+
+    async def train_epoch(self, train: Split, epoch: int) -> float:
+        """One epoch of full batches in the shuffled order; returns the last step's loss."""
+        order = permutation(train.n, self.seed, epoch)
+        pending = None
+        has_position = self.compiled.step.has_input(POSITION)
+        starts = range(0, train.n - self.batch + 1, self.batch)
+        for start in starts:
+            x, y = train.rows(order[start : start + self.batch])
+            writes = {self.features: x, self.labels: y}
+            if has_position:
+                writes[POSITION] = struct.pack("<I", self.position)
+            self.position += 1
+            pending = self.step.submit(writes, ["loss"] if start == starts[-1] else [])
+        if pending is None:
+            raise ValueError(f"the training split has {train.n} examples, fewer than one batch of {self.batch}")
+        return _f32((await pending)["loss"])
+
+    async def evaluate(self, test: Split) -> dict[str, float]:
+        """Loss and metrics on `test` (all of it: the eval function's batch is its size)."""
+        current = await self.step.fetch(self.carried)
+        for name, data in current.items():
+            self.eval.write(name, data)
+        x, y = test.rows(list(range(test.n)))
+        out = await self.eval.step({self.features: x, self.labels: y}, self.metrics)
+        return {name: _f32(data) for name, data in out.items()}
+
+    async def fit(self, train: Split, test: Split, epochs: int, report: Any = None) -> list[EpochResult]:
+        await self.start()
+        results = []
+        for epoch in range(epochs):
+            loss = await self.train_epoch(train, epoch)
+            result = EpochResult(epoch, self.position, loss, await self.evaluate(test))
+            results.append(result)
+            if report is not None:
+                report(result)
+        return results
