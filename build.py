@@ -100,6 +100,7 @@ def tool_versions() -> dict[str, str]:
         "hatchling": version("hatchling"),
         "esbuild": npm_version("esbuild"),
         "pyodide": npm_version("pyodide"),
+        "scikit-learn": version("scikit-learn"),
     }
 
 
@@ -233,6 +234,28 @@ def engine_of_checkout() -> dict:
     return json.loads(out.stdout)
 
 
+def digits_source() -> Path:
+    python_tool("sklearn", "scikit-learn")
+    from scellis.datasets import digits_csv
+
+    return digits_csv()
+
+
+def build_data() -> None:
+    """The digits data set, from scikit-learn's own copy, as raw little-endian arrays under data/."""
+    from scellis.datasets import read_digits, to_files
+
+    (DIST / "data").mkdir(parents=True, exist_ok=True)
+    for name, data in to_files(*read_digits(digits_source().read_bytes())).items():
+        (DIST / "data" / name).write_bytes(data)
+
+
+def data_outputs() -> list[Path]:
+    from scellis.datasets import DATA_FILES
+
+    return [DIST / "data" / name for name in DATA_FILES]
+
+
 def write_manifest(tools: dict[str, str]) -> None:
     engine = engine_of_checkout()
     shipped = [p for p in files_under(DIST) if p.name != "build.json"]
@@ -258,7 +281,15 @@ def package_sources() -> list[Path]:
 
 def steps(tools: dict[str, str]) -> list[Step]:
     pyodide_dir = NODE_MODULES / "pyodide"
+    digits = digits_source()
     return [
+        Step(
+            "data",
+            lambda: [ROOT / "py" / "scellis" / "datasets.py"],
+            data_outputs,
+            build_data,
+            f"digits {sha256(digits)} scikit-learn {tools['scikit-learn']}",
+        ),
         Step(
             "wasm",
             lambda: files_under(ROOT / "wasm"),

@@ -1,7 +1,30 @@
 // Entry module: the only one that runs code on import.
 
 import { boot, exampleGuide } from "./src/boot.js";
-import { showError, showGuide, showOffline, showReady, showStage, stagesSeen } from "./src/page.js";
+import {
+  showEpoch,
+  showError,
+  showGuide,
+  showOffline,
+  showReady,
+  showStage,
+  showTrainDone,
+  showTrainPanel,
+  stagesSeen,
+} from "./src/page.js";
+import { trainExample } from "./src/train.js";
+
+const EPOCHS = 20;
+
+function startTraining(session) {
+  const kind = session.report.selected.device.kind;
+  trainExample(session.pyodide, kind, EPOCHS, showEpoch)
+    .then((last) => showTrainDone(last, null))
+    .catch((error) => {
+      console.error(error);
+      showTrainDone(null, error);
+    });
+}
 
 // Registers the service worker and has it keep a copy of this build; resolves once the copy is whole.
 async function enableOffline(buildText) {
@@ -22,6 +45,7 @@ boot(showStage)
     const readyMs = performance.now(); // since navigation began
     window.scellis = { ...session, readyMs, stages: stagesSeen };
     showReady(session, readyMs);
+    showTrainPanel(session.report.selected, () => startTraining(session));
     return Promise.all([
       exampleGuide(session.pyodide).then(showGuide),
       enableOffline(session.buildText)

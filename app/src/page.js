@@ -69,6 +69,42 @@ export function showGuide(guide) {
   section.dataset.ready = "yes";
 }
 
+export function showTrainPanel(selected, onTrain) {
+  const section = document.getElementById("train");
+  const device = selected.device;
+  const where = device.kind === "cpu" ? "CPU path (WebAssembly)" : `WebGPU — ${device.name}`;
+  document.getElementById("train-device").textContent = `Runs on: ${where}`;
+  const button = document.getElementById("train-button");
+  button.onclick = () => {
+    button.disabled = true;
+    section.dataset.state = "running";
+    document.getElementById("train-status").textContent = "training…";
+    onTrain();
+  };
+  section.hidden = false;
+}
+
+export function showEpoch(row) {
+  const tr = document.createElement("tr");
+  const accuracy = `${(row.test["metric/accuracy"] * 100).toFixed(1)} %`;
+  for (const value of [row.epoch, row.steps, row.train_loss.toFixed(4), row.test.loss.toFixed(4), accuracy]) {
+    const td = document.createElement("td");
+    td.textContent = value;
+    tr.append(td);
+  }
+  document.querySelector("#train-log tbody").append(tr);
+  document.getElementById("train-status").textContent = `epoch ${row.epoch}: test accuracy ${accuracy}`;
+}
+
+export function showTrainDone(last, error) {
+  const section = document.getElementById("train");
+  section.dataset.state = error ? "error" : "done";
+  if (!error) section.dataset.accuracy = String(last.test["metric/accuracy"]);
+  document.getElementById("train-status").textContent = error
+    ? `training failed: ${error.message}`
+    : `done: test accuracy ${(last.test["metric/accuracy"] * 100).toFixed(1)} % after ${last.steps} steps`;
+}
+
 export function showOffline(status) {
   const list = document.getElementById("engine-facts");
   fillFacts(list, [["Offline use", status]], false);

@@ -58,11 +58,15 @@ def read_digits(raw_csv_gz: bytes) -> tuple[Split, Split]:
     return Split(bytes(train_x), bytes(train_y), DIGITS_FEATURES), Split(bytes(test_x), bytes(test_y), DIGITS_FEATURES)
 
 
+DATA_FILES = ("digits-train-x.f32", "digits-train-y.i32", "digits-test-x.f32", "digits-test-y.i32")
+
+
 def to_files(train: Split, test: Split) -> dict[str, bytes]:
-    """The files the app serves under data/."""
-    return {
-        "digits-train-x.f32": train.features,
-        "digits-train-y.i32": train.labels,
-        "digits-test-x.f32": test.features,
-        "digits-test-y.i32": test.labels,
-    }
+    """The files the app serves under data/ (names in DATA_FILES)."""
+    return dict(zip(DATA_FILES, (train.features, train.labels, test.features, test.labels), strict=True))
+
+
+def from_files(files: dict[str, bytes]) -> tuple[Split, Split]:
+    """(train, test) from the served files."""
+    tx, ty, vx, vy = (files[name] for name in DATA_FILES)
+    return Split(tx, ty, DIGITS_FEATURES), Split(vx, vy, DIGITS_FEATURES)

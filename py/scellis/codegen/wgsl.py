@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from scellis.codegen import wgsl_dense, wgsl_expr
+from scellis.codegen import wgsl_dense, wgsl_expr, wgsl_spatial
 from scellis.lower.kernels import Kernel, Kind, Schedule
 
 MAX_GROUPS = 65535
@@ -28,6 +28,16 @@ RENDERERS: dict[Kind, Renderer] = {
     Kind.SOFTMAX: wgsl_dense.rows,
     Kind.LOG_SOFTMAX: wgsl_dense.rows,
     Kind.ARGMAX: wgsl_dense.rows,
+    Kind.CONV2D: wgsl_spatial.conv2d,
+    Kind.CONV2D_GRAD_INPUT: wgsl_spatial.conv2d_grad_input,
+    Kind.CONV2D_GRAD_WEIGHT: wgsl_spatial.conv2d_grad_weight,
+    Kind.MAX_POOL2D: wgsl_spatial.max_pool2d,
+    Kind.MAX_POOL2D_GRAD: wgsl_spatial.max_pool2d_grad,
+    Kind.AVG_POOL2D: wgsl_spatial.avg_pool2d,
+    Kind.AVG_POOL2D_GRAD: wgsl_spatial.avg_pool2d_grad,
+    Kind.GATHER: wgsl_spatial.gather,
+    Kind.SCATTER_ADD: wgsl_spatial.scatter_add,
+    Kind.RANDOM: wgsl_spatial.random,
 }
 
 

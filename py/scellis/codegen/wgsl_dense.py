@@ -163,7 +163,7 @@ def reduce(kernel: Kernel, schedule: Schedule, b: w.Bindings) -> tuple[str, tupl
     decode_r, rcoords = w.decode("r", red_shape, "k")
     index = w.index_expr(view, [*ocoords, *rcoords])
     is_max = op is Op.MAX
-    start = "-3.4028235e38" if is_max else "0.0"
+    start = "bitcast<f32>(0xff7fffffu)" if is_max else "0.0"
     combine = "max({a}, {b})" if is_max else "({a} + {b})"
     accumulate = "acc = max(acc, x);" if is_max else "acc = acc + x;"
     lines = [
@@ -224,7 +224,7 @@ def rows(kernel: Kernel, schedule: Schedule, b: w.Bindings) -> tuple[str, tuple[
         "  let o = wid.x + wid.y * groups.x;",
         f"  if (o >= {nrows}u) {{ return; }}",
         *(f"  {line}" for line in decode_o),
-        "  var best = -3.4028235e38;",
+        "  var best = bitcast<f32>(0xff7fffffu);",
         "  var best_i = 0u;",
         f"  for (var r = lid.x; r < {count}u; r = r + {LANES}u) {{",
         f"    let x = {x_at};",

@@ -79,7 +79,8 @@ def index_expr(view: View, coords: list[str]) -> str:
     terms = [f"{view.offset}u"] if view.offset else []
     for c, stride in zip(coords, view.strides, strict=True):
         if stride:
-            terms.append(c if stride == 1 else f"{c} * {stride}u")
+            factor = c if c.isidentifier() else f"({c})"  # a compound coordinate binds as a whole
+            terms.append(c if stride == 1 else f"{factor} * {stride}u")
     return " + ".join(terms) or "0u"
 
 

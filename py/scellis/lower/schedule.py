@@ -139,8 +139,9 @@ class Lowerer:
     def write(self, p: Pending, name: str | None, into: View | None = None) -> View:
         """Emit the kernel computing `p` into a new buffer (or `into`)."""
         out = into or View.contiguous(self.new_buffer(p.dtype, _size(p.shape), name), p.shape)
-        if p.tree is None:  # a producer with no epilogue
-            kernel = Kernel(p.kind, out, p.inputs, p.arg, covers=tuple(p.covers))  # type: ignore[arg-type]
+        if p.tree is None:  # a producer with no epilogue: its accumulator is the value
+            identity = Expr((Acc(),), (p.dtype,))
+            kernel = Kernel(p.kind, out, p.inputs, p.arg, identity, covers=tuple(p.covers))  # type: ignore[arg-type]
         else:
             kernel = self._expression_kernel(p, out)
         self.kernels.append(kernel)

@@ -3,6 +3,7 @@ through Pyodide's FFI. One FFI call per step; outputs come back as promises the 
 
 from __future__ import annotations
 
+from collections.abc import Generator
 from typing import Any
 
 import js  # only importable in Pyodide
@@ -10,6 +11,17 @@ from pyodide.ffi import to_js
 
 from scellis.lower.kernels import Schedule
 from scellis.runtime.step_plan import step_plan
+
+
+class Reads:
+    """The outputs of a submitted step, as bytes, once the JS promise settles."""
+
+    def __init__(self, promise: Any) -> None:
+        self.promise = promise
+
+    def __await__(self) -> Generator[Any, Any, dict[str, bytes]]:
+        result = yield from self.promise.__await__()
+        return _bytes(result)
 
 
 class BrowserCompiled:
@@ -24,10 +36,10 @@ class BrowserCompiled:
         js_writes = js.Object.fromEntries(to_js([[k, to_js(v)] for k, v in writes.items()]))
         return _bytes(await self.handle.step(js_writes, to_js(reads)))
 
-    def submit(self, writes: dict[str, bytes], reads: list[str]) -> Any:
-        """Submit one step and return the JS promise of its reads, to await later (or never)."""
+    def submit(self, writes: dict[str, bytes], reads: list[str]) -> Reads:
+        """Submit one step; its reads arrive whenever the caller awaits them (or never does)."""
         js_writes = js.Object.fromEntries(to_js([[k, to_js(v)] for k, v in writes.items()]))
-        return self.handle.step(js_writes, to_js(reads))
+        return Reads(self.handle.step(js_writes, to_js(reads)))
 
     async def fetch(self, names: list[str]) -> dict[str, bytes]:
         return _bytes(await self.handle.fetch(to_js(names)))

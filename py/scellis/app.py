@@ -1,0 +1,37 @@
+"""What the web app calls: train the built-in example on the page's device and report each epoch.
+Runs in Pyodide; the page passes the data files and a callback, and opened the WebGPU device."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+from scellis.datasets import from_files
+from scellis.examples import digits_mlp
+from scellis.session import Device, EpochResult, Session
+
+
+def _device(kind: str) -> Device:
+    if kind == "webgpu":
+        from scellis.runtime.browser_webgpu import BrowserWebGPU
+
+        return BrowserWebGPU()
+    raise ValueError(f"training in the page runs on WebGPU; device kind {kind!r} has no executor here")
+
+
+async def train_example(files: dict[str, bytes], device_kind: str, epochs: int, report: Callable[[str], None]) -> str:
+    """Train the digits MLP; `report` receives each epoch as JSON; returns the last epoch as JSON."""
+    train, test = from_files(files)
+    session = Session(digits_mlp(), _device(device_kind), seed=1, eval_batch=test.n)
+
+    def send(result: EpochResult) -> None:
+        report(json.dumps(_epoch_json(result)))
+
+    results = await session.fit(train, test, epochs, send)
+    return json.dumps(_epoch_json(results[-1]))
+
+
+def _epoch_json(result: EpochResult) -> dict[str, Any]:
+    """Epochs count from 1 on screen; metrics are the held-out split's (`loss`, `metric/<node>`)."""
+    return {"epoch": result.epoch + 1, "steps": result.steps, "train_loss": result.loss, "test": result.metrics}

@@ -1,0 +1,407 @@
+"""Stage: code. WGSL renderers for convolution and its two gradients, max and average pooling and their
+gradients, gather, scatter-add and counter-based random draws (Philox4x32-10).
+
+Every gradient is a gather, never a scatter: each output element is computed by one invocation (for the
+weight gradient, one workgroup with a fixed split over its lanes) that visits its contributions in a
+fixed order, with no atomics, so results repeat bit for bit on one device. Inputs are contiguous (the
+schedule guarantees it); the output is written through its view. Per-element bodies see the output
+coordinates as c0, c1, ... and leave their result in `acc`, which the fused epilogue reads.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from scellis.codegen import wgsl_expr as w
+from scellis.codegen.wgsl_dense import LANES, MAIN, WORKGROUP
+from scellis.lower.kernels import ACC, Acc, Expr, Kernel, Kind, Schedule, Shape, View
+from scellis.ops import defs as d
+from scellis.rng import MASK, PHILOX_M, PHILOX_W, ROUNDS
+
+Source = tuple[str, tuple[int, int, int]]
+NEG_INF = "bitcast<f32>(0xff800000u)"
+# Inputs past these are the fused epilogue's Loads, read at the output coordinates.
+MAIN_INPUTS = {Kind.CONV2D: 2, Kind.RANDOM: 2}
+
+
+def _grid(groups: int) -> tuple[int, int, int]:
+    return (min(groups, 65535), -(-groups // 65535), 1)
+
+
+def _at(kernel: Kernel, b: w.Bindings, i: int, coords: list[str]) -> str:
+    """WGSL reading kernel input `i` at the given coordinates (one per axis of its view); index_expr
+    multiplies each by its stride, so compound ones are parenthesised."""
+    view = kernel.inputs[i]
+    wrapped = [c if c.isidentifier() else f"({c})" for c in coords]
+    return f"in{b.slot(view.buffer)}[{w.index_expr(view, wrapped)}]"
+
+
+def _value_expr(kernel: Kernel, schedule: Schedule) -> Expr:
+    """The kernel's expression. The default ACC is typed f32; when nothing is fused onto a producer of
+    another dtype (a bernoulli draw is a bool), the output buffer's dtype is the value's."""
+    if kernel.expr == ACC:
+        return Expr((Acc(),), (schedule.buffer(kernel.out.buffer).dtype,))
+    return kernel.expr
+
+
+def _epilogue(kernel: Kernel, schedule: Schedule, b: w.Bindings, coords: list[str], acc: str) -> str:
+    """Statements computing the kernel's expression of `acc` at the output coordinates and storing it."""
+    expr = _value_expr(kernel, schedule)
+    first = MAIN_INPUTS.get(kernel.kind, len(kernel.inputs))
+    loads = [""] * first + [
+        w.load_expr(view, b.slot(view.buffer), schedule.buffer(view.buffer).dtype, coords)
+        for view in kernel.inputs[first:]
+    ]
+    lines, value = w.expression(expr, loads, acc, coords)
+    lines.append(f"out[{w.index_expr(kernel.out, coords)}] = {w.store(value, expr.dtype)};")
+    return "\n".join(lines)
+
+
+def _indent(text: str, depth: int) -> str:
+    return "\n".join(" " * depth + line for line in text.splitlines())
+
+
+def _header(kernel: Kernel, schedule: Schedule, b: w.Bindings, helpers: str) -> str:
+    return b.declarations(schedule) + "\n" + w.helpers(_value_expr(kernel, schedule)) + helpers
+
+
+def _per_element(kernel: Kernel, schedule: Schedule, b: w.Bindings, body: str, helpers: str = "") -> Source:
+    """One invocation per output element; `body` sets `acc` from the coordinates c0, c1, ..."""
+    total = math.prod(kernel.out.shape)
+    decode, coords = w.decode("i", kernel.out.shape)
+    main = f"""{MAIN.format(size=WORKGROUP)}
+  let i = gid.x + gid.y * groups.x * {WORKGROUP}u;
+  if (i >= {total}u) {{ return; }}
+{_indent(chr(10).join(decode), 2)}
+{_indent(body, 2)}
+{_indent(_epilogue(kernel, schedule, b, coords, "acc"), 2)}
+}}"""
+    return _header(kernel, schedule, b, helpers) + "\n" + main, _grid(-(-total // WORKGROUP))
+
+
+@dataclass(frozen=True)
+class Axis:
+    """One spatial axis of a window: stride, padding, dilation, and the extent of the side indexed."""
+
+    stride: int
+    pad: int
+    dilation: int
+    size: int
+
+
+def _tap(name: str, out: str, k: str, axis: Axis) -> str:
+    """Input row (or column) `name` that output position `out` reads at kernel offset `k`; the loop
+    moves on when it lies in the padding."""
+    return (
+        f"let {name} = i32({out} * {axis.stride}u + {k} * {axis.dilation}u) - {axis.pad}; "
+        f"if ({name} < 0 || {name} >= {axis.size}) {{ continue; }}"
+    )
+
+
+def _window(name: str, at: str, k: str, axis: Axis) -> str:
+    """Output row (or column) `name` whose window reads input position `at` at kernel offset `k`; the
+    loop moves on when there is none (between strides or past an edge)."""
+    t, s = f"t_{name}", axis.stride
+    return (
+        f"let {t} = i32({at}) + {axis.pad} - i32({k} * {axis.dilation}u); "
+        f"if ({t} < 0 || {t} % {s} != 0 || {t} / {s} >= {axis.size}) {{ continue; }} "
+        f"let {name} = u32({t} / {s});"
+    )
+
+
+def _axes(stride: tuple[int, int], pad: tuple[int, int], dilation: tuple[int, int], shape: Shape) -> tuple[Axis, Axis]:
+    """The height and width axes of a window over an NCHW `shape`."""
+    return Axis(stride[0], pad[0], dilation[0], shape[2]), Axis(stride[1], pad[1], dilation[1], shape[3])
+
+
+# -- convolution ------------------------------------------------------------------------------------
+
+
+def conv2d(kernel: Kernel, schedule: Schedule, b: w.Bindings) -> Source:
+    """Direct convolution, one output element (n, o, oh, ow) per invocation: taps kh, kw, then the
+    group's input channels."""
+    arg = kernel.arg
+    assert isinstance(arg, d.ConvArg)
+    x, wt = kernel.inputs[:2]
+    out_channels, cg, kh, kw = wt.shape
+    ah, aw = _axes(arg.stride, arg.padding, arg.dilation, x.shape)
+    x_at = _at(kernel, b, 0, ["c0", "base + cc", "u32(ih)", "u32(iw)"])
+    w_at = _at(kernel, b, 1, ["c1", "cc", "kh", "kw"])
+    body = f"""let base = c1 / {out_channels // arg.groups}u * {cg}u;
+var acc = 0.0;
+for (var kh = 0u; kh < {kh}u; kh = kh + 1u) {{
+  {_tap("ih", "c2", "kh", ah)}
+  for (var kw = 0u; kw < {kw}u; kw = kw + 1u) {{
+    {_tap("iw", "c3", "kw", aw)}
+    for (var cc = 0u; cc < {cg}u; cc = cc + 1u) {{
+      acc = acc + {x_at} * {w_at};
+    }}
+  }}
+}}"""
+    return _per_element(kernel, schedule, b, body)
+
+
+def conv2d_grad_input(kernel: Kernel, schedule: Schedule, b: w.Bindings) -> Source:
+    """dx[n, c, h, w]: over taps kh, kw, the output position that reads (h, w) there, then the group's
+    output channels."""
+    arg = kernel.arg
+    assert isinstance(arg, d.ConvGradArg)
+    conv = arg.conv
+    g, wt = kernel.inputs
+    out_channels, cg, kh, kw = wt.shape
+    og = out_channels // conv.groups
+    ah, aw = _axes(conv.stride, conv.padding, conv.dilation, g.shape)
+    g_at = _at(kernel, b, 0, ["c0", "base + oo", "oh", "ow"])
+    w_at = _at(kernel, b, 1, ["base + oo", "cc", "kh", "kw"])
+    body = f"""let base = c1 / {cg}u * {og}u;
+let cc = c1 % {cg}u;
+var acc = 0.0;
+for (var kh = 0u; kh < {kh}u; kh = kh + 1u) {{
+  {_window("oh", "c2", "kh", ah)}
+  for (var kw = 0u; kw < {kw}u; kw = kw + 1u) {{
+    {_window("ow", "c3", "kw", aw)}
+    for (var oo = 0u; oo < {og}u; oo = oo + 1u) {{
+      acc = acc + {g_at} * {w_at};
+    }}
+  }}
+}}"""
+    return _per_element(kernel, schedule, b, body)
+
+
+def conv2d_grad_weight(kernel: Kernel, schedule: Schedule, b: w.Bindings) -> Source:
+    """dw[o, cc, kh, kw]: a long sum over (n, oh, ow) for few outputs, so one workgroup per output; lane l
+    sums the positions l, l + LANES, ... in order, then lane 0 adds the lanes' sums in order."""
+    arg = kernel.arg
+    assert isinstance(arg, d.ConvGradArg)
+    conv = arg.conv
+    x, g = kernel.inputs
+    out_channels, cg = arg.shape[:2]
+    n, _, oh, ow = g.shape
+    ah, aw = _axes(conv.stride, conv.padding, conv.dilation, x.shape)
+    outs = math.prod(kernel.out.shape)
+    decode, coords = w.decode("o", kernel.out.shape)
+    x_at = _at(kernel, b, 0, ["n", "c", "u32(ih)", "u32(iw)"])
+    g_at = _at(kernel, b, 1, ["n", "c0", "oh", "ow"])
+    main = f"""var<workgroup> part: array<f32, {LANES}>;
+{MAIN.format(size=LANES)}
+  let o = wid.x + wid.y * groups.x;
+  if (o >= {outs}u) {{ return; }}
+{_indent(chr(10).join(decode), 2)}
+  let c = c0 / {out_channels // conv.groups}u * {cg}u + c1;
+  var lane_sum = 0.0;
+  for (var r = lid.x; r < {n * oh * ow}u; r = r + {LANES}u) {{
+    let ow = r % {ow}u;
+    let oh = r / {ow}u % {oh}u;
+    let n = r / {ow * oh}u;
+    {_tap("ih", "oh", "c2", ah)}
+    {_tap("iw", "ow", "c3", aw)}
+    lane_sum = lane_sum + {x_at} * {g_at};
+  }}
+  part[lid.x] = lane_sum;
+  workgroupBarrier();
+  if (lid.x == 0u) {{
+    var acc = 0.0;
+    for (var l = 0u; l < {LANES}u; l = l + 1u) {{ acc = acc + part[l]; }}
+{_indent(_epilogue(kernel, schedule, b, coords, "acc"), 4)}
+  }}
+}}"""
+    return _header(kernel, schedule, b, "") + "\n" + main, _grid(outs)
+
+
+# -- pooling ----------------------------------------------------------------------------------------
+
+
+def max_pool2d(kernel: Kernel, schedule: Schedule, b: w.Bindings) -> Source:
+    """Maximum over the window's taps inside the input (padding is -inf, so it never wins)."""
+    arg = kernel.arg
+    assert isinstance(arg, d.PoolArg)
+    return _per_element(
+        kernel, schedule, b, f"var acc = {NEG_INF};\n" + _pool_taps(kernel, b, arg, "acc = max(acc, {x});")
+    )
+
+
+def avg_pool2d(kernel: Kernel, schedule: Schedule, b: w.Bindings) -> Source:
+    """Sum over the window's taps inside the input, divided by the whole window (padding counts as 0)."""
+    arg = kernel.arg
+    assert isinstance(arg, d.PoolArg)
+    taps = _pool_taps(kernel, b, arg, "acc = acc + {x};")
+    return _per_element(kernel, schedule, b, f"var acc = 0.0;\n{taps}\nacc = acc / {float(math.prod(arg.kernel))!r};")
+
+
+def _pool_taps(kernel: Kernel, b: w.Bindings, arg: d.PoolArg, step: str) -> str:
+    """Loops over the taps of window (c2, c3) that lie inside the input, running `step` on each value."""
+    kh, kw = arg.kernel
+    ah, aw = _axes(arg.stride, arg.padding, (1, 1), kernel.inputs[0].shape)
+    x_at = _at(kernel, b, 0, ["c0", "c1", "u32(ih)", "u32(iw)"])
+    return f"""for (var kh = 0u; kh < {kh}u; kh = kh + 1u) {{
+  {_tap("ih", "c2", "kh", ah)}
+  for (var kw = 0u; kw < {kw}u; kw = kw + 1u) {{
+    {_tap("iw", "c3", "kw", aw)}
+    {step.format(x=x_at)}
+  }}
+}}"""
+
+
+def _pool_grad(kernel: Kernel, b: w.Bindings, arg: d.PoolGradArg, step: str) -> str:
+    """Loops over the windows (oh, ow) that hold input element (c2, c3) at tap (kh, kw), in row-major
+    tap order, running `step`."""
+    kh, kw = arg.pool.kernel
+    ah, aw = _axes(arg.pool.stride, arg.pool.padding, (1, 1), kernel.inputs[-1].shape)
+    return f"""var acc = 0.0;
+for (var kh = 0u; kh < {kh}u; kh = kh + 1u) {{
+  {_window("oh", "c2", "kh", ah)}
+  for (var kw = 0u; kw < {kw}u; kw = kw + 1u) {{
+    {_window("ow", "c3", "kw", aw)}
+{_indent(step, 4)}
+  }}
+}}"""
+
+
+def max_pool2d_grad(kernel: Kernel, schedule: Schedule, b: w.Bindings) -> Source:
+    """dx[n, c, h, w]: each window holding (h, w) gives its g when (h, w) is the window's first maximum
+    in row-major tap order (the window is searched again with a strict >, so ties go to the first)."""
+    arg = kernel.arg
+    assert isinstance(arg, d.PoolGradArg)
+    kh, kw = arg.pool.kernel
+    ah, aw = _axes(arg.pool.stride, arg.pool.padding, (1, 1), kernel.inputs[0].shape)
+    x_at = _at(kernel, b, 0, ["c0", "c1", "u32(ih)", "u32(iw)"])
+    step = f"""var best = {NEG_INF};
+var win = {kh * kw}u;
+for (var qh = 0u; qh < {kh}u; qh = qh + 1u) {{
+  {_tap("ih", "oh", "qh", ah)}
+  for (var qw = 0u; qw < {kw}u; qw = qw + 1u) {{
+    {_tap("iw", "ow", "qw", aw)}
+    let v = {x_at};
+    if (v > best) {{ best = v; win = qh * {kw}u + qw; }}
+  }}
+}}
+if (win == kh * {kw}u + kw) {{ acc = acc + {_at(kernel, b, 1, ["c0", "c1", "oh", "ow"])}; }}"""
+    return _per_element(kernel, schedule, b, _pool_grad(kernel, b, arg, step))
+
+
+def avg_pool2d_grad(kernel: Kernel, schedule: Schedule, b: w.Bindings) -> Source:
+    """dx[n, c, h, w]: the sum of g over the windows holding (h, w), divided by the window size."""
+    arg = kernel.arg
+    assert isinstance(arg, d.PoolGradArg)
+    step = f"acc = acc + {_at(kernel, b, 0, ['c0', 'c1', 'oh', 'ow'])};"
+    body = _pool_grad(kernel, b, arg, step) + f"\nacc = acc / {float(math.prod(arg.pool.kernel))!r};"
+    return _per_element(kernel, schedule, b, body)
+
+
+# -- indexing ---------------------------------------------------------------------------------------
+
+
+def _rows(view: View, lead: int) -> View:
+    """A contiguous view as [rows, rest...]: its first `lead` axes flattened into one."""
+    assert view.is_contiguous, "the schedule makes the inputs of indexing kernels contiguous"
+    return View.contiguous(view.buffer, (math.prod(view.shape[:lead]), *view.shape[lead:]), view.offset)
+
+
+def gather(kernel: Kernel, schedule: Schedule, b: w.Bindings) -> Source:
+    """out[j..., r...] = table[indices[j...], r...]."""
+    table, indices = kernel.inputs
+    lead = len(indices.shape)
+    coords = [f"c{a}" for a in range(len(kernel.out.shape))]
+    row = f"in{b.slot(indices.buffer)}[{w.index_expr(indices, coords[:lead])}]"
+    # The row term is spelled out: a one-row table's row stride is 0, and index_expr would drop the
+    # indices read with it (an unused binding is left out of the automatic layout).
+    rest = w.index_expr(View(table.buffer, table.shape[1:], table.strides[1:], table.offset), coords[lead:])
+    value = f"in{b.slot(table.buffer)}[{rest} + u32({row}) * {math.prod(table.shape[1:])}u]"
+    return _per_element(kernel, schedule, b, f"let acc = {value};")
+
+
+def scatter_add(kernel: Kernel, schedule: Schedule, b: w.Bindings) -> Source:
+    """out[r, k...]: the sum of g[j, k...] over every j with indices[j] == r, in index order."""
+    indices, g = kernel.inputs
+    count = indices.size
+    flat_indices = _rows(indices, len(indices.shape))
+    flat_g = _rows(g, len(indices.shape))
+    rest = [f"c{a}" for a in range(1, len(kernel.out.shape))]
+    index = f"in{b.slot(indices.buffer)}[{w.index_expr(flat_indices, ['j'])}]"
+    value = f"in{b.slot(g.buffer)}[{w.index_expr(flat_g, ['j', *rest])}]"
+    body = f"""var acc = 0.0;
+for (var j = 0u; j < {count}u; j = j + 1u) {{
+  if ({index} == i32(c0)) {{ acc = acc + {value}; }}
+}}"""
+    return _per_element(kernel, schedule, b, body)
+
+
+# -- randomness -------------------------------------------------------------------------------------
+
+# WGSL has no 64-bit integers: the 32 x 32 -> 64-bit product is put together from 16-bit halves.
+PHILOX_FN = f"""
+fn sc_mulhilo(a: u32, b: u32) -> vec2<u32> {{
+  let a0 = a & 0xffffu;
+  let a1 = a >> 16u;
+  let b0 = b & 0xffffu;
+  let b1 = b >> 16u;
+  let p01 = a0 * b1;
+  let p10 = a1 * b0;
+  let mid = ((a0 * b0) >> 16u) + (p01 & 0xffffu) + (p10 & 0xffffu);
+  return vec2<u32>(a1 * b1 + (p01 >> 16u) + (p10 >> 16u) + (mid >> 16u), a * b);
+}}
+
+fn sc_philox(counter: vec4<u32>, key: vec2<u32>) -> vec4<u32> {{
+  var c = counter;
+  var k = key;
+  for (var r = 0u; r < {ROUNDS}u; r = r + 1u) {{
+    if (r > 0u) {{ k = k + vec2<u32>({PHILOX_W[0]}u, {PHILOX_W[1]}u); }}
+    let p0 = sc_mulhilo({PHILOX_M[0]}u, c.x);
+    let p1 = sc_mulhilo({PHILOX_M[1]}u, c.z);
+    c = vec4<u32>(p1.x ^ c.y ^ k.x, p1.y, p0.x ^ c.w ^ k.y, p0.y);
+  }}
+  return c;
+}}
+"""
+# Box-Muller with our own log and cos: WGSL only promises log to 2^-21 absolute on [0.5, 2] and cos to
+# 2^-11 absolute, both far coarser than float32. ln u for u >= 0.5 is 2 atanh((u - 1) / (u + 1)), whose
+# series in s^2 <= 1/9 converges to float32 precision in 8 terms; cos(2 pi t) reduces t to the nearest
+# quarter turn exactly (t is a multiple of 2^-24) and evaluates Taylor polynomials on [-pi/4, pi/4].
+NORMAL_FN = """
+fn sc_ln_unit(u: f32) -> f32 {
+  if (u < 0.5) { return log(u); }
+  let s = (u - 1.0) / (u + 1.0);
+  let z = s * s;
+  let series = 1.0 + z * (1.0 / 3.0 + z * (0.2 + z * (1.0 / 7.0 + z * (1.0 / 9.0 + z * (1.0 / 11.0
+    + z * (1.0 / 13.0 + z * (1.0 / 15.0)))))));
+  return 2.0 * s * series;
+}
+
+fn sc_cos_turns(t: f32) -> f32 {
+  let q = round(t * 4.0);
+  let x = 6.28318530718 * (t - q * 0.25);
+  let z = x * x;
+  let c = 1.0 - z * (0.5 - z * (1.0 / 24.0 - z * (1.0 / 720.0 - z * (1.0 / 40320.0))));
+  let s = x * (1.0 - z * (1.0 / 6.0 - z * (1.0 / 120.0 - z * (1.0 / 5040.0 - z * (1.0 / 362880.0)))));
+  let quarter = u32(q) & 3u;
+  let v = select(c, s, (quarter & 1u) == 1u);
+  return select(v, -v, quarter == 1u || quarter == 2u);
+}
+
+fn sc_normal(w0: u32, w1: u32) -> f32 {
+  let u1 = f32((w0 >> 8u) + 1u) * 5.9604644775390625e-8;
+  let u2 = f32(w1 >> 8u) * 5.9604644775390625e-8;
+  return sqrt(-2.0 * sc_ln_unit(u1)) * sc_cos_turns(u2);
+}
+"""
+
+
+def random(kernel: Kernel, schedule: Schedule, b: w.Bindings) -> Source:
+    """Element i draws Philox of counter (i, site, position, 0) under the key; the last word is i div
+    2^32, always 0 because a WebGPU buffer holds fewer than 2^32 elements."""
+    arg = kernel.arg
+    assert isinstance(arg, d.RandomArg)
+    k0, k1 = (_at(kernel, b, 0, [f"{j}u"]) for j in (0, 1))
+    words = f"let r = sc_philox(vec4<u32>(i, {arg.site & MASK}u, {_at(kernel, b, 1, [])}, 0u), vec2<u32>({k0}, {k1}));"
+    helpers = PHILOX_FN
+    if arg.distribution is d.Distribution.UNIFORM:
+        draw = "f32(r.x >> 8u) * 5.9604644775390625e-8"
+    elif arg.distribution is d.Distribution.BERNOULLI:
+        # u >= p compared on the 24-bit integer u * 2^24 against ceil(p * 2^24) (exact in float64), so
+        # the mask equals the reference's bit for bit however p rounds to float32.
+        threshold = min(max(math.ceil(arg.p * 2**24), 0), 2**24)
+        draw = f"(r.x >> 8u) >= {threshold}u"
+    else:
+        draw, helpers = "sc_normal(r.x, r.y)", PHILOX_FN + NORMAL_FN
+    return _per_element(kernel, schedule, b, f"{words}\nlet acc = {draw};", helpers)
