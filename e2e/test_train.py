@@ -1,0 +1,45 @@
+"""Training in the page: the digits MLP (64-128-10, Adam, batch 64, 20 epochs) reaches >= 95 % held-out
+accuracy, on the device the page names."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+
+import pytest
+from appdriver import LoadedApp, launch, open_app
+from playwright.sync_api import Playwright
+
+TRAIN_TIMEOUT_MS = 900_000
+
+
+def train(app: LoadedApp) -> dict:
+    app.page.click("#train-button")
+    app.page.wait_for_selector("#train[data-state=done], #train[data-state=error]", timeout=TRAIN_TIMEOUT_MS)
+    return json.loads(
+        app.page.evaluate(
+            "() => JSON.stringify({state: document.getElementById('train').dataset.state,"
+            " accuracy: document.getElementById('train').dataset.accuracy,"
+            " device: document.getElementById('train-device').textContent,"
+            " status: document.getElementById('train-status').textContent,"
+            " rows: document.querySelectorAll('#train-log tbody tr').length})"
+        )
+    )
+
+
+@pytest.fixture(scope="module")
+def gpu_app(playwright: Playwright, base_url: str) -> Iterator[LoadedApp]:
+    browser = launch(playwright, webgpu=True)
+    try:
+        yield open_app(browser, base_url)
+    finally:
+        browser.close()
+
+
+def test_digits_mlp_trains_to_95_percent_on_webgpu(gpu_app: LoadedApp) -> None:
+    result = train(gpu_app)
+    assert result["state"] == "done", result["status"]
+    assert result["device"] == "Runs on: WebGPU — google swiftshader"
+    assert result["rows"] == 20
+    assert float(result["accuracy"]) >= 0.95
+    assert result["status"].startswith("done: test accuracy")
