@@ -13,8 +13,11 @@ from scellis.ops import Op
 
 WORKGROUP = 256
 LANES = 64
-TILE = 64  # matmul output tile (TILE x TILE per workgroup), 16 x 16 threads with 4 x 4 outputs each
-TILE_K = 16
+# Matmul blocking: 16 x 16 threads, each computing R x R outputs of a (16 R) x (16 R) tile, over slices of
+# K of depth TILE_K staged in workgroup memory. Large products use R = 8 (64 accumulators a thread,
+# 16 shared-memory reads per 64 multiply-adds); small ones R = 4, so fewer threads idle at the edges.
+BLOCKING = {4: 16, 8: 8}  # R -> TILE_K
+LARGE = 128
 
 MAIN = (
     "@compute @workgroup_size({size})\nfn main(@builtin(global_invocation_id) gid: vec3<u32>, "
@@ -64,8 +67,8 @@ def elementwise(kernel: Kernel, schedule: Schedule, b: w.Bindings) -> tuple[str,
 
 
 def matmul(kernel: Kernel, schedule: Schedule, b: w.Bindings) -> tuple[str, tuple[int, int, int]]:
-    """Tiled and register-blocked: each workgroup computes a TILE x TILE block of one batch entry;
-    edges are bounds-checked, so any M, N, K works."""
+    """Tiled and register-blocked (see BLOCKING): each workgroup computes one output tile of one batch
+    entry; edges are bounds-checked, so any M, N, K works."""
     a, bm = kernel.inputs[:2]
     *batch, m, n = kernel.out.shape
     k = a.shape[-1]
@@ -80,49 +83,52 @@ def matmul(kernel: Kernel, schedule: Schedule, b: w.Bindings) -> tuple[str, tupl
     bk, bn = bm.strides[-2:]
     coords = [*bcoords, "row", "col"]
     epi = _epilogue(kernel, schedule, b, coords, acc="acc[i][j]", first=2)
+    r = 8 if m >= LARGE and n >= LARGE else 4
+    tile, tile_k = 16 * r, BLOCKING[r]
+    loads = tile * tile_k // 256
     body = f"""
-var<workgroup> tile_a: array<array<f32, {TILE}>, {TILE_K}>;
-var<workgroup> tile_b: array<array<f32, {TILE}>, {TILE_K}>;
+var<workgroup> tile_a: array<array<f32, {tile}>, {tile_k}>;
+var<workgroup> tile_b: array<array<f32, {tile}>, {tile_k}>;
 {MAIN.format(size="16, 16")}
   {" ".join(decode)}
   let a_base = {a_base};
   let b_base = {b_base};
-  let row0 = wid.y * {TILE}u;
-  let col0 = wid.x * {TILE}u;
+  let row0 = wid.y * {tile}u;
+  let col0 = wid.x * {tile}u;
   let t = lid.y * 16u + lid.x;
-  var acc: array<array<f32, 4>, 4>;
-  for (var k0 = 0u; k0 < {k}u; k0 = k0 + {TILE_K}u) {{
-    for (var e = 0u; e < 4u; e = e + 1u) {{
+  var acc: array<array<f32, {r}>, {r}>;
+  for (var k0 = 0u; k0 < {k}u; k0 = k0 + {tile_k}u) {{
+    for (var e = 0u; e < {loads}u; e = e + 1u) {{
       let flat = t + e * 256u;
-      let r = flat / {TILE_K}u;
-      let kk = flat % {TILE_K}u;
+      let ra = flat / {tile_k}u;
+      let kk = flat % {tile_k}u;
       var va = 0.0;
-      if (row0 + r < {m}u && k0 + kk < {k}u) {{ va = in{sa}[a_base + (row0 + r) * {am}u + (k0 + kk) * {ak}u]; }}
-      tile_a[kk][r] = va;
-      let kb = flat / {TILE}u;
-      let c = flat % {TILE}u;
+      if (row0 + ra < {m}u && k0 + kk < {k}u) {{ va = in{sa}[a_base + (row0 + ra) * {am}u + (k0 + kk) * {ak}u]; }}
+      tile_a[kk][ra] = va;
+      let kb = flat / {tile}u;
+      let c = flat % {tile}u;
       var vb = 0.0;
       if (k0 + kb < {k}u && col0 + c < {n}u) {{ vb = in{sb}[b_base + (k0 + kb) * {bk}u + (col0 + c) * {bn}u]; }}
       tile_b[kb][c] = vb;
     }}
     workgroupBarrier();
-    for (var kk = 0u; kk < {TILE_K}u; kk = kk + 1u) {{
-      var ra: array<f32, 4>;
-      var rb: array<f32, 4>;
-      for (var i = 0u; i < 4u; i = i + 1u) {{
-        ra[i] = tile_a[kk][lid.y + 16u * i];
-        rb[i] = tile_b[kk][lid.x + 16u * i];
+    for (var kk = 0u; kk < {tile_k}u; kk = kk + 1u) {{
+      var fa: array<f32, {r}>;
+      var fb: array<f32, {r}>;
+      for (var i = 0u; i < {r}u; i = i + 1u) {{
+        fa[i] = tile_a[kk][lid.y + 16u * i];
+        fb[i] = tile_b[kk][lid.x + 16u * i];
       }}
-      for (var i = 0u; i < 4u; i = i + 1u) {{
-        for (var j = 0u; j < 4u; j = j + 1u) {{
-          acc[i][j] = acc[i][j] + ra[i] * rb[j];
+      for (var i = 0u; i < {r}u; i = i + 1u) {{
+        for (var j = 0u; j < {r}u; j = j + 1u) {{
+          acc[i][j] = acc[i][j] + fa[i] * fb[j];
         }}
       }}
     }}
     workgroupBarrier();
   }}
-  for (var i = 0u; i < 4u; i = i + 1u) {{
-    for (var j = 0u; j < 4u; j = j + 1u) {{
+  for (var i = 0u; i < {r}u; i = i + 1u) {{
+    for (var j = 0u; j < {r}u; j = j + 1u) {{
       let row = row0 + lid.y + 16u * i;
       let col = col0 + lid.x + 16u * j;
       if (row < {m}u && col < {n}u) {{
@@ -131,7 +137,7 @@ var<workgroup> tile_b: array<array<f32, {TILE}>, {TILE_K}>;
     }}
   }}
 }}"""
-    groups = (-(-n // TILE), -(-m // TILE), nbatch)
+    groups = (-(-n // tile), -(-m // tile), nbatch)
     return _header(kernel, schedule, b) + body, groups
 
 
