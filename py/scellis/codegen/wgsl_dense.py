@@ -16,7 +16,8 @@ LANES = 64
 # Matmul blocking: 16 x 16 threads, each computing R x R outputs of a (16 R) x (16 R) tile, over slices of
 # K of depth TILE_K staged in workgroup memory. Large products use R = 8 (64 accumulators a thread,
 # 16 shared-memory reads per 64 multiply-adds); small ones R = 4, so fewer threads idle at the edges.
-BLOCKING = {4: 16, 8: 8}  # R -> TILE_K
+BLOCKING = {4: 16, 8: 16}  # R -> TILE_K
+PAD = 4  # workgroup rows are TILE + PAD long, so the transposed stores of a K slice hit distinct banks
 LARGE = 128
 
 MAIN = (
@@ -82,13 +83,28 @@ def matmul(kernel: Kernel, schedule: Schedule, b: w.Bindings) -> tuple[str, tupl
     am, ak = a.strides[-2:]
     bk, bn = bm.strides[-2:]
     coords = [*bcoords, "row", "col"]
-    epi = _epilogue(kernel, schedule, b, coords, acc="acc[i][j]", first=2)
     r = 8 if m >= LARGE and n >= LARGE else 4
     tile, tile_k = 16 * r, BLOCKING[r]
     loads = tile * tile_k // 256
+    # Accumulators and the inner product are written out in full (no local arrays, no inner loops):
+    # drivers then keep all R*R sums in registers.
+    cells = [(i, j) for i in range(r) for j in range(r)]
+    declare = "\n".join(f"  var c{i}_{j} = 0.0;" for i, j in cells)
+    fetch = "\n".join(
+        f"      let a{i} = tile_a[kk][lid.y + {16 * i}u];\n      let b{i} = tile_b[kk][lid.x + {16 * i}u];"
+        for i in range(r)
+    )
+    fma = "\n".join(f"      c{i}_{j} = fma(a{i}, b{j}, c{i}_{j});" for i, j in cells)
+    stores = []
+    for i, j in cells:
+        epi = _epilogue(kernel, schedule, b, coords, acc=f"c{i}_{j}", first=2)
+        stores.append(
+            f"  {{\n    let row = row0 + lid.y + {16 * i}u;\n    let col = col0 + lid.x + {16 * j}u;\n"
+            f"    if (row < {m}u && col < {n}u) {{\n" + "\n".join(f"      {line}" for line in epi) + "\n    }\n  }"
+        )
     body = f"""
-var<workgroup> tile_a: array<array<f32, {tile}>, {tile_k}>;
-var<workgroup> tile_b: array<array<f32, {tile}>, {tile_k}>;
+var<workgroup> tile_a: array<array<f32, {tile + PAD}>, {tile_k}>;
+var<workgroup> tile_b: array<array<f32, {tile + PAD}>, {tile_k}>;
 {MAIN.format(size="16, 16")}
   {" ".join(decode)}
   let a_base = {a_base};
@@ -96,7 +112,7 @@ var<workgroup> tile_b: array<array<f32, {tile}>, {tile_k}>;
   let row0 = wid.y * {tile}u;
   let col0 = wid.x * {tile}u;
   let t = lid.y * 16u + lid.x;
-  var acc: array<array<f32, {r}>, {r}>;
+{declare}
   for (var k0 = 0u; k0 < {k}u; k0 = k0 + {tile_k}u) {{
     for (var e = 0u; e < {loads}u; e = e + 1u) {{
       let flat = t + e * 256u;
@@ -113,29 +129,12 @@ var<workgroup> tile_b: array<array<f32, {tile}>, {tile_k}>;
     }}
     workgroupBarrier();
     for (var kk = 0u; kk < {tile_k}u; kk = kk + 1u) {{
-      var fa: array<f32, {r}>;
-      var fb: array<f32, {r}>;
-      for (var i = 0u; i < {r}u; i = i + 1u) {{
-        fa[i] = tile_a[kk][lid.y + 16u * i];
-        fb[i] = tile_b[kk][lid.x + 16u * i];
-      }}
-      for (var i = 0u; i < {r}u; i = i + 1u) {{
-        for (var j = 0u; j < {r}u; j = j + 1u) {{
-          acc[i][j] = acc[i][j] + fa[i] * fb[j];
-        }}
-      }}
+{fetch}
+{fma}
     }}
     workgroupBarrier();
   }}
-  for (var i = 0u; i < {r}u; i = i + 1u) {{
-    for (var j = 0u; j < {r}u; j = j + 1u) {{
-      let row = row0 + lid.y + 16u * i;
-      let col = col0 + lid.x + 16u * j;
-      if (row < {m}u && col < {n}u) {{
-        {chr(10).join("        " + line for line in epi).strip()}
-      }}
-    }}
-  }}
+{chr(10).join(stores)}
 }}"""
     groups = (-(-n // tile), -(-m // tile), nbatch)
     return _header(kernel, schedule, b) + body, groups
