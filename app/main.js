@@ -12,7 +12,7 @@ import {
   showTrainPanel,
   stagesSeen,
 } from "./src/page.js";
-import { trainExample } from "./src/train.js";
+import { prepareDevice, trainExample } from "./src/train.js";
 
 const EPOCHS = 20;
 
@@ -43,7 +43,7 @@ async function enableOffline(buildText) {
 boot(showStage)
   .then((session) => {
     const readyMs = performance.now(); // since navigation began
-    window.scellis = { ...session, readyMs, stages: stagesSeen };
+    window.scellis = { ...session, readyMs, stages: stagesSeen, prepareDevice };
     showReady(session, readyMs);
     showTrainPanel(session.report.selected, () => startTraining(session));
     return Promise.all([

@@ -98,14 +98,35 @@ class PipelineCache {
   }
 }
 
-// The page's WebGPU device, opened once; errors surface as rejected promises with the WGSL label.
+// The page's WebGPU device, opened once. Nothing fails silently: compiling a plan checks every
+// pipeline and bind group under a validation error scope, and any later uncaptured error is kept
+// and thrown by the next call.
 export async function openDevice(adapter) {
   const device = await adapter.requestDevice();
   const pipelines = new PipelineCache(device);
+  let failure = null;
+  device.addEventListener("uncapturederror", (event) => {
+    failure = failure ?? event.error;
+  });
+  const check = () => {
+    if (failure) throw new Error(`WebGPU error: ${failure.message}`);
+  };
+  const info = adapter.info ?? {};
   return {
     device,
-    compile(plan) {
-      return new CompiledStep(device, plan, pipelines);
+    name: info.description || [info.vendor, info.architecture].filter(Boolean).join(" ") || "WebGPU adapter",
+    async compile(plan) {
+      check();
+      device.pushErrorScope("validation");
+      const step = new CompiledStep(device, plan, pipelines);
+      const error = await device.popErrorScope();
+      if (error) throw new Error(`compiling ${plan.name} for WebGPU failed: ${error.message}`);
+      const run = step.step.bind(step);
+      step.step = (writes, reads) => {
+        check();
+        return run(writes, reads);
+      };
+      return step;
     },
   };
 }

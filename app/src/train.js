@@ -23,7 +23,7 @@ async function fetchData(base) {
 }
 
 // Opens the WebGPU device the engine's executor uses (only when the engine chose WebGPU).
-async function prepareDevice(kind) {
+export async function prepareDevice(kind) {
   if (kind !== "webgpu") return;
   const adapter = await navigator.gpu.requestAdapter();
   if (!adapter) throw new Error("the WebGPU adapter went away");

@@ -32,3 +32,17 @@ def deep_chain(nodes: int, width: int = 32) -> dict[str, Any]:
     p.set_loss(p.cross_entropy(logits, y))
     p.set_loop(epochs=1, batch_size=32)
     return p.to_json()
+
+
+def mlp(inputs: int, hidden: list[int], classes: int, batch: int) -> dict[str, Any]:
+    """A plain ReLU MLP classifier (e.g. 784-512-512-10 for MNIST-sized data), Adam."""
+    p = Program(f"mlp-{inputs}-{'-'.join(map(str, hidden))}-{classes}")
+    h = p.input("x", [inputs])
+    y = p.input("y", [], dtype="int32", role="labels")
+    for width in hidden:
+        h = p.relu(p.linear(h, width))
+    logits = p.linear(h, classes)
+    p.set_loss(p.cross_entropy(logits, y))
+    p.add_metric(p.accuracy(logits, y))
+    p.set_loop(epochs=1, batch_size=batch)
+    return p.to_json()

@@ -8,6 +8,7 @@ epochs of shuffled full batches.
 
 from __future__ import annotations
 
+import inspect
 import struct
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -15,7 +16,7 @@ from typing import Any, Protocol
 from scellis.datasets import Split
 from scellis.graph.lowering import POSITION
 from scellis.ir.function import Function, input_name, input_role
-from scellis.lower import lower
+from scellis.lower import Schedule, lower
 from scellis.ops.defs import Role
 from scellis.pipeline import Compiled, compile_program
 from scellis.rng import permutation, substream_key
@@ -33,7 +34,7 @@ class CompiledStep(Protocol):
 class Device(Protocol):
     name: str
 
-    def compile(self, schedule: Any) -> CompiledStep: ...
+    def compile(self, schedule: Any) -> Any: ...  # a CompiledStep, or an awaitable of one
 
 
 @dataclass(frozen=True)
@@ -59,8 +60,9 @@ class Session:
         step_fn = self.compiled.step
         self.batch = self.compiled.program.loop.batch_size
         self.features, self.labels = _role_input(step_fn, Role.DATA), _role_input(step_fn, Role.LABEL)
-        self.step = device.compile(lower(step_fn))
-        self.eval = device.compile(lower(self.compiled.evaluate))
+        self.schedule = lower(step_fn)
+        self.step: CompiledStep
+        self.eval: CompiledStep
         self.carried = [
             input_name(n) for n in self.compiled.evaluate.inputs if input_role(n) in (Role.PARAM, Role.STATE)
         ]
@@ -75,9 +77,17 @@ class Session:
             if input_role(n) is Role.RNG
         }
 
+    async def _compile(self, schedule: Schedule) -> CompiledStep:
+        """Device compiles may be immediate (CPython) or awaitable (the browser checks its pipelines)."""
+        compiled = self.device.compile(schedule)
+        return await compiled if inspect.isawaitable(compiled) else compiled
+
     async def start(self) -> None:
-        """Initialise parameters and state on the device (the init function's draws), zero the optimizer."""
-        init = self.device.compile(lower(self.compiled.init))
+        """Compile on the device; initialise parameters and state there (the init function's draws);
+        the optimizer state starts at zero (device buffers are created zeroed)."""
+        self.step = await self._compile(self.schedule)
+        self.eval = await self._compile(lower(self.compiled.evaluate))
+        init = await self._compile(lower(self.compiled.init))
         names = [name for name, _ in self.compiled.init.outputs]
         values = await init.step(self._keys(self.compiled.init), names)
         for name, data in values.items():

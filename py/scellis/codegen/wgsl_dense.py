@@ -16,7 +16,7 @@ LANES = 64
 # Matmul blocking: 16 x 16 threads, each computing R x R outputs of a (16 R) x (16 R) tile, over slices of
 # K of depth TILE_K staged in workgroup memory. Large products use R = 8 (64 accumulators a thread,
 # 16 shared-memory reads per 64 multiply-adds); small ones R = 4, so fewer threads idle at the edges.
-BLOCKING = {4: 16, 8: 16}  # R -> TILE_K
+BLOCKING = {4: 16, 8: 8}  # R -> TILE_K: both tiles fit WebGPU's default 16 KiB of workgroup memory
 PAD = 4  # workgroup rows are TILE + PAD long, so the transposed stores of a K slice hit distinct banks
 LARGE = 128
 

@@ -54,7 +54,8 @@ class BrowserWebGPU:
 
     def __init__(self) -> None:
         self.gpu = js.globalThis.scellisGpu
+        self.name = str(self.gpu.name)
 
-    def compile(self, schedule: Schedule) -> BrowserCompiled:
+    async def compile(self, schedule: Schedule) -> BrowserCompiled:
         plan = step_plan(schedule)
-        return BrowserCompiled(self.gpu.compile(to_js(plan, dict_converter=js.Object.fromEntries)))
+        return BrowserCompiled(await self.gpu.compile(to_js(plan, dict_converter=js.Object.fromEntries)))
