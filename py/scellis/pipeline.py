@@ -8,10 +8,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from scellis.autodiff import grad
+from scellis.codegen import render
 from scellis.graph import ValidProgram, validate
 from scellis.graph.lowering import Mode
 from scellis.ir import Function, structural_key, to_text, verify
 from scellis.ir.from_program import Lowered, forward, init_function
+from scellis.lower import Schedule, lower
+from scellis.lower.text import schedule_text
 from scellis.optim import apply_optimizer
 
 STAGE_TITLES = (
@@ -21,6 +24,8 @@ STAGE_TITLES = (
     "optimizer IR (training step)",
     "evaluation IR",
     "init IR",
+    "kernel schedule (training step)",
+    "WGSL (training step)",
 )
 
 
@@ -37,6 +42,9 @@ class Compiled:
         """(title, printable artifact) for each stage, in pipeline order."""
         texts = [json.dumps(self.program.source, indent=1)]
         texts += [to_text(fn) for fn in (self.forward.fn, self.backward, self.step, self.evaluate, self.init)]
+        schedule = lower(self.step)
+        texts.append(schedule_text(schedule))
+        texts.append(wgsl_text(schedule))
         return list(zip(STAGE_TITLES, texts, strict=True))
 
     def guide(self) -> dict[str, Any]:
@@ -47,6 +55,15 @@ class Compiled:
     def key(self) -> str:
         """The training step's structural key (addresses compile caches and checkpoints)."""
         return structural_key(self.step)
+
+
+def wgsl_text(schedule: Schedule) -> str:
+    """Each kernel's WGSL with its bindings and workgroup counts."""
+    parts = []
+    for i, kernel in enumerate(schedule.kernels):
+        wk = render(kernel, schedule)
+        parts.append(f"// k{i}: {wk.label}, bindings {list(wk.bindings)}, dispatch {wk.workgroups}\n{wk.source}")
+    return "\n\n".join(parts)
 
 
 def compile_program(data: Any, batch: int | None = None, eval_batch: int | None = None) -> Compiled:

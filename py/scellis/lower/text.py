@@ -1,0 +1,30 @@
+"""The kernel schedule as text (what the Guide shows): one line per kernel with its kind, fused ops,
+output and inputs (buffer, shape, strides when not contiguous) and the IR nodes it computes."""
+
+from __future__ import annotations
+
+from scellis.lower.kernels import Apply, Kernel, Schedule, View
+
+
+def _view(view: View, schedule: Schedule) -> str:
+    buffer = schedule.buffer(view.buffer)
+    name = f"%{buffer.name}" if buffer.name else f"b{buffer.id}"
+    shape = ",".join(map(str, view.shape))
+    layout = "" if view.is_contiguous and not view.offset else f" strides={view.strides} offset={view.offset}"
+    return f"{name}[{shape}]{layout}"
+
+
+def kernel_line(index: int, kernel: Kernel, schedule: Schedule) -> str:
+    fused = [s.op.value for s in kernel.expr.steps if isinstance(s, Apply)]
+    fusion = f" fused({', '.join(fused)})" if fused else ""
+    inputs = ", ".join(_view(v, schedule) for v in kernel.inputs)
+    # covers count every node, inputs first; the IR text numbers only the computed ones
+    covers = " ".join(f"%{c - len(schedule.inputs)}" for c in kernel.covers)
+    return f"k{index}: {kernel.kind.value}{fusion} -> {_view(kernel.out, schedule)} <- ({inputs})  covers {covers}"
+
+
+def schedule_text(schedule: Schedule) -> str:
+    lines = [f"schedule {schedule.name}: {len(schedule.kernels)} kernels, {len(schedule.buffers)} buffers"]
+    lines += [f"  {kernel_line(i, k, schedule)}" for i, k in enumerate(schedule.kernels)]
+    lines += [f"  carry b{c.src} -> %{schedule.buffer(c.dst).name}" for c in schedule.carry]
+    return "\n".join(lines)
