@@ -357,8 +357,21 @@ def _contiguous(low: Lowerer, value: Value) -> View:
     return low.write(Pending(view.shape, low.buffers[view.buffer].dtype, PLoad(view)), None)
 
 
-def _view(low: Lowerer, node: Node, value: Value) -> Value:
+def _uniform(value: Value) -> bool:
+    """Every element has the same value (constants and broadcast scalars only): any reshape, permute,
+    expand or slice of it is the same tree at another shape."""
+    if not isinstance(value, Pending) or value.tree is None:
+        return False
+    return all(
+        isinstance(t, PConst | PApply) or (isinstance(t, PLoad) and not any(t.view.strides))
+        for t in _walk(value.tree)
+    )
+
+
+def _view(low: Lowerer, node: Node, value: Value) -> Value:  # noqa: PLR0911 - one branch per view op
     arg = node.arg
+    if isinstance(value, Pending) and _uniform(value):
+        return Pending(node.shape, node.dtype, value.tree, covers=value.covers)
     if node.op is Op.EXPAND:
         if isinstance(value, View):
             return views.broadcast(value, node.shape)
