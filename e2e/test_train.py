@@ -27,19 +27,24 @@ def train(app: LoadedApp) -> dict:
     )
 
 
-@pytest.fixture(scope="module")
-def gpu_app(playwright: Playwright, base_url: str) -> Iterator[LoadedApp]:
-    browser = launch(playwright, webgpu=True)
+DEVICE_LINES = {"webgpu": "Runs on: WebGPU — google swiftshader", "cpu": "Runs on: CPU path (WebAssembly)"}
+
+
+@pytest.fixture(scope="module", params=["webgpu", "cpu"])
+def fresh_app(request: pytest.FixtureRequest, playwright: Playwright, base_url: str) -> Iterator[LoadedApp]:
+    browser = launch(playwright, webgpu=request.param == "webgpu")
     try:
         yield open_app(browser, base_url)
     finally:
         browser.close()
 
 
-def test_digits_mlp_trains_to_95_percent_on_webgpu(gpu_app: LoadedApp) -> None:
-    result = train(gpu_app)
+def test_digits_mlp_trains_to_95_percent(fresh_app: LoadedApp, request: pytest.FixtureRequest) -> None:
+    kind = request.node.callspec.params["fresh_app"]
+    assert fresh_app.page.evaluate("() => document.body.dataset.device") == kind
+    result = train(fresh_app)
     assert result["state"] == "done", result["status"]
-    assert result["device"] == "Runs on: WebGPU — google swiftshader"
+    assert result["device"] == DEVICE_LINES[kind]
     assert result["rows"] == 20
     assert float(result["accuracy"]) >= 0.95
     assert result["status"].startswith("done: test accuracy")

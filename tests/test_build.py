@@ -45,7 +45,7 @@ def test_dist_holds_the_app_pyodide_wheel_and_cpu_module(dist: Path) -> None:
     ]:
         assert name in data["files"], name
     assert data["tools"]["pyodide"] == "314.0.7"
-    assert set(data["tools"]) == {"python", "zig", "hatchling", "esbuild", "pyodide"}
+    assert set(data["tools"]) == {"python", "zig", "hatchling", "esbuild", "pyodide", "scikit-learn"}
 
 
 def test_wheel_carries_the_same_cpu_module_and_wgsl(dist: Path) -> None:

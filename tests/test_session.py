@@ -21,3 +21,14 @@ def test_digits_mlp_trains_on_webgpu() -> None:
     assert results[-1].steps == 20 * (1438 // 64)
     assert results[-1].metrics["metric/accuracy"] >= 0.95
     assert results[-1].metrics["loss"] < results[0].metrics["loss"] / 4
+
+
+def test_digits_mlp_trains_on_the_cpu_path() -> None:
+    from scellis.runtime.cpu_device import CpuDevice
+
+    train, test = read_digits(digits_csv().read_bytes())
+    device = asyncio.run(CpuDevice.open())
+    assert device.name.startswith("CPU path (WebAssembly) via wasmtime")
+    session = Session(digits_mlp(), device, seed=1, eval_batch=test.n)
+    results = asyncio.run(session.fit(train, test, epochs=20))
+    assert results[-1].metrics["metric/accuracy"] >= 0.95

@@ -12,18 +12,22 @@ from scellis.examples import digits_mlp
 from scellis.session import Device, EpochResult, Session
 
 
-def _device(kind: str) -> Device:
+async def _device(kind: str) -> Device:
     if kind == "webgpu":
         from scellis.runtime.browser_webgpu import BrowserWebGPU
 
         return BrowserWebGPU()
-    raise ValueError(f"training in the page runs on WebGPU; device kind {kind!r} has no executor here")
+    if kind == "cpu":
+        from scellis.runtime.cpu_device import CpuDevice
+
+        return await CpuDevice.open()
+    raise ValueError(f"unknown device kind {kind!r} (expected 'webgpu' or 'cpu')")
 
 
 async def train_example(files: dict[str, bytes], device_kind: str, epochs: int, report: Callable[[str], None]) -> str:
     """Train the digits MLP; `report` receives each epoch as JSON; returns the last epoch as JSON."""
     train, test = from_files(files)
-    session = Session(digits_mlp(), _device(device_kind), seed=1, eval_batch=test.n)
+    session = Session(digits_mlp(), await _device(device_kind), seed=1, eval_batch=test.n)
 
     def send(result: EpochResult) -> None:
         report(json.dumps(_epoch_json(result)))

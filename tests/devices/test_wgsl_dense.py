@@ -83,7 +83,8 @@ def test_casts_bools_and_ints(gpu: WgpuDevice) -> None:
 @pytest.mark.parametrize(
     ("a_shape", "b_shape", "ta", "tb"),
     [((1, 1), (1, 1), False, False), ((65, 3), (3, 70), False, False), ((9, 130), (9, 5), True, False),
-     ((2, 17, 8), (19, 8), False, True), ((3, 1, 6, 5), (4, 7, 6), True, True), ((128, 64), (64, 10), False, False), ((200, 130), (130, 260), False, False), ((2, 140, 129), (2, 131, 129), False, True)],
+     ((2, 17, 8), (19, 8), False, True), ((3, 1, 6, 5), (4, 7, 6), True, True), ((128, 64), (64, 10), False, False),
+     ((200, 130), (130, 260), False, False), ((2, 140, 129), (2, 131, 129), False, True)],
 )  # fmt: skip
 def test_matmul(gpu: WgpuDevice, a_shape: tuple, b_shape: tuple, ta: bool, tb: bool) -> None:
     a, b = data("a", a_shape), data("b", b_shape)

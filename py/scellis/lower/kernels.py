@@ -90,7 +90,7 @@ class Coord:
 
 @dataclass(frozen=True)
 class Apply:
-    """An elementwise IR op (unary, binary, where, cast, or RANDOM with its arg) on earlier steps."""
+    """An elementwise IR op (unary, binary, where, cast) on earlier steps."""
 
     op: Op
     arg: object
@@ -125,10 +125,11 @@ class Kind(enum.Enum):
     ELEMENTWISE    over out.shape; inputs have out.shape; value = expr
     MATMUL         inputs a [..., M, K], b [..., K, N] (already transposed by strides), out [..., M, N];
                    batch axes share out's batch shape; value = expr of Acc (the dot product)
-    REDUCE         input [*out.shape, R] (reduced axes flattened last, R elements); value = expr of Acc
-                   where Acc is the sum / mean / max / var (arg: the IR op and correction)
-    SOFTMAX, LOG_SOFTMAX   input [rows, R] -> out [rows, R] (out contiguous in that order)
-    ARGMAX         input [rows, R] -> out [rows] int32 (first maximum)
+    REDUCE         input [*out.shape, *reduced] (the reduced axes moved last); value = expr of Acc where
+                   Acc is the sum / mean / max / var (arg: (the IR op, correction))
+    SOFTMAX, LOG_SOFTMAX   input [*rows, R] (the normalised axis moved last) -> out of the same shape,
+                   contiguous in that order
+    ARGMAX         input [*rows, R] -> out [*rows] int32 (first maximum)
     CONV2D, CONV2D_GRAD_INPUT, CONV2D_GRAD_WEIGHT, MAX_POOL2D, MAX_POOL2D_GRAD, AVG_POOL2D,
     AVG_POOL2D_GRAD, GATHER, SCATTER_ADD   contiguous inputs in the IR op's order; arg: the IR arg;
                    CONV2D's value = expr of Acc (a bias and activation can be fused)

@@ -117,20 +117,12 @@ class Lowerer:
         self.values: dict[int, Value] = {}
         self.uses: dict[int, int] = {}
         self.position: dict[int, int] = {}
-        self._const_buffers: dict[tuple[float, DType], int] = {}
 
     # -- buffers and kernels ------------------------------------------------------------------
 
     def new_buffer(self, dtype: DType, size: int, name: str | None = None) -> int:
         self.buffers.append(Buffer(len(self.buffers), dtype, size, name))
         return len(self.buffers) - 1
-
-    def const_buffer(self, value: float, dtype: DType) -> View:
-        key = (value, dtype)
-        if key not in self._const_buffers:
-            self._const_buffers[key] = self.new_buffer(dtype, 1)
-            self.consts.append((self._const_buffers[key], value))
-        return View(self._const_buffers[key], (), ())
 
     def view_of(self, value: Value) -> View:
         """A value as a view of a buffer, computing it first if it is pending."""
@@ -363,8 +355,7 @@ def _uniform(value: Value) -> bool:
     if not isinstance(value, Pending) or value.tree is None:
         return False
     return all(
-        isinstance(t, PConst | PApply) or (isinstance(t, PLoad) and not any(t.view.strides))
-        for t in _walk(value.tree)
+        isinstance(t, PConst | PApply) or (isinstance(t, PLoad) and not any(t.view.strides)) for t in _walk(value.tree)
     )
 
 

@@ -23,6 +23,7 @@ class CpuPath:
         self.instance = instance
         self.heap_base = _aligned(int(instance.call("sc_heap_base")))  # type: ignore[arg-type]
         self.sum_block = int(instance.call("sc_sum_block_size"))  # type: ignore[arg-type]
+        self.free_base = self.heap_base  # where placements start: after every reserved region
 
     @classmethod
     async def open(cls) -> CpuPath:
@@ -32,9 +33,17 @@ class CpuPath:
     def host(self) -> str:
         return self.instance.host
 
+    def reserve(self, nbytes: int) -> int:
+        """A region of `nbytes` that stays the caller's for the instance's life (a compiled schedule's
+        memory); later placements and reservations start after it."""
+        offset = self.free_base
+        self.free_base = _aligned(offset + nbytes)
+        self._place([])
+        return offset
+
     def _place(self, sizes: list[int]) -> list[int]:
         """Offsets for buffers of the given byte sizes, growing memory to hold them all."""
-        offsets, end = [], self.heap_base
+        offsets, end = [], self.free_base
         for size in sizes:
             offsets.append(end)
             end = _aligned(end + size)

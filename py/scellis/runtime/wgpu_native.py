@@ -4,22 +4,12 @@ and carry copy recorded into one command encoder, one submission per step."""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Generator
+from collections.abc import Awaitable
 from typing import Any
 
 from scellis.lower.kernels import Schedule
+from scellis.runtime.ready import Ready
 from scellis.runtime.step_plan import step_plan
-
-
-class Ready:
-    """An awaitable that is already done (CPython's stand-in for the browser's pending promise)."""
-
-    def __init__(self, value: dict[str, bytes]) -> None:
-        self.value = value
-
-    def __await__(self) -> Generator[None, None, dict[str, bytes]]:
-        return self.value
-        yield  # a generator, so `await` works
 
 
 class WgpuDevice:

@@ -1,0 +1,346 @@
+"""Stage: execution (CPU path). A kernel schedule compiled for the CPU path's module.
+
+Compiling places every buffer in the module's linear memory (a region reserved from the CpuPath),
+fills the constant buffers, and writes each kernel's arguments there once as u32 words: a tape for
+ELEMENTWISE, RANDOM and every epilogue (see `cpu_tape`), a descriptor for the other kinds (layouts in
+wasm/cpu_*.c). A step is a fixed list of export calls, then the schedule's carry copies, itself encoded
+in memory and run by one call of `sc_cpu_run` (crossing into the module costs far more than a small
+kernel); the host only writes inputs and reads outputs. Everything goes through `WasmInstance.call/
+read/write/grow/memory_size`, so the same code runs under wasmtime and in the browser.
+
+A producer (matmul, reduce, conv...) writes its result (Acc) into its output; a fused epilogue then
+runs as a tape over that output in place. Kinds that write only contiguous results get a temporary
+buffer when their output is a strided part of a buffer (concat, slice_grad), and the tape moves it.
+"""
+
+from __future__ import annotations
+
+import math
+import struct
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from scellis.lower.kernels import ACC, Kernel, Kind, Schedule, View
+from scellis.ops import Op
+from scellis.ops import defs as d
+from scellis.runtime.cpu import CpuPath
+from scellis.runtime.cpu_tape import Source, const_bits, encode, merge_axes, padded
+from scellis.runtime.ready import Ready
+
+REDUCE_CODES = {Op.SUM: 0, Op.MEAN: 1, Op.MAX: 2, Op.VAR: 3}
+ROW_CODES = {Kind.SOFTMAX: 4, Kind.LOG_SOFTMAX: 5, Kind.ARGMAX: 6}
+CONV_EXPORTS = {
+    Kind.CONV2D: "sc_cpu_conv2d",
+    Kind.CONV2D_GRAD_INPUT: "sc_cpu_conv2d_grad_input",
+    Kind.CONV2D_GRAD_WEIGHT: "sc_cpu_conv2d_grad_weight",
+}
+# Kinds whose export can write a strided output; the others write contiguous results.
+STRIDED_OUTPUT = {Kind.ELEMENTWISE, Kind.RANDOM, Kind.MATMUL}
+# wasm/cpu_step.c: sc_cpu_run's entries name their export by its position here, from 1.
+RUN_ORDER = (
+    "sc_cpu_tape", "sc_cpu_matmul", "sc_cpu_reduce", "sc_cpu_rows", "sc_cpu_conv2d", "sc_cpu_conv2d_grad_input",
+    "sc_cpu_conv2d_grad_weight", "sc_cpu_pool2d", "sc_cpu_pool2d_grad", "sc_cpu_gather", "sc_cpu_scatter_add",
+    "sc_cpu_copy",
+)  # fmt: skip
+STEP_EXPORTS = {name: i + 1 for i, name in enumerate(RUN_ORDER)}
+
+
+class CpuScheduleError(ValueError):
+    """A schedule the CPU path cannot run as given (a kernel input it expects contiguous is not)."""
+
+
+@dataclass(frozen=True)
+class Call:
+    """One export call: descriptor (or source) address, scratch (or destination) address, work range."""
+
+    export: str
+    args: tuple[int, int, int, int]
+
+    @property
+    def entry(self) -> tuple[int, ...]:
+        return (STEP_EXPORTS[self.export], *self.args)
+
+
+@dataclass(frozen=True)
+class Part:
+    """One export call of a kernel: its argument words, and how its work range and scratch are known
+    (a number, or an export asked with the written words' address)."""
+
+    export: str
+    words: tuple[int, ...]
+    items: int | str
+    scratch: str | None = None  # the export giving the scratch bytes it needs, if it takes scratch
+
+
+class CompiledCpu:
+    """A schedule placed in one module instance: write inputs, run steps, read outputs."""
+
+    def __init__(self, cpu: CpuPath, buffers: dict[str, tuple[int, int]], calls: tuple[Call, ...]) -> None:
+        self.instance = cpu.instance
+        self.buffers = buffers  # name -> (byte address, bytes)
+        self.calls = calls
+        entries = [w for call in calls for w in call.entry]
+        self.program = cpu.reserve(4 * len(entries))
+        self.instance.write(self.program, struct.pack(f"<{len(entries)}I", *entries))
+
+    def _buffer(self, name: str) -> tuple[int, int]:
+        if name not in self.buffers:
+            raise KeyError(f"the schedule has no input or output {name!r}; it has {sorted(self.buffers)}")
+        return self.buffers[name]
+
+    def write(self, name: str, data: bytes) -> None:
+        """An input's (or output's) bytes: 4 per element, little-endian, bools as u32 0/1."""
+        address, size = self._buffer(name)
+        if len(data) != size:
+            raise ValueError(f"{name!r} holds {size} bytes, got {len(data)}")
+        self.instance.write(address, data)
+
+    def read(self, name: str) -> bytes:
+        address, size = self._buffer(name)
+        return self.instance.read(address, size)
+
+    def run(self) -> None:
+        """One step: every kernel in order, then the carry copies."""
+        self.instance.call("sc_cpu_run", self.program, len(self.calls))
+
+    async def step(self, writes: dict[str, bytes], reads: list[str]) -> dict[str, bytes]:
+        return await self.submit(writes, reads)
+
+    def submit(self, writes: dict[str, bytes], reads: list[str]) -> Ready[dict[str, bytes]]:
+        """Write the batch, run (one call into the module), and read back: the CPU path is synchronous."""
+        for name, data in writes.items():
+            self.write(name, data)
+        self.run()
+        return Ready({name: self.read(name) for name in reads})
+
+    async def fetch(self, names: list[str]) -> dict[str, bytes]:
+        return {name: self.read(name) for name in names}
+
+
+class CpuDevice:
+    """The CPU path as a training device: every schedule placed in one module instance."""
+
+    def __init__(self, cpu: CpuPath) -> None:
+        self.cpu = cpu
+        self.name = f"CPU path (WebAssembly) via {cpu.host}"
+
+    @classmethod
+    async def open(cls) -> CpuDevice:
+        return cls(await CpuPath.open())
+
+    def compile(self, schedule: Schedule) -> CompiledCpu:
+        return compile_schedule(self.cpu, schedule)
+
+
+class _Memory:
+    """Byte addresses of the schedule's buffers, then of the temporaries some kernels need (numbered
+    after the schedule's buffers, so views of them resolve alike)."""
+
+    def __init__(self, cpu: CpuPath, schedule: Schedule) -> None:
+        count = len(schedule.buffers)
+        needing = [i for i, k in enumerate(schedule.kernels) if _needs_temp(k)]
+        self.temp = {kernel: count + j for j, kernel in enumerate(needing)}  # kernel index -> buffer number
+        sizes = [b.nbytes for b in schedule.buffers] + [4 * schedule.kernels[i].out.size for i in needing]
+        offsets, end = [], 0
+        for size in sizes:
+            offsets.append(end)
+            end += _aligned(size)
+        base = cpu.reserve(end)
+        self.buffer_at = [base + o for o in offsets]
+
+    def address(self, view: View) -> int:
+        return self.buffer_at[view.buffer] + 4 * view.offset
+
+
+def _aligned(nbytes: int) -> int:
+    return -(-nbytes // 16) * 16
+
+
+def compile_schedule(cpu: CpuPath, schedule: Schedule) -> CompiledCpu:
+    """Place `schedule` in `cpu`'s memory and encode every kernel once (see the module docstring)."""
+    memory = _Memory(cpu, schedule)
+    for buffer_id, value in schedule.consts:
+        buffer = schedule.buffer(buffer_id)
+        word = struct.pack("<I", const_bits(value, buffer.dtype))
+        cpu.instance.write(memory.buffer_at[buffer_id], word * max(buffer.size, 1))
+    parts = [p for i, k in enumerate(schedule.kernels) for p in _kernel_parts(k, memory, memory.temp.get(i))]
+    calls = _place_parts(cpu, parts)
+    carry = tuple(
+        Call("sc_cpu_copy", (memory.buffer_at[c.src], memory.buffer_at[c.dst], 0, schedule.buffer(c.src).size))
+        for c in schedule.carry
+    )
+    names = dict((*schedule.inputs, *schedule.outputs))
+    buffers = {name: (memory.buffer_at[b], schedule.buffer(b).nbytes) for name, b in names.items()}
+    return CompiledCpu(cpu, buffers, calls + carry)
+
+
+def _place_parts(cpu: CpuPath, parts: list[Part]) -> tuple[Call, ...]:
+    """Write every part's words, ask the module for work ranges and scratch sizes, share one scratch."""
+    base = cpu.reserve(sum(_aligned(4 * len(p.words)) for p in parts))
+    at, end = [], base
+    for part in parts:
+        cpu.instance.write(end, struct.pack(f"<{len(part.words)}I", *part.words))
+        at.append(end)
+        end += _aligned(4 * len(part.words))
+    items = [p.items if isinstance(p.items, int) else _ask(cpu, p.items, a) for p, a in zip(parts, at, strict=True)]
+    scratch = cpu.reserve(
+        max((_ask(cpu, p.scratch, a) for p, a in zip(parts, at, strict=True) if p.scratch), default=0)
+    )
+    return tuple(
+        Call(p.export, (a, scratch if p.scratch else 0, 0, n)) for p, a, n in zip(parts, at, items, strict=True)
+    )
+
+
+def _ask(cpu: CpuPath, export: str, address: int) -> int:
+    """A size the module computes from written words (a work range, scratch bytes)."""
+    value = cpu.instance.call(export, address)
+    if value is None:
+        raise TypeError(f"{export} returned nothing")
+    return int(value)
+
+
+def _needs_temp(kernel: Kernel) -> bool:
+    return kernel.kind not in STRIDED_OUTPUT and not kernel.out.is_contiguous
+
+
+def _kernel_parts(kernel: Kernel, memory: _Memory, temp: int | None) -> list[Part]:
+    """The export calls of one kernel: the producer (if any), then the tape when there is an epilogue
+    or a temporary to move."""
+    if kernel.kind is Kind.ELEMENTWISE:
+        return [_tape(kernel, Source(), memory)]
+    if kernel.kind is Kind.RANDOM:
+        assert isinstance(kernel.arg, d.RandomArg)
+        key, position = (memory.address(v) for v in kernel.inputs[:2])
+        return [_tape(kernel, Source(draw=kernel.arg, key=key, position=position), memory)]
+    acc = View.contiguous(temp, kernel.out.shape) if temp is not None else kernel.out
+    producer = PRODUCERS[kernel.kind](kernel, memory.address, acc)
+    if temp is None and kernel.expr == ACC:
+        return [producer]
+    return [producer, _tape(kernel, Source(view=acc), memory)]
+
+
+def _tape(kernel: Kernel, acc: Source, memory: _Memory) -> Part:
+    words = encode(kernel.expr, kernel.inputs, acc, kernel.out, memory.address)
+    return Part("sc_cpu_tape", tuple(words), kernel.out.size, "sc_cpu_tape_scratch_bytes")
+
+
+# -- producer descriptors ---------------------------------------------------------------------------------
+
+Address = Callable[[View], int]
+Producer = Callable[[Kernel, Address, View], Part]  # (kernel, addresses, where its result goes)
+
+
+def _contiguous(kernel: Kernel, count: int) -> None:
+    """The op's own inputs (the first `count`; epilogue loads follow them) must be contiguous."""
+    for i, view in enumerate(kernel.inputs[:count]):
+        if not view.is_contiguous:
+            raise CpuScheduleError(f"{kernel.kind.value}: input {i} must be contiguous, got strides {view.strides}")
+
+
+def _matrix(view: View) -> tuple[int, int]:
+    """Row and column strides of a view's last two axes; a size-1 axis's stride is free, so it takes
+    the value that selects the packing fast paths."""
+    rows, cols = view.shape[-2:]
+    rs, cs = view.strides[-2:]
+    return (rs if rows != 1 else cols * (cs if cols != 1 else 1)), (cs if cols != 1 else 1)
+
+
+def _matmul(kernel: Kernel, address: Address, acc: View) -> Part:
+    a, b = kernel.inputs[:2]
+    m, k = a.shape[-2:]
+    n = b.shape[-1]
+    batch, (sa, sb, sc) = merge_axes(acc.shape[:-2], [a.strides[:-2], b.strides[:-2], acc.strides[:-2]])
+    words = [address(a), address(b), address(acc), m, n, k, *_matrix(a), *_matrix(b), *_matrix(acc), 0]
+    words += [len(batch), *padded(batch), *padded(sa), *padded(sb), *padded(sc)]
+    return Part("sc_cpu_matmul", tuple(words), "sc_cpu_matmul_items", "sc_cpu_matmul_scratch_bytes")
+
+
+def _split(view: View, kept: int, address: Address, out_at: int, *, op: int, correction: int = 0) -> tuple[int, ...]:
+    """The descriptor of wasm/cpu_reduce.c: outer axes (one result or row each) and inner axes."""
+    outer, (so,) = merge_axes(view.shape[:kept], [view.strides[:kept]])
+    inner, (si,) = merge_axes(view.shape[kept:], [view.strides[kept:]])
+    return (
+        address(view), out_at, op, correction,
+        len(outer), *padded(outer), *padded(so), len(inner), *padded(inner), *padded(si),
+        math.prod(view.shape[kept:]),
+    )  # fmt: skip
+
+
+def _reduce(kernel: Kernel, address: Address, acc: View) -> Part:
+    assert isinstance(kernel.arg, tuple)
+    op, correction = kernel.arg
+    words = _split(kernel.inputs[0], len(acc.shape), address, address(acc), op=REDUCE_CODES[op], correction=correction)
+    return Part("sc_cpu_reduce", words, acc.size)
+
+
+def _rows(kernel: Kernel, address: Address, acc: View) -> Part:
+    x = kernel.inputs[0]
+    words = _split(x, len(x.shape) - 1, address, address(acc), op=ROW_CODES[kernel.kind])
+    return Part("sc_cpu_rows", words, math.prod(x.shape[:-1]))
+
+
+def _conv(kernel: Kernel, address: Address, acc: View) -> Part:
+    _contiguous(kernel, 2)
+    first, second = kernel.inputs[:2]
+    if kernel.kind is Kind.CONV2D:
+        assert isinstance(kernel.arg, d.ConvArg)
+        arg, x_shape, w_shape, y_shape = kernel.arg, first.shape, second.shape, acc.shape
+    else:
+        assert isinstance(kernel.arg, d.ConvGradArg)
+        arg = kernel.arg.conv
+        if kernel.kind is Kind.CONV2D_GRAD_INPUT:  # (g, w) -> dx
+            x_shape, w_shape, y_shape = kernel.arg.shape, second.shape, first.shape
+        else:  # (x, g) -> dw
+            x_shape, w_shape, y_shape = first.shape, kernel.arg.shape, second.shape
+    n, c, h, w = x_shape
+    o, _, kh, kw = w_shape
+    words = (
+        address(first), address(second), address(acc), n, c, h, w, o, kh, kw, *y_shape[2:],
+        *arg.stride, *arg.padding, *arg.dilation, arg.groups,
+    )  # fmt: skip
+    items = arg.groups if kernel.kind is Kind.CONV2D_GRAD_WEIGHT else n * arg.groups
+    return Part(CONV_EXPORTS[kernel.kind], words, items, "sc_cpu_conv2d_scratch_bytes")
+
+
+def _pool(kernel: Kernel, address: Address, acc: View) -> Part:
+    grad = kernel.kind in (Kind.MAX_POOL2D_GRAD, Kind.AVG_POOL2D_GRAD)
+    is_max = kernel.kind in (Kind.MAX_POOL2D, Kind.MAX_POOL2D_GRAD)
+    _contiguous(kernel, 1 + (grad and is_max))
+    if isinstance(kernel.arg, d.PoolGradArg):
+        arg, x_shape, g = kernel.arg.pool, kernel.arg.shape, kernel.inputs[1 if is_max else 0]
+    else:
+        assert isinstance(kernel.arg, d.PoolArg)
+        arg, x_shape, g = kernel.arg, kernel.inputs[0].shape, None
+    y_shape = g.shape if g else acc.shape
+    x_at = address(kernel.inputs[0]) if is_max or not grad else 0
+    g_at = address(g) if g else 0
+    words = (x_at, g_at, address(acc), int(is_max), *x_shape, *arg.kernel, *y_shape[2:], *arg.stride, *arg.padding)
+    return Part("sc_cpu_pool2d_grad" if grad else "sc_cpu_pool2d", words, x_shape[0] * x_shape[1])
+
+
+def _gather(kernel: Kernel, address: Address, acc: View) -> Part:
+    _contiguous(kernel, 2)
+    table, indices = kernel.inputs[:2]
+    words = (address(indices), address(table), address(acc), indices.size, math.prod(table.shape[1:]), table.shape[0])
+    return Part("sc_cpu_gather", words, indices.size)
+
+
+def _scatter_add(kernel: Kernel, address: Address, acc: View) -> Part:
+    _contiguous(kernel, 2)
+    indices, g = kernel.inputs[:2]
+    assert isinstance(kernel.arg, d.RowsArg)
+    row = math.prod(g.shape[len(indices.shape) :])
+    return Part(
+        "sc_cpu_scatter_add", (address(indices), address(g), address(acc), indices.size, row, kernel.arg.rows), row
+    )
+
+
+PRODUCERS: dict[Kind, Producer] = {
+    Kind.MATMUL: _matmul,
+    Kind.REDUCE: _reduce,
+    **dict.fromkeys((Kind.SOFTMAX, Kind.LOG_SOFTMAX, Kind.ARGMAX), _rows),
+    **dict.fromkeys(CONV_EXPORTS, _conv),
+    **dict.fromkeys((Kind.MAX_POOL2D, Kind.MAX_POOL2D_GRAD, Kind.AVG_POOL2D, Kind.AVG_POOL2D_GRAD), _pool),
+    Kind.GATHER: _gather,
+    Kind.SCATTER_ADD: _scatter_add,
+}
