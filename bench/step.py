@@ -59,19 +59,21 @@ async def _bench(device, steps):
 """
 
 CPYTHON_DEVICES = """
+import asyncio
+
 def _devices():
+    from scellis.runtime.cpu_device import CpuDevice
     from scellis.runtime.wgpu_native import WgpuDevice
-    yield "WebGPU via wgpu-py (" + WgpuDevice().name + ")", WgpuDevice()
-    try:
-        from scellis.runtime.cpu_device import CpuDevice
-    except ImportError:
-        return
-    yield "CPU path via wasmtime", CpuDevice.open_sync()
+    gpu = WgpuDevice()
+    yield "CPython: WebGPU via wgpu-py (" + gpu.name + ")", gpu
+    yield "CPython: CPU path via wasmtime", asyncio.run(CpuDevice.open())
 """
 
 PAGE = """
 from scellis.runtime.browser_webgpu import BrowserWebGPU
-json.dumps(await _bench(BrowserWebGPU(), STEPS))
+from scellis.runtime.cpu_device import CpuDevice
+json.dumps({"Chromium: WebGPU (SwiftShader)": await _bench(BrowserWebGPU(), STEPS),
+            "Chromium: CPU path (WebAssembly)": await _bench(await CpuDevice.open(), STEPS)})
 """
 
 
@@ -99,7 +101,7 @@ def in_chromium(steps: int) -> dict:
             browser.close()
     finally:
         server.shutdown()
-    return {"WebGPU in Chromium (SwiftShader)": json.loads(result)}
+    return json.loads(result)
 
 
 def main() -> None:
