@@ -68,8 +68,11 @@ def webgpu(n: int, repeat: int, runs: int) -> tuple[str, list[float]]:
         compute.end()
         dev.queue.submit([encoder.finish()])
 
+    usage = device.wgpu.BufferUsage.COPY_SRC | device.wgpu.BufferUsage.COPY_DST
+    tiny = dev.create_buffer(size=4, usage=usage)
+
     def sync() -> None:
-        compiled.read("c")  # waits for the queue
+        dev.queue.read_buffer(tiny)  # waits for the queue without copying the product back
 
     check = np.frombuffer(compiled.read("c"), "<f4")[:4]
     assert np.all(np.isfinite(check))

@@ -16,7 +16,7 @@ LANES = 64
 # Matmul blocking: 16 x 16 threads, each computing R x R outputs of a (16 R) x (16 R) tile, over slices of
 # K of depth TILE_K staged in workgroup memory. Large products use R = 8 (64 accumulators a thread,
 # 16 shared-memory reads per 64 multiply-adds); small ones R = 4, so fewer threads idle at the edges.
-BLOCKING = {4: 16, 8: 8}  # R -> TILE_K: both tiles fit WebGPU's default 16 KiB of workgroup memory
+BLOCKING = {4: 16, 8: 16}  # R -> TILE_K: both tiles fit WebGPU's default 16 KiB of workgroup memory
 PAD = 4  # workgroup rows are TILE + PAD long, so the transposed stores of a K slice hit distinct banks
 LARGE = 128
 
@@ -83,7 +83,10 @@ def matmul(kernel: Kernel, schedule: Schedule, b: w.Bindings) -> tuple[str, tupl
     am, ak = a.strides[-2:]
     bk, bn = bm.strides[-2:]
     coords = [*bcoords, "row", "col"]
-    r = 8 if m >= LARGE and n >= LARGE else 4
+    if m >= LARGE and n >= LARGE:
+        source = _matmul_large(kernel, schedule, b, decode=decode, bases=(a_base, b_base))
+        return _header(kernel, schedule, b) + source, (-(-n // LARGE), -(-m // LARGE), nbatch)
+    r = 4
     tile, tile_k = 16 * r, BLOCKING[r]
     loads = tile * tile_k // 256
     # Accumulators and the inner product are written out in full (no local arrays, no inner loops):
@@ -138,6 +141,75 @@ var<workgroup> tile_b: array<array<f32, {tile + PAD}>, {tile_k}>;
 }}"""
     groups = (-(-n // tile), -(-m // tile), nbatch)
     return _header(kernel, schedule, b) + body, groups
+
+
+def _matmul_large(
+    kernel: Kernel, schedule: Schedule, b: w.Bindings, *, decode: list[str], bases: tuple[str, str]
+) -> str:
+    """128 x 128 tiles; each thread owns rows {4 ty.., 64 + 4 ty..} and columns {4 tx.., 64 + 4 tx..}
+    (8 x 8 outputs as 16 vec4 sums), so every K step reads 4 vec4 from workgroup memory for 64
+    multiply-adds. Tiles are stored K-major as vec4 rows; edges are bounds-checked on load and store."""
+    a, bm = kernel.inputs[:2]
+    *batch, m, n = kernel.out.shape
+    k = a.shape[-1]
+    sa, sb = b.slot(a.buffer), b.slot(bm.buffer)
+    am, ak = a.strides[-2:]
+    bk, bn = bm.strides[-2:]
+    bcoords = [f"b{i}" for i in range(len(batch))]
+    tk = BLOCKING[8]
+    quads = LARGE // 4
+    rows = [f"4u * lid.y + {i}u" for i in range(4)] + [f"{LARGE // 2}u + 4u * lid.y + {i}u" for i in range(4)]
+    declare = "\n".join(f"  var c{i}_{g} = vec4<f32>(0.0);" for i in range(8) for g in range(2))
+    fma = "\n".join(
+        f"      c{i}_{g} = fma(vec4<f32>(a{i // 4}[{i % 4}]), b{g}, c{i}_{g});" for i in range(8) for g in range(2)
+    )
+    stores = []
+    for i in range(8):
+        for g in range(2):
+            for comp in range(4):
+                col = f"{g * LARGE // 2 + comp}u + 4u * lid.x"
+                epi = _epilogue(kernel, schedule, b, [*bcoords, "row", "col"], acc=f"c{i}_{g}[{comp}]", first=2)
+                stores.append(
+                    f"  {{\n    let row = row0 + {rows[i]};\n    let col = col0 + {col};\n"
+                    f"    if (row < {m}u && col < {n}u) {{\n" + "\n".join(f"      {x}" for x in epi) + "\n    }\n  }"
+                )
+    return f"""
+var<workgroup> tile_a: array<vec4<f32>, {tk * quads}>;
+var<workgroup> tile_b: array<vec4<f32>, {tk * quads}>;
+{MAIN.format(size="16, 16")}
+  {" ".join(decode)}
+  let a_base = {bases[0]};
+  let b_base = {bases[1]};
+  let row0 = wid.y * {LARGE}u;
+  let col0 = wid.x * {LARGE}u;
+  let t = lid.y * 16u + lid.x;
+{declare}
+  for (var k0 = 0u; k0 < {k}u; k0 = k0 + {tk}u) {{
+    for (var e = 0u; e < {LARGE * tk // 256}u; e = e + 1u) {{
+      let flat = t + e * 256u;
+      let ra = flat / {tk}u;
+      let ka = flat % {tk}u;
+      var va = 0.0;
+      if (row0 + ra < {m}u && k0 + ka < {k}u) {{ va = in{sa}[a_base + (row0 + ra) * {am}u + (k0 + ka) * {ak}u]; }}
+      tile_a[ka * {quads}u + ra / 4u][ra % 4u] = va;
+      let kb = flat / {LARGE}u;
+      let cb = flat % {LARGE}u;
+      var vb = 0.0;
+      if (k0 + kb < {k}u && col0 + cb < {n}u) {{ vb = in{sb}[b_base + (k0 + kb) * {bk}u + (col0 + cb) * {bn}u]; }}
+      tile_b[kb * {quads}u + cb / 4u][cb % 4u] = vb;
+    }}
+    workgroupBarrier();
+    for (var kk = 0u; kk < {tk}u; kk = kk + 1u) {{
+      let a0 = tile_a[kk * {quads}u + lid.y];
+      let a1 = tile_a[kk * {quads}u + {quads // 2}u + lid.y];
+      let b0 = tile_b[kk * {quads}u + lid.x];
+      let b1 = tile_b[kk * {quads}u + {quads // 2}u + lid.x];
+{fma}
+    }}
+    workgroupBarrier();
+  }}
+{chr(10).join(stores)}
+}}"""
 
 
 def _lane_tree(name: str, combine: str) -> str:
