@@ -9,7 +9,8 @@ from typing import Any
 
 from scellis.datasets import from_files
 from scellis.examples import digits_mlp
-from scellis.session import Device, EpochResult, Session
+from scellis.runtime.device import Device
+from scellis.session import EpochResult, Session
 
 
 async def _device(kind: str) -> Device:

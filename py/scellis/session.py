@@ -11,7 +11,7 @@ from __future__ import annotations
 import inspect
 import struct
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 from scellis.datasets import Split
 from scellis.graph.lowering import POSITION
@@ -20,21 +20,7 @@ from scellis.lower import Schedule, lower
 from scellis.ops.defs import Role
 from scellis.pipeline import Compiled, compile_program
 from scellis.rng import permutation, substream_key
-
-
-class CompiledStep(Protocol):
-    """What a device gives back for a compiled schedule (see runtime.wgpu_native / browser_webgpu)."""
-
-    def write(self, name: str, data: bytes) -> None: ...
-    async def step(self, writes: dict[str, bytes], reads: list[str]) -> dict[str, bytes]: ...
-    def submit(self, writes: dict[str, bytes], reads: list[str]) -> Any: ...
-    async def fetch(self, names: list[str]) -> dict[str, bytes]: ...
-
-
-class Device(Protocol):
-    name: str
-
-    def compile(self, schedule: Any) -> Any: ...  # a CompiledStep, or an awaitable of one
+from scellis.runtime.device import CompiledStep, Device
 
 
 @dataclass(frozen=True)

@@ -83,7 +83,7 @@ def matmul(kernel: Kernel, schedule: Schedule, b: w.Bindings) -> tuple[str, tupl
     am, ak = a.strides[-2:]
     bk, bn = bm.strides[-2:]
     coords = [*bcoords, "row", "col"]
-    if m >= LARGE and n >= LARGE:
+    if kernel.variant == "tile128":
         source = _matmul_large(kernel, schedule, b, decode=decode, bases=(a_base, b_base))
         return _header(kernel, schedule, b) + source, (-(-n // LARGE), -(-m // LARGE), nbatch)
     r = 4

@@ -32,6 +32,7 @@ from scellis.lower.kernels import (
     Step,
     View,
 )
+from scellis.lower.variants import with_variants
 from scellis.ops import DType, Node, Op
 from scellis.ops import defs as d
 
@@ -279,7 +280,9 @@ def lower(fn: Function) -> Schedule:
         for name, buffer in outputs
         if "/" in name and name.split("/", 1)[0] in ("param", "state") and name.split("/", 1)[1] in dict(inputs)
     )
-    return Schedule(fn.name, tuple(low.buffers), tuple(low.kernels), tuple(inputs), outputs, tuple(low.consts), carry)
+    return Schedule(
+        fn.name, tuple(low.buffers), with_variants(low.kernels), tuple(inputs), outputs, tuple(low.consts), carry
+    )
 
 
 def _recomputable(value: Pending) -> bool:

@@ -20,7 +20,9 @@ def kernel_line(index: int, kernel: Kernel, schedule: Schedule) -> str:
     inputs = ", ".join(_view(v, schedule) for v in kernel.inputs)
     # covers count every node, inputs first; the IR text numbers only the computed ones
     covers = " ".join(f"%{c - len(schedule.inputs)}" for c in kernel.covers)
-    return f"k{index}: {kernel.kind.value}{fusion} -> {_view(kernel.out, schedule)} <- ({inputs})  covers {covers}"
+    variant = f" [{kernel.variant}]" if kernel.variant != "default" else ""
+    head = f"k{index}: {kernel.kind.value}{variant}{fusion}"
+    return f"{head} -> {_view(kernel.out, schedule)} <- ({inputs})  covers {covers}"
 
 
 def schedule_text(schedule: Schedule) -> str:

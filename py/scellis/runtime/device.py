@@ -1,0 +1,40 @@
+"""The device protocol every executor implements (WebGPU in the browser and through wgpu-py, the CPU
+path in the browser and through wasmtime).
+
+A device compiles a kernel schedule once: it allocates every buffer the schedule names, builds its
+kernels (WGSL pipelines and bind groups; or the CPU path's encoded call list), and returns a compiled
+step. The compiled step is driven with one call per step: `submit(writes, reads)` writes the named
+inputs, dispatches every kernel and the carry copies (`param/w` into `w` ...), and returns an awaitable
+of the named outputs' bytes that the caller may await later, or never, so the next step is never held
+up by a readback. Bytes are little-endian, 4 per element; bools are u32 0/1.
+
+The `reference` device (numpy, float64) is not a kernel executor: it runs IR directly and is the
+oracle (`runtime.reference`, `runtime.reference_train`).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+from scellis.lower.kernels import Schedule
+
+
+class CompiledStep(Protocol):
+    def write(self, name: str, data: bytes) -> None:
+        """Set an input (or output) buffer before the next step."""
+
+    async def step(self, writes: dict[str, bytes], reads: list[str]) -> dict[str, bytes]:
+        """submit() and wait for the reads."""
+
+    def submit(self, writes: dict[str, bytes], reads: list[str]) -> Any:
+        """One step; returns an awaitable of {name: bytes} for `reads`."""
+
+    async def fetch(self, names: list[str]) -> dict[str, bytes]:
+        """Bring buffers back without running anything."""
+
+
+class Device(Protocol):
+    name: str
+
+    def compile(self, schedule: Schedule) -> Any:
+        """A CompiledStep, or an awaitable of one (the browser checks its pipelines asynchronously)."""
