@@ -12,17 +12,12 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import threading
 from pathlib import Path
-
-from playwright.sync_api import sync_playwright
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "e2e"), str(ROOT / "py")]
 
-from appdriver import launch, open_app  # noqa: E402
-
-from scellis.serve import make_server  # noqa: E402
+from appdriver import served_app  # noqa: E402
 
 SIZES = (10, 100, 1000)
 TARGET_S = 1.0
@@ -54,17 +49,9 @@ def in_cpython(runs: int) -> dict:
 
 
 def in_pyodide(runs: int) -> dict:
-    server = make_server(ROOT / "dist", port=0, quiet=True)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        with sync_playwright() as playwright:
-            browser = launch(playwright, webgpu=False)
-            app = open_app(browser, f"http://127.0.0.1:{server.server_address[1]}/")
-            code = f"RUNS = {runs}\nSIZES = {SIZES!r}\n{TIMING}"
-            result = app.page.evaluate("(code) => window.scellis.pyodide.runPython(code)", code)
-            browser.close()
-    finally:
-        server.shutdown()
+    with served_app(ROOT / "dist", webgpu=False) as app:
+        code = f"RUNS = {runs}\nSIZES = {SIZES!r}\n{TIMING}"
+        result = app.page.evaluate("(code) => window.scellis.pyodide.runPython(code)", code)
     return {int(k): v for k, v in json.loads(result).items()}
 
 

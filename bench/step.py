@@ -14,17 +14,12 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import threading
 from pathlib import Path
-
-from playwright.sync_api import sync_playwright
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "e2e"), str(ROOT / "py")]
 
-from appdriver import launch, open_app  # noqa: E402
-
-from scellis.serve import make_server  # noqa: E402
+from appdriver import served_app  # noqa: E402
 
 TIMING = """
 import json, struct, time, random
@@ -86,21 +81,13 @@ def in_cpython(steps: int) -> dict:
 
 
 def in_chromium(steps: int) -> dict:
-    server = make_server(ROOT / "dist", port=0, quiet=True)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        with sync_playwright() as playwright:
-            browser = launch(playwright, webgpu=True)
-            app = open_app(browser, f"http://127.0.0.1:{server.server_address[1]}/")
-            code = f"STEPS = {steps}\n{TIMING}\n{PAGE}"
-            script = """async (code) => {
-                await window.scellis.prepareDevice("webgpu");
-                return window.scellis.pyodide.runPythonAsync(code);
-            }"""
-            result = app.page.evaluate(script, code)
-            browser.close()
-    finally:
-        server.shutdown()
+    with served_app(ROOT / "dist", webgpu=True) as app:
+        code = f"STEPS = {steps}\n{TIMING}\n{PAGE}"
+        script = """async (code) => {
+            await window.scellis.prepareDevice("webgpu");
+            return window.scellis.pyodide.runPythonAsync(code);
+        }"""
+        result = app.page.evaluate(script, code)
     return json.loads(result)
 
 

@@ -6,10 +6,16 @@ Every request to another origin than the app's is blocked and recorded.
 from __future__ import annotations
 
 import shutil
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 from urllib.parse import urlsplit
 
-from playwright.sync_api import Browser, BrowserContext, Page, Playwright, Route
+from playwright.sync_api import Browser, BrowserContext, Page, Playwright, Route, sync_playwright
+
+from scellis.serve import make_server
 
 # Flags that work on these machines (DESIGN.md §9); WebGPU is added per variant.
 CHROMIUM_FLAGS = [
@@ -73,3 +79,20 @@ def open_app(browser: Browser, base_url: str) -> LoadedApp:
     app.page.goto(base_url)
     wait_ready(app.page)
     return app
+
+
+@contextmanager
+def served_app(dist: Path, webgpu: bool) -> Iterator[LoadedApp]:
+    """dist/ served on 127.0.0.1 and the app started in a fresh Chromium (for benchmarks and scripts)."""
+    server = make_server(dist, port=0, quiet=True)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        with sync_playwright() as playwright:
+            browser = launch(playwright, webgpu=webgpu)
+            try:
+                yield open_app(browser, f"http://127.0.0.1:{server.server_address[1]}/")
+            finally:
+                browser.close()
+    finally:
+        server.shutdown()
+        server.server_close()

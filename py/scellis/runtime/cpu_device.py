@@ -25,7 +25,7 @@ from scellis.ops import Op
 from scellis.ops import defs as d
 from scellis.runtime.cpu import CpuPath
 from scellis.runtime.cpu_tape import Source, const_bits, encode, merge_axes, padded
-from scellis.runtime.ready import Ready
+from scellis.runtime.ready import Synchronous
 
 REDUCE_CODES = {Op.SUM: 0, Op.MEAN: 1, Op.MAX: 2, Op.VAR: 3}
 ROW_CODES = {Kind.SOFTMAX: 4, Kind.LOG_SOFTMAX: 5, Kind.ARGMAX: 6}
@@ -72,7 +72,7 @@ class Part:
     scratch: str | None = None  # the export giving the scratch bytes it needs, if it takes scratch
 
 
-class CompiledCpu:
+class CompiledCpu(Synchronous):
     """A schedule placed in one module instance: write inputs, run steps, read outputs."""
 
     def __init__(self, cpu: CpuPath, buffers: dict[str, tuple[int, int]], calls: tuple[Call, ...]) -> None:
@@ -102,19 +102,6 @@ class CompiledCpu:
     def run(self) -> None:
         """One step: every kernel in order, then the carry copies."""
         self.instance.call("sc_cpu_run", self.program, len(self.calls))
-
-    async def step(self, writes: dict[str, bytes], reads: list[str]) -> dict[str, bytes]:
-        return await self.submit(writes, reads)
-
-    def submit(self, writes: dict[str, bytes], reads: list[str]) -> Ready[dict[str, bytes]]:
-        """Write the batch, run (one call into the module), and read back: the CPU path is synchronous."""
-        for name, data in writes.items():
-            self.write(name, data)
-        self.run()
-        return Ready({name: self.read(name) for name in reads})
-
-    async def fetch(self, names: list[str]) -> dict[str, bytes]:
-        return {name: self.read(name) for name in names}
 
 
 class CpuDevice:

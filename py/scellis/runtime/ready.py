@@ -3,6 +3,7 @@ return a pending promise, so the session code awaits both the same way."""
 
 from __future__ import annotations
 
+import abc
 from collections.abc import Generator
 from typing import Generic, TypeVar
 
@@ -16,3 +17,31 @@ class Ready(Generic[T]):
     def __await__(self) -> Generator[None, None, T]:
         return self.value
         yield  # a generator, so `await` works
+
+
+class Synchronous(abc.ABC):
+    """The compiled-step calls (runtime.device) for executors whose run finishes before it returns
+    (wgpu-py waits for the queue when reading; the CPU path computes in the call): the subclass gives
+    write, read and run."""
+
+    @abc.abstractmethod
+    def write(self, name: str, data: bytes) -> None: ...
+
+    @abc.abstractmethod
+    def read(self, name: str) -> bytes: ...
+
+    @abc.abstractmethod
+    def run(self) -> None: ...
+
+    def submit(self, writes: dict[str, bytes], reads: list[str]) -> Ready[dict[str, bytes]]:
+        """Write, run, and hold the reads for whenever the caller awaits them (or never does)."""
+        for name, data in writes.items():
+            self.write(name, data)
+        self.run()
+        return Ready({name: self.read(name) for name in reads})
+
+    async def step(self, writes: dict[str, bytes], reads: list[str]) -> dict[str, bytes]:
+        return await self.submit(writes, reads)
+
+    async def fetch(self, names: list[str]) -> dict[str, bytes]:
+        return {name: self.read(name) for name in names}

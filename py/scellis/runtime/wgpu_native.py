@@ -4,11 +4,10 @@ and carry copy recorded into one command encoder, one submission per step."""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable
 from typing import Any
 
 from scellis.lower.kernels import Schedule
-from scellis.runtime.ready import Ready
+from scellis.runtime.ready import Synchronous
 from scellis.runtime.step_plan import step_plan
 
 
@@ -39,7 +38,7 @@ class WgpuDevice:
         return CompiledWgpu(self, step_plan(schedule))
 
 
-class CompiledWgpu:
+class CompiledWgpu(Synchronous):
     def __init__(self, device: WgpuDevice, plan: dict[str, Any]) -> None:
         wgpu, dev = device.wgpu, device.device
         self.device, self.plan, self.names = device, plan, plan["names"]
@@ -61,23 +60,6 @@ class CompiledWgpu:
 
     def read(self, name: str) -> bytes:
         return bytes(self.device.device.queue.read_buffer(self.buffers[self.names[name]]))
-
-    async def step(self, writes: dict[str, bytes], reads: list[str]) -> dict[str, bytes]:
-        """The JS executor's call, in CPython: write, run, read back (wgpu-py waits for the queue)."""
-        for name, data in writes.items():
-            self.write(name, data)
-        self.run()
-        return {name: self.read(name) for name in reads}
-
-    def submit(self, writes: dict[str, bytes], reads: list[str]) -> Awaitable[dict[str, bytes]]:
-        """Run now; the reads are ready whenever the caller awaits them (or never does)."""
-        for name, data in writes.items():
-            self.write(name, data)
-        self.run()
-        return Ready({name: self.read(name) for name in reads})
-
-    async def fetch(self, names: list[str]) -> dict[str, bytes]:
-        return {name: self.read(name) for name in names}
 
     def run(self) -> None:
         """One submission: every kernel in order, then the carry copies."""
