@@ -84,13 +84,25 @@ def test_casts_bools_and_ints(gpu: WgpuDevice) -> None:
     ("a_shape", "b_shape", "ta", "tb"),
     [((1, 1), (1, 1), False, False), ((65, 3), (3, 70), False, False), ((9, 130), (9, 5), True, False),
      ((2, 17, 8), (19, 8), False, True), ((3, 1, 6, 5), (4, 7, 6), True, True), ((128, 64), (64, 10), False, False),
-     ((200, 130), (130, 260), False, False), ((2, 140, 129), (2, 131, 129), False, True)],
+     ((200, 130), (130, 260), False, False), ((2, 140, 129), (2, 131, 129), False, True),
+     ((260, 132), (132, 136), False, False), ((3, 130, 64), (64, 132), False, False)],
 )  # fmt: skip
 def test_matmul(gpu: WgpuDevice, a_shape: tuple, b_shape: tuple, ta: bool, tb: bool) -> None:
     a, b = data("a", a_shape), data("b", b_shape)
     fn = Function("mm", (a, b), (("m", make(Op.MATMUL, a, b, arg=d.MatmulArg(ta, tb))),))
     k = a_shape[-2] if ta else a_shape[-1]
     check(gpu, fn, {"a": RNG.standard_normal(a_shape), "b": RNG.standard_normal(b_shape)}, 1e-5 * np.sqrt(k))
+
+
+def test_large_contiguous_matmul_reads_vec4() -> None:
+    from scellis.lower import lower
+
+    a, b = data("a", (260, 132)), data("b", (132, 136))
+    schedule = lower(Function("mm", (a, b), (("m", make(Op.MATMUL, a, b, arg=d.MatmulArg())),)))
+    assert [k.variant for k in schedule.kernels] == ["tile128-vec4"]
+    odd = data("odd", (130, 129))
+    schedule = lower(Function("mm", (odd,), (("m", make(Op.MATMUL, odd, odd, arg=d.MatmulArg(False, True))),)))
+    assert schedule.kernels[0].variant == "tile128"
 
 
 def test_matmul_epilogue_is_one_kernel_and_exact(gpu: WgpuDevice) -> None:

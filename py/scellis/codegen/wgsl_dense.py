@@ -83,9 +83,12 @@ def matmul(kernel: Kernel, schedule: Schedule, b: w.Bindings) -> tuple[str, tupl
     am, ak = a.strides[-2:]
     bk, bn = bm.strides[-2:]
     coords = [*bcoords, "row", "col"]
-    if kernel.variant == "tile128":
-        source = _matmul_large(kernel, schedule, b, decode=decode, bases=(a_base, b_base))
-        return _header(kernel, schedule, b) + source, (-(-n // LARGE), -(-m // LARGE), nbatch)
+    if kernel.variant.startswith("tile128"):
+        vec4 = kernel.variant == "tile128-vec4"
+        source = _matmul_large(kernel, schedule, b, decode=decode, bases=(a_base, b_base), vec4=vec4)
+        declared = b.declarations(schedule, frozenset({a.buffer, bm.buffer}) if vec4 else frozenset())
+        header = declared + "\n" + w.helpers(kernel.expr)
+        return header + source, (-(-n // LARGE), -(-m // LARGE), nbatch)
     r = 4
     tile, tile_k = 16 * r, BLOCKING[r]
     loads = tile * tile_k // 256
@@ -143,18 +146,58 @@ var<workgroup> tile_b: array<array<f32, {tile + PAD}>, {tile_k}>;
     return _header(kernel, schedule, b) + body, groups
 
 
+def _tile_loads(kernel: Kernel, b: w.Bindings, tk: int, vec4: bool) -> str:
+    """Statements staging one K slice of A (transposed) and B into workgroup memory."""
+    a, bm = kernel.inputs[:2]
+    m, n, k = kernel.out.shape[-2], kernel.out.shape[-1], a.shape[-1]
+    sa, sb = b.slot(a.buffer), b.slot(bm.buffer)
+    am, ak = a.strides[-2:]
+    bk, bn = bm.strides[-2:]
+    quads = LARGE // 4
+    if not vec4:
+        return f"""    for (var e = 0u; e < {LARGE * tk // 256}u; e = e + 1u) {{
+      let flat = t + e * 256u;
+      let ra = flat / {tk}u;
+      let ka = flat % {tk}u;
+      var va = 0.0;
+      if (row0 + ra < {m}u && k0 + ka < {k}u) {{ va = in{sa}[a_base + (row0 + ra) * {am}u + (k0 + ka) * {ak}u]; }}
+      tile_a[ka * {quads}u + ra / 4u][ra % 4u] = va;
+      let kb = flat / {LARGE}u;
+      let cb = flat % {LARGE}u;
+      var vb = 0.0;
+      if (k0 + kb < {k}u && col0 + cb < {n}u) {{ vb = in{sb}[b_base + (k0 + kb) * {bk}u + (col0 + cb) * {bn}u]; }}
+      tile_b[kb * {quads}u + cb / 4u][cb % 4u] = vb;
+    }}"""
+    # K and N are multiples of 4 here: a vec4 is either wholly inside the matrix or wholly outside
+    scatter = "\n".join(f"      tile_a[(4u * kq + {c}u) * {quads}u + ra / 4u][ra % 4u] = va[{c}];" for c in range(4))
+    return f"""    for (var e = 0u; e < {LARGE * tk // 1024}u; e = e + 1u) {{
+      let flat = t + e * 256u;
+      let ra = flat / {tk // 4}u;
+      let kq = flat % {tk // 4}u;
+      var va = vec4<f32>(0.0);
+      if (row0 + ra < {m}u && k0 + 4u * kq < {k}u) {{
+        va = in{sa}[(a_base + (row0 + ra) * {am}u + k0 + 4u * kq) / 4u];
+      }}
+{scatter}
+      let kb = flat / {quads}u;
+      let cq = flat % {quads}u;
+      var vb = vec4<f32>(0.0);
+      if (k0 + kb < {k}u && col0 + 4u * cq < {n}u) {{
+        vb = in{sb}[(b_base + (k0 + kb) * {bk}u + col0 + 4u * cq) / 4u];
+      }}
+      tile_b[kb * {quads}u + cq] = vb;
+    }}"""
+
+
 def _matmul_large(
-    kernel: Kernel, schedule: Schedule, b: w.Bindings, *, decode: list[str], bases: tuple[str, str]
+    kernel: Kernel, schedule: Schedule, b: w.Bindings, *, decode: list[str], bases: tuple[str, str], vec4: bool
 ) -> str:
     """128 x 128 tiles; each thread owns rows {4 ty.., 64 + 4 ty..} and columns {4 tx.., 64 + 4 tx..}
     (8 x 8 outputs as 16 vec4 sums), so every K step reads 4 vec4 from workgroup memory for 64
     multiply-adds. Tiles are stored K-major as vec4 rows; edges are bounds-checked on load and store."""
-    a, bm = kernel.inputs[:2]
+    a = kernel.inputs[0]
     *batch, m, n = kernel.out.shape
     k = a.shape[-1]
-    sa, sb = b.slot(a.buffer), b.slot(bm.buffer)
-    am, ak = a.strides[-2:]
-    bk, bn = bm.strides[-2:]
     bcoords = [f"b{i}" for i in range(len(batch))]
     tk = BLOCKING[8]
     quads = LARGE // 4
@@ -185,19 +228,7 @@ var<workgroup> tile_b: array<vec4<f32>, {tk * quads}>;
   let t = lid.y * 16u + lid.x;
 {declare}
   for (var k0 = 0u; k0 < {k}u; k0 = k0 + {tk}u) {{
-    for (var e = 0u; e < {LARGE * tk // 256}u; e = e + 1u) {{
-      let flat = t + e * 256u;
-      let ra = flat / {tk}u;
-      let ka = flat % {tk}u;
-      var va = 0.0;
-      if (row0 + ra < {m}u && k0 + ka < {k}u) {{ va = in{sa}[a_base + (row0 + ra) * {am}u + (k0 + ka) * {ak}u]; }}
-      tile_a[ka * {quads}u + ra / 4u][ra % 4u] = va;
-      let kb = flat / {LARGE}u;
-      let cb = flat % {LARGE}u;
-      var vb = 0.0;
-      if (k0 + kb < {k}u && col0 + cb < {n}u) {{ vb = in{sb}[b_base + (k0 + kb) * {bk}u + (col0 + cb) * {bn}u]; }}
-      tile_b[kb * {quads}u + cb / 4u][cb % 4u] = vb;
-    }}
+{_tile_loads(kernel, b, tk, vec4)}
     workgroupBarrier();
     for (var kk = 0u; kk < {tk}u; kk = kk + 1u) {{
       let a0 = tile_a[kk * {quads}u + lid.y];

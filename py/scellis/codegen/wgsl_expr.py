@@ -41,10 +41,11 @@ class Bindings:
     def slot(self, buffer: int) -> int:
         return self.reads.index(buffer)
 
-    def declarations(self, schedule: Schedule) -> str:
+    def declarations(self, schedule: Schedule, vec4: frozenset[int] = frozenset()) -> str:
+        """`vec4` lists buffers read four floats at a time (their binding is an array<vec4<f32>>)."""
         lines = []
         for i, buffer in enumerate(self.reads):
-            ty = WGSL_TYPE[schedule.buffer(buffer).dtype]
+            ty = "vec4<f32>" if buffer in vec4 else WGSL_TYPE[schedule.buffer(buffer).dtype]
             lines.append(f"@group(0) @binding({i}) var<storage, read> in{i}: array<{ty}>;")
         ty = WGSL_TYPE[schedule.buffer(self.out).dtype]
         lines.append(f"@group(0) @binding({len(self.reads)}) var<storage, read_write> out: array<{ty}>;")
