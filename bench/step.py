@@ -1,5 +1,6 @@
 """Training-step benchmark: ms per step and host time per step, for the digits MLP (64-128-10, batch
-64) and a 784-512-512-10 MLP (batch 256), on each device, in CPython and in Chromium.
+64), the digits CNN (batch 64) and a 784-512-512-10 MLP (batch 256), on each device, in CPython and
+in Chromium.
 
     .venv/bin/python bench/step.py [--steps 30]
 
@@ -24,12 +25,13 @@ from appdriver import served_app  # noqa: E402
 TIMING = """
 import json, struct, time, random
 from scellis.datasets import Split
-from scellis.examples import digits_mlp, mlp
+from scellis.examples import digits_cnn, digits_mlp, mlp
 from scellis.session import Session
 
 async def _bench(device, steps):
     out = {}
     for name, program, width in (("digits MLP 64-128-10, batch 64", digits_mlp(), 64),
+                                  ("digits CNN (2 conv blocks), batch 64", digits_cnn(), 64),
                                   ("MLP 784-512-512-10, batch 256", mlp(784, [512, 512], 10, 256), 784)):
         session = Session(program, device, seed=1, eval_batch=8)
         kernels = len(session.schedule.kernels)

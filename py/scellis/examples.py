@@ -46,3 +46,20 @@ def mlp(inputs: int, hidden: list[int], classes: int, batch: int) -> dict[str, A
     p.add_metric(p.accuracy(logits, y))
     p.set_loop(epochs=1, batch_size=batch)
     return p.to_json()
+
+
+def digits_cnn() -> dict[str, Any]:
+    """The digits as 1x8x8 images: two conv / batch-norm / ReLU / max-pool blocks, dropout, Adam."""
+    p = Program("digits-cnn")
+    x = p.reshape(p.input("pixels", [64]), [1, 8, 8], id="image")
+    y = p.input("digit", [], dtype="int32", role="labels")
+    for i, channels in enumerate((16, 32), start=1):
+        x = p.conv2d(x, channels, 3, padding=1, id=f"conv{i}")
+        x = p.max_pool2d(p.relu(p.batch_norm(x, id=f"norm{i}")), 2, id=f"pool{i}")
+    h = p.dropout(p.relu(p.linear(p.flatten(x), 64, id="hidden")), 0.25, id="drop")
+    logits = p.linear(h, 10, id="logits")
+    p.set_loss(p.cross_entropy(logits, y, id="loss"))
+    p.add_metric(p.accuracy(logits, y, id="accuracy"))
+    p.set_optimizer("adam", lr=3e-3)
+    p.set_loop(epochs=20, batch_size=64)
+    return p.to_json()

@@ -20,7 +20,8 @@ from scellis.ops import defs as d
 from scellis.rng import MASK, PHILOX_M, PHILOX_W, ROUNDS
 
 Source = tuple[str, tuple[int, int, int]]
-NEG_INF = "bitcast<f32>(0xff800000u)"
+# The lowest finite float32: Tint rejects an infinite constant; every pool window holds a real tap.
+NEG_INF = "bitcast<f32>(0xff7fffffu)"
 # Inputs past these are the fused epilogue's Loads, read at the output coordinates.
 MAIN_INPUTS = {Kind.CONV2D: 2, Kind.RANDOM: 2}
 
