@@ -10,13 +10,13 @@ from typing import Any
 import numpy as np
 
 from scellis.ir.function import Function, input_name
-from scellis.ops import DType, Node, Op
+from scellis.ops import DType, Op
 from scellis.ops import defs as d
 from scellis.rng import MASK, PHILOX_M, PHILOX_W, ROUNDS
 
 Array = np.ndarray
-# (argument, input arrays, the node, the float dtype) -> output array
-Impl = Callable[[Any, list[Array], Node, np.dtype], Any]
+# (argument, input arrays, the node (only its .shape is read), the float dtype) -> output array
+Impl = Callable[[Any, list[Array], Any, np.dtype], Any]
 
 
 class ReferenceInputError(ValueError):

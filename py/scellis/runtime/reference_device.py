@@ -1,0 +1,133 @@
+"""The reference device: a kernel schedule executed in numpy, float64, kernel by kernel, through the
+same views, fused expressions and carry copies the other devices run. It speaks the device protocol
+(runtime.device) with the same byte formats, so any test can swap it in; and since its kernels reuse
+the IR reference's op implementations, agreement with `reference.run` checks the lowering itself."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from numpy.lib.stride_tricks import as_strided
+
+from scellis.lower.kernels import Acc, Apply, Const, Coord, Expr, Kernel, Kind, Load, Schedule, View
+from scellis.ops import DType, Op
+from scellis.ops import defs as d
+from scellis.runtime import reference as ref
+from scellis.runtime.ready import Synchronous
+
+FLOAT = np.dtype(np.float64)
+WIRE = {DType.F32: "<f4", DType.I32: "<i4", DType.U32: "<u4", DType.BOOL: "<u4"}
+DIRECT_OPS = {
+    Kind.CONV2D_GRAD_INPUT: Op.CONV2D_GRAD_INPUT,
+    Kind.CONV2D_GRAD_WEIGHT: Op.CONV2D_GRAD_WEIGHT,
+    Kind.MAX_POOL2D: Op.MAX_POOL2D,
+    Kind.MAX_POOL2D_GRAD: Op.MAX_POOL2D_GRAD,
+    Kind.AVG_POOL2D: Op.AVG_POOL2D,
+    Kind.AVG_POOL2D_GRAD: Op.AVG_POOL2D_GRAD,
+    Kind.GATHER: Op.GATHER,
+    Kind.SCATTER_ADD: Op.SCATTER_ADD,
+    Kind.RANDOM: Op.RANDOM,
+    Kind.CONV2D: Op.CONV2D,
+}
+ROWS = {Kind.SOFTMAX: Op.SOFTMAX, Kind.LOG_SOFTMAX: Op.LOG_SOFTMAX, Kind.ARGMAX: Op.ARGMAX}
+
+
+@dataclass(frozen=True)
+class _Shaped:
+    """What the reference's op implementations read of a node: its shape."""
+
+    shape: tuple[int, ...]
+
+
+class ReferenceDevice:
+    name = "reference (numpy, float64)"
+
+    def compile(self, schedule: Schedule) -> CompiledReference:
+        return CompiledReference(schedule)
+
+
+class CompiledReference(Synchronous):
+    def __init__(self, schedule: Schedule) -> None:
+        self.schedule = schedule
+        self.memory = [np.zeros(max(b.size, 1), dtype=ref.numpy_dtype(b.dtype, FLOAT)) for b in schedule.buffers]
+        self.names = dict((*schedule.inputs, *schedule.outputs))
+
+    def _view(self, view: View) -> np.ndarray:
+        flat = self.memory[view.buffer]
+        strides = tuple(s * flat.itemsize for s in view.strides)
+        return as_strided(flat[view.offset :], shape=view.shape, strides=strides)
+
+    def write(self, name: str, data: bytes) -> None:
+        buffer = self.schedule.buffer(self.names[name])
+        values = np.frombuffer(data, dtype=WIRE[buffer.dtype])
+        if values.size != buffer.size:
+            raise ValueError(f"{name!r} holds {buffer.size} elements, got {values.size}")
+        self.memory[buffer.id][: buffer.size] = values.astype(self.memory[buffer.id].dtype)
+
+    def read(self, name: str) -> bytes:
+        buffer = self.schedule.buffer(self.names[name])
+        return self.memory[buffer.id][: buffer.size].astype(WIRE[buffer.dtype]).tobytes()
+
+    def run(self) -> None:
+        for kernel in self.schedule.kernels:
+            self._view(kernel.out)[...] = self._kernel(kernel)
+        for copy in self.schedule.carry:
+            self.memory[copy.dst][...] = self.memory[copy.src]
+
+    def _kernel(self, kernel: Kernel) -> np.ndarray:
+        inputs = [self._view(v) for v in kernel.inputs]
+        acc = self._accumulator(kernel, inputs)
+        return evaluate(kernel.expr, inputs, acc, kernel.out.shape)
+
+    def _accumulator(self, kernel: Kernel, inputs: list[np.ndarray]) -> np.ndarray | None:
+        kind = kernel.kind
+        if kind is Kind.ELEMENTWISE:
+            return None
+        if kind is Kind.MATMUL:
+            return np.matmul(inputs[0], inputs[1])
+        if kind is Kind.REDUCE:
+            assert isinstance(kernel.arg, tuple)
+            op, correction = kernel.arg
+            x = inputs[0]
+            axes = tuple(range(len(kernel.out.shape), x.ndim))
+            return ref.IMPLS[op](d.ReduceArg(axes, False, correction), [x], _Shaped(kernel.out.shape), FLOAT)
+        if kind in ROWS:
+            x = inputs[0]
+            return ref.IMPLS[ROWS[kind]](d.AxisArg(x.ndim - 1), [x], _Shaped(kernel.out.shape), FLOAT)
+        op = DIRECT_OPS[kind]
+        count = 2 if kind in (Kind.CONV2D, Kind.RANDOM) else len(inputs)
+        return ref.IMPLS[op](kernel.arg, inputs[:count], _Shaped(kernel.out.shape), FLOAT)
+
+
+def evaluate(expr: Expr, inputs: list[np.ndarray], acc: np.ndarray | None, shape: tuple[int, ...]) -> np.ndarray:
+    """A fused expression over whole arrays, step by step (the same semantics as each step's IR op)."""
+    values: list[Any] = []
+    for step, dtype in zip(expr.steps, expr.dtypes, strict=True):
+        value: Any
+        if isinstance(step, Load):
+            value = inputs[step.input]
+        elif isinstance(step, Const):
+            value = np.array(step.value, dtype=ref.numpy_dtype(step.dtype, FLOAT))
+        elif isinstance(step, Acc):
+            value = acc
+        elif isinstance(step, Coord):
+            value = np.arange(shape[step.axis], dtype=np.int32).reshape(
+                tuple(-1 if i == step.axis else 1 for i in range(len(shape)))
+            )
+        else:
+            value = _apply(step, [values[s] for s in step.src])
+        values.append(np.asarray(value).astype(ref.numpy_dtype(dtype, FLOAT), copy=False))
+    return np.broadcast_to(values[-1], shape)
+
+
+def _apply(step: Apply, args: list[Any]) -> Any:
+    if step.op in ref.UNARY:
+        return ref.UNARY[step.op](step.arg, args[0])
+    if step.op in ref.BINARY:
+        return ref.BINARY[step.op](args[0], args[1])
+    if step.op is Op.WHERE:
+        return np.where(*args)
+    assert step.op is Op.CAST and isinstance(step.arg, d.CastArg)
+    return args[0].astype(ref.numpy_dtype(step.arg.to, FLOAT))
