@@ -8,8 +8,9 @@ inputs, dispatches every kernel and the carry copies (`param/w` into `w` ...), a
 of the named outputs' bytes that the caller may await later, or never, so the next step is never held
 up by a readback. Bytes are little-endian, 4 per element; bools are u32 0/1.
 
-The `reference` device (numpy, float64) is not a kernel executor: it runs IR directly and is the
-oracle (`runtime.reference`, `runtime.reference_train`).
+Implementations: `runtime.browser_webgpu` (the page's WebGPU, through app/src/executor.js),
+`runtime.wgpu_native` (wgpu-py), `runtime.cpu_device` (the CPU path, in the page or under wasmtime) and
+`runtime.reference_device` (numpy, float64: schedules checked against the IR oracle `runtime.reference`).
 """
 
 from __future__ import annotations
