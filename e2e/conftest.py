@@ -22,8 +22,9 @@ def base_url(dist: Path) -> Iterator[str]:
     httpd.server_close()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def playwright() -> Iterator[Playwright]:
+    """Per module: Playwright's sync API runs an event loop, which must not outlive the e2e modules."""
     with sync_playwright() as p:
         yield p
 

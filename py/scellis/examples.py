@@ -6,6 +6,10 @@ from __future__ import annotations
 from typing import Any
 
 from scellis.graph import Program
+from scellis.ir import Function
+from scellis.ops import DType, Op, const, make
+from scellis.ops.defs import Distribution, RandomArg, Role
+from scellis.ops.node import input_node
 
 
 def digits_mlp() -> dict[str, Any]:
@@ -63,3 +67,11 @@ def digits_cnn() -> dict[str, Any]:
     p.set_optimizer("adam", lr=3e-3)
     p.set_loop(epochs=20, batch_size=64)
     return p.to_json()
+
+
+def random_draws(n: int, site: int = 3, position: int = 11) -> Function:
+    """n uniform float32 draws of a `test` substream (its key is the input `rng.test`), one per element:
+    the same bits on every device, which the tests compare by hash."""
+    key = input_node("rng.test", Role.RNG, DType.U32, (2,))
+    arg = RandomArg(Distribution.UNIFORM, "test", site, (n,))
+    return Function("draws", (key,), (("u", make(Op.RANDOM, key, const(position, DType.U32), arg=arg)),))
