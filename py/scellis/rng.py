@@ -2,12 +2,23 @@
 
 A substream's key is derived on the host from (seed, substream name); a draw is Philox applied to a
 counter, so any draw can be computed anywhere, in any order, on any device. Counter layout used by the
-RANDOM op for element i: (i mod 2**32, site, position, i div 2**32).
+RANDOM op for element i: (i mod 2**32, site, position, i div 2**32), where `site` tells apart the draws
+of one substream within one call (e.g. two dropout layers) and `position` is the substream's position
+for that call (RngState). Bit-level recipes, identical in Python, WGSL and C:
+
+- uniform float32 in [0, 1): (word0 >> 8) * 2**-24 — exact in float32, 2**24 equally likely values;
+- bernoulli(keep = 1 - p): keep when (word0 >> 8) >= ceil(p * 2**24), i.e. uniform >= p;
+- normal: Box-Muller on two words, sqrt(-2 ln u1) cos(2 pi u2) with u1 = ((word0 >> 8) + 1) * 2**-24 in
+  (0, 1] and u2 = (word1 >> 8) * 2**-24 (float32 within 1e-6 across devices, not bit-identical);
+- integers in [0, n): the first of words 0..3 below 2**32 - (2**32 mod n), taken mod n — no modulo bias;
+  if all four are rejected (probability below (n / 2**32)**4) the draw continues at counter word 3 + 1;
+- permutations (epoch shuffles): indices sorted by word0 of counter (i, 0, position, 0), ties by index.
 """
 
 from __future__ import annotations
 
 import hashlib
+from dataclasses import dataclass, field
 
 MASK = 0xFFFFFFFF
 PHILOX_M = (0xD2511F53, 0xCD9E8D57)
@@ -53,3 +64,72 @@ def permutation(n: int, seed: int, epoch: int) -> list[int]:
     key = substream_key(seed, "shuffle")
     words = [philox4x32((i & MASK, 0, epoch & MASK, i >> 32), key)[0] for i in range(n)]
     return sorted(range(n), key=words.__getitem__)
+
+
+def integer(n: int, counter_: tuple[int, int, int, int], key: tuple[int, int]) -> int:
+    """An integer in [0, n) without modulo bias, by the recipe in the module docstring."""
+    if not 1 <= n <= 2**32:
+        raise ValueError(f"integer draws need 1 <= n <= 2**32, got {n}")
+    limit = 2**32 - (2**32 % n)
+    c0, c1, c2, c3 = counter_
+    while True:
+        for word in philox4x32((c0, c1, c2, c3), key):
+            if word < limit:
+                return word % n
+        c3 = (c3 + 1) & MASK
+
+
+def key_input(substream: str) -> str:
+    """Name of the IR input that holds a substream's key (u32[2])."""
+    return f"rng.{substream}"
+
+
+def position_input(substream: str) -> str:
+    """Name of the IR input that holds a substream's draw position for this call (u32 scalar)."""
+    return f"rng.{substream}.position"
+
+
+def position_substream(name: str) -> str | None:
+    """The substream whose position input is `name`, if it is one."""
+    if name.startswith("rng.") and name.endswith(".position"):
+        return name[len("rng.") : -len(".position")]
+    return None
+
+
+@dataclass
+class RngState:
+    """The seed and the next draw position of each substream: all a run needs to replay every draw.
+    Small and JSON-serialisable, so a checkpoint stores it and a resumed run continues the streams.
+
+    Positions advance independently: drawing more from one substream never moves another."""
+
+    seed: int
+    positions: dict[str, int] = field(default_factory=dict)
+
+    def key(self, substream: str) -> tuple[int, int]:
+        return substream_key(self.seed, substream)
+
+    def peek(self, substream: str) -> int:
+        return self.positions.get(substream, 0)
+
+    def take(self, substream: str) -> int:
+        """The substream's next position, which this call uses up."""
+        position = self.peek(substream)
+        if position >= 2**32:
+            raise OverflowError(f"substream {substream!r} has used all 2**32 positions")
+        self.positions[substream] = position + 1
+        return position
+
+    def to_json(self) -> dict[str, object]:
+        return {"format": "scellis.rng/1", "seed": self.seed, "positions": dict(sorted(self.positions.items()))}
+
+    @classmethod
+    def from_json(cls, data: dict[str, object]) -> RngState:
+        if data.get("format") != "scellis.rng/1":
+            raise ValueError(f"not an RNG state: format is {data.get('format')!r}, expected 'scellis.rng/1'")
+        seed, positions = data.get("seed"), data.get("positions")
+        if not isinstance(seed, int) or not isinstance(positions, dict):
+            raise ValueError("an RNG state needs an integer seed and a positions object")
+        if not all(isinstance(k, str) and isinstance(v, int) and v >= 0 for k, v in positions.items()):
+            raise ValueError("RNG positions map substream names to non-negative integers")
+        return cls(seed, dict(positions))

@@ -14,12 +14,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from scellis.datasets import Split
-from scellis.graph.lowering import POSITION
 from scellis.ir.function import Function, input_name, input_role
 from scellis.lower import Schedule, lower
 from scellis.ops.defs import Role
 from scellis.pipeline import Compiled, compile_program
-from scellis.rng import permutation, substream_key
+from scellis.rng import RngState, permutation, position_substream
 from scellis.runtime.device import CompiledStep, Device
 
 
@@ -42,7 +41,7 @@ def _f32(data: bytes) -> float:
 class Session:
     def __init__(self, program: dict[str, Any], device: Device, seed: int, eval_batch: int) -> None:
         self.compiled: Compiled = compile_program(program, eval_batch=eval_batch)
-        self.device, self.seed, self.position = device, seed, 0
+        self.device, self.rng, self.steps = device, RngState(seed), 0
         step_fn = self.compiled.step
         self.batch = self.compiled.program.loop.batch_size
         self.features, self.labels = _role_input(step_fn, Role.DATA), _role_input(step_fn, Role.LABEL)
@@ -58,10 +57,19 @@ class Session:
 
     def _keys(self, fn: Function) -> dict[str, bytes]:
         return {
-            input_name(n): struct.pack("<2I", *substream_key(self.seed, input_name(n).removeprefix("rng.")))
+            input_name(n): struct.pack("<2I", *self.rng.key(input_name(n).removeprefix("rng.")))
             for n in fn.inputs
             if input_role(n) is Role.RNG
         }
+
+    def _positions(self) -> dict[str, bytes]:
+        """This step's position of every substream the step draws from (each advances by one)."""
+        out = {}
+        for node in self.compiled.step.inputs:
+            substream = position_substream(input_name(node))
+            if substream is not None:
+                out[input_name(node)] = struct.pack("<I", self.rng.take(substream))
+        return out
 
     async def _compile(self, schedule: Schedule) -> CompiledStep:
         """Device compiles may be immediate (CPython) or awaitable (the browser checks its pipelines)."""
@@ -76,23 +84,22 @@ class Session:
         init = await self._compile(lower(self.compiled.init))
         names = [name for name, _ in self.compiled.init.outputs]
         values = await init.step(self._keys(self.compiled.init), names)
+        self.rng.take("init")  # the init function draws at position 0
         for name, data in values.items():
             self.step.write(name.split("/", 1)[1], data)
         for name, data in self._keys(self.compiled.step).items():
             self.step.write(name, data)
 
-    async def train_epoch(self, train: Split, epoch: int) -> float:
-        """One epoch of full batches in the shuffled order; returns the last step's loss."""
-        order = permutation(train.n, self.seed, epoch)
+    async def train_epoch(self, train: Split) -> float:
+        """One epoch of full batches in the order of the `shuffle` substream's next position; returns
+        the last step's loss."""
+        order = permutation(train.n, self.rng.seed, self.rng.take("shuffle"))
         pending = None
-        has_position = self.compiled.step.has_input(POSITION)
         starts = range(0, train.n - self.batch + 1, self.batch)
         for start in starts:
             x, y = train.rows(order[start : start + self.batch])
-            writes = {self.features: x, self.labels: y}
-            if has_position:
-                writes[POSITION] = struct.pack("<I", self.position)
-            self.position += 1
+            writes = {self.features: x, self.labels: y, **self._positions()}
+            self.steps += 1
             pending = self.step.submit(writes, ["loss"] if start == starts[-1] else [])
         if pending is None:
             raise ValueError(f"the training split has {train.n} examples, fewer than one batch of {self.batch}")
@@ -111,8 +118,8 @@ class Session:
         await self.start()
         results = []
         for epoch in range(epochs):
-            loss = await self.train_epoch(train, epoch)
-            result = EpochResult(epoch, self.position, loss, await self.evaluate(test))
+            loss = await self.train_epoch(train)
+            result = EpochResult(epoch, self.steps, loss, await self.evaluate(test))
             results.append(result)
             if report is not None:
                 report(result)

@@ -17,7 +17,6 @@ from cpu_run import DEVICE, from_device, to_device
 
 from scellis.examples import digits_mlp
 from scellis.graph import Program
-from scellis.graph.lowering import POSITION
 from scellis.ir.function import Function, input_name, input_role
 from scellis.lower import lower
 from scellis.ops.defs import Role
@@ -98,8 +97,8 @@ def test_training_steps_match_the_reference(cpu: CpuPath, program) -> None:
         batch = next(data)
         for name, value in batch.items():
             device.write(name, to_device(value, fn.input(name).dtype))
-        if fn.has_input(POSITION):
-            device.write(POSITION, to_device(np.array(state.position), fn.input(POSITION).dtype))
+        for name, value in rt.positions(fn, state).items():
+            device.write(name, to_device(value, fn.input(name).dtype))
         device.run()
         report = rt.step(fn, state, batch)
         loss = from_device(device.read("loss"), fn.output("loss"))

@@ -309,7 +309,7 @@ def test_cnn_training_steps_match_the_reference(device: WgpuDevice) -> None:
     rng = np.random.default_rng(8)
     for _ in range(3):
         batch = {"x": f32(rng, (3, 3, 9, 7)), "y": rng.integers(0, 5, 3)}
-        write(gpu, step, {**batch, "rng.position": np.array(state.position)})
+        write(gpu, step, {**batch, **rt.positions(step, state)})
         gpu.run()
         rt.step(step, state, batch)
     got = read(gpu, step)

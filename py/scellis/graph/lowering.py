@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from scellis.ops import DType, Node
 from scellis.ops.defs import Role
 from scellis.ops.node import input_node
+from scellis.rng import key_input, position_input
 
 
 class Mode(enum.Enum):
@@ -38,9 +39,6 @@ class Slot:
     init: Init
     trainable: bool
     node_id: str
-
-
-POSITION = "rng.position"
 
 
 class Lowering:
@@ -83,8 +81,8 @@ class Lowering:
 
     def rng(self, substream: str) -> tuple[Node, Node, int]:
         """(key, position, site) for one more draw site of `substream` in this program."""
-        key = self._input(f"rng.{substream}", Role.RNG, DType.U32, (2,))
-        position = self._input(POSITION, Role.SETTING, DType.U32, ())
+        key = self._input(key_input(substream), Role.RNG, DType.U32, (2,))
+        position = self._input(position_input(substream), Role.SETTING, DType.U32, ())
         site = self._sites.get(substream, 0)
         self._sites[substream] = site + 1
         return key, position, site

@@ -9,21 +9,33 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from scellis.graph.lowering import POSITION
 from scellis.ir.function import Function, input_name, input_role
 from scellis.ops.defs import Role
 from scellis.optim.optimizers import STEP
-from scellis.rng import substream_key
+from scellis.rng import RngState, position_substream, substream_key
 from scellis.runtime.reference import philox, run
 
 
 @dataclass
 class TrainState:
-    """Everything a step reads besides the batch: parameters, states, the RNG position."""
+    """Everything a step reads besides the batch: parameters, states, and the RNG state."""
 
     values: dict[str, np.ndarray] = field(default_factory=dict)
-    seed: int = 0
-    position: int = 0
+    rng: RngState = field(default_factory=lambda: RngState(0))
+
+    @property
+    def seed(self) -> int:
+        return self.rng.seed
+
+
+def positions(fn: Function, state: TrainState) -> dict[str, np.ndarray]:
+    """The position inputs of `fn` for its next call (without using them up)."""
+    out = {}
+    for node in fn.inputs:
+        substream = position_substream(input_name(node))
+        if substream is not None:
+            out[input_name(node)] = np.array(state.rng.peek(substream), dtype=np.uint32)
+    return out
 
 
 def keys(fn: Function, seed: int) -> dict[str, np.ndarray]:
@@ -39,7 +51,8 @@ def keys(fn: Function, seed: int) -> dict[str, np.ndarray]:
 def initial_state(init: Function, step_fn: Function, seed: int, float_dtype: type = np.float64) -> TrainState:
     """Parameters and states from `init`, optimizer state zero, for training with `step_fn`."""
     values = run(init, keys(init, seed), float_dtype)
-    state = TrainState({name.split("/", 1)[1]: value for name, value in values.items()}, seed)
+    state = TrainState({name.split("/", 1)[1]: value for name, value in values.items()}, RngState(seed))
+    state.rng.take("init")
     for node in step_fn.inputs:
         name = input_name(node)
         if input_role(node) is Role.STATE and name not in state.values:
@@ -64,15 +77,15 @@ def batches(features: np.ndarray, labels: np.ndarray, size: int, seed: int, epoc
 
 def step(fn: Function, state: TrainState, data: dict[str, np.ndarray], float_dtype: type = np.float64) -> dict:
     """One training step; updates `state` in place and returns the step's other outputs (loss, metrics, lr)."""
-    inputs = {**data, **keys(fn, state.seed)}
+    inputs = {**data, **keys(fn, state.seed), **positions(fn, state)}
     for node in fn.inputs:
         name = input_name(node)
         if input_role(node) in (Role.PARAM, Role.STATE):
             inputs[name] = state.values[name]
-        elif name == POSITION:
-            inputs[name] = np.array(state.position, dtype=np.uint32)
+        substream = position_substream(name)
+        if substream is not None:
+            state.rng.take(substream)
     outputs = run(fn, inputs, float_dtype)
-    state.position += 1
     report = {}
     for name, value in outputs.items():
         kind, _, target = name.partition("/")
