@@ -78,3 +78,37 @@ def test_a_session_records_what_each_substream_used() -> None:
     asyncio.run(session.fit(train, test, epochs=1))
     steps = train.n // 64
     assert session.rng.positions == {"init": 1, "shuffle": 1, "dropout": steps}
+
+
+def test_distributions_pass_sanity_checks() -> None:
+    """Mean, variance and a chi-square test for uniform, normal and bernoulli draws (reference Philox)."""
+    import math
+
+    import numpy as np
+
+    from scellis.ir import Function
+    from scellis.ops import DType, Op, const, make
+    from scellis.ops import defs as d
+    from scellis.ops.node import input_node
+    from scellis.runtime.reference import run
+
+    n = 200_000
+
+    def draw(dist: d.Distribution, p: float = 0.0) -> np.ndarray:
+        key = input_node("rng.test", d.Role.RNG, DType.U32, (2,))
+        node = make(Op.RANDOM, key, const(4, DType.U32), arg=d.RandomArg(dist, "test", 0, (n,), p))
+        return run(Function("draw", (key,), (("x", node),)), {"rng.test": np.array(substream_key(9, "test"))})["x"]
+
+    u = draw(d.Distribution.UNIFORM)
+    assert u.min() >= 0 and u.max() < 1 and abs(u.mean() - 0.5) < 0.005 and abs(u.var() - 1 / 12) < 0.002
+    counts = np.histogram(u, bins=20, range=(0, 1))[0]
+    assert float(((counts - n / 20) ** 2 / (n / 20)).sum()) < 43.8  # 19 dof, p = 0.001
+    z = draw(d.Distribution.NORMAL)
+    assert abs(z.mean()) < 0.01 and abs(z.var() - 1) < 0.02
+    edges = np.array([-np.inf, -1.5, -0.5, 0.0, 0.5, 1.5, np.inf])
+    cdf = np.array([0.5 * (1 + math.erf(e / math.sqrt(2))) if np.isfinite(e) else float(e > 0) for e in edges])
+    expected = np.diff(cdf) * n
+    observed = np.histogram(z, bins=edges)[0]
+    assert float(((observed - expected) ** 2 / expected).sum()) < 20.5  # 5 dof, p = 0.001
+    keep = draw(d.Distribution.BERNOULLI, 0.3)
+    assert abs(keep.mean() - 0.7) < 4 * math.sqrt(0.21 / n)
