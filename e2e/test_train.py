@@ -4,11 +4,9 @@ accuracy, on the device the page names."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 
 import pytest
-from appdriver import LoadedApp, launch, open_app
-from playwright.sync_api import Playwright
+from appdriver import LoadedApp
 
 TRAIN_TIMEOUT_MS = 900_000
 
@@ -30,19 +28,10 @@ def train(app: LoadedApp) -> dict:
 DEVICE_LINES = {"webgpu": "Runs on: WebGPU — google swiftshader", "cpu": "Runs on: CPU path (WebAssembly)"}
 
 
-@pytest.fixture(scope="module", params=["webgpu", "cpu"])
-def fresh_app(request: pytest.FixtureRequest, playwright: Playwright, base_url: str) -> Iterator[LoadedApp]:
-    browser = launch(playwright, webgpu=request.param == "webgpu")
-    try:
-        yield open_app(browser, base_url)
-    finally:
-        browser.close()
-
-
-def test_digits_mlp_trains_to_95_percent(fresh_app: LoadedApp, request: pytest.FixtureRequest) -> None:
-    kind = request.node.callspec.params["fresh_app"]
-    assert fresh_app.page.evaluate("() => document.body.dataset.device") == kind
-    result = train(fresh_app)
+def test_digits_mlp_trains_to_95_percent(loaded: LoadedApp, request: pytest.FixtureRequest) -> None:
+    kind = request.node.callspec.params["loaded"]
+    assert loaded.page.evaluate("() => document.body.dataset.device") == kind
+    result = train(loaded)
     assert result["state"] == "done", result["status"]
     assert result["device"] == DEVICE_LINES[kind]
     assert result["rows"] == 20

@@ -18,6 +18,7 @@ for that call (RngState). Bit-level recipes, identical in Python, WGSL and C:
 from __future__ import annotations
 
 import hashlib
+import struct
 from dataclasses import dataclass, field
 
 MASK = 0xFFFFFFFF
@@ -64,6 +65,13 @@ def permutation(n: int, seed: int, epoch: int) -> list[int]:
     key = substream_key(seed, "shuffle")
     words = [philox4x32((i & MASK, 0, epoch & MASK, i >> 32), key)[0] for i in range(n)]
     return sorted(range(n), key=words.__getitem__)
+
+
+def uniform_bytes(n: int, site: int, position: int, key: tuple[int, int]) -> bytes:
+    """The RANDOM op's uniform draws for elements 0..n-1, as little-endian float32 (the pure-Python
+    oracle that every device's draws are compared with)."""
+    words = (philox4x32(counter(i, site, position), key)[0] for i in range(n))
+    return struct.pack(f"<{n}f", *(uniform(w) for w in words))
 
 
 def integer(n: int, counter_: tuple[int, int, int, int], key: tuple[int, int]) -> int:

@@ -8,14 +8,13 @@ import asyncio
 import hashlib
 import struct
 
-import numpy as np
 import pytest
 import wgpu
 
 from scellis.codegen.wgsl_spatial import PHILOX_FN
 from scellis.examples import random_draws
 from scellis.lower import lower
-from scellis.rng import philox4x32
+from scellis.rng import philox4x32, uniform_bytes
 from scellis.runtime.cpu import CpuPath
 from scellis.runtime.cpu_device import CpuDevice
 from scellis.runtime.reference_device import ReferenceDevice
@@ -93,9 +92,7 @@ def draw_hash(device: object) -> str:
 
 
 def python_hash() -> str:
-    """The same draws from the pure-Python Philox, word by word (the oracle the devices must match)."""
-    words = np.array([philox4x32((i, 3, 11, 0), (0x01234567, 0x89ABCDEF))[0] for i in range(DRAWS)], dtype=np.uint64)
-    return hashlib.sha256(((words >> np.uint64(8)).astype(np.float64) * 2.0**-24).astype("<f4").tobytes()).hexdigest()
+    return hashlib.sha256(uniform_bytes(DRAWS, 3, 11, (0x01234567, 0x89ABCDEF))).hexdigest()
 
 
 @pytest.fixture(scope="module")
