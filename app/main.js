@@ -16,9 +16,9 @@ import { prepareDevice, trainExample } from "./src/train.js";
 
 const EPOCHS = 20;
 
-function startTraining(session) {
+function startTraining(session, level) {
   const kind = session.report.selected.device.kind;
-  trainExample(session.pyodide, kind, EPOCHS, showEpoch)
+  trainExample(session.pyodide, kind, level, EPOCHS, showEpoch)
     .then((last) => showTrainDone(last, null))
     .catch((error) => {
       console.error(error);
@@ -45,7 +45,7 @@ boot(showStage)
     const readyMs = performance.now(); // since navigation began
     window.scellis = { ...session, readyMs, stages: stagesSeen, prepareDevice };
     showReady(session, readyMs);
-    showTrainPanel(session.report.selected, () => startTraining(session));
+    showTrainPanel(session.report.selected, session.report.levels, (level) => startTraining(session, level));
     return Promise.all([
       exampleGuide(session.pyodide).then(showGuide),
       enableOffline(session.buildText)

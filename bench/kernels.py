@@ -23,6 +23,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "py"))
 
 from scellis.ir import Function
+from scellis.levels import Level
 from scellis.lower import lower
 from scellis.ops import DType, Op, make
 from scellis.ops import defs as d
@@ -51,7 +52,7 @@ def webgpu(n: int, repeat: int, runs: int) -> tuple[str, list[float]]:
     from scellis.runtime.wgpu_native import WgpuDevice
 
     device = WgpuDevice()
-    compiled = device.compile(lower(matmul_function(n)))
+    compiled = device.compile(lower(matmul_function(n), Level.PROD))
     rng = np.random.default_rng(0)
     for name in ("a", "b"):
         compiled.write(name, rng.standard_normal((n, n)).astype("<f4").tobytes())
@@ -85,7 +86,7 @@ def cpu(n: int, repeat: int, runs: int) -> tuple[str, list[float]]:
     from scellis.runtime.cpu import CpuPath
     from scellis.runtime.cpu_device import compile_schedule
 
-    compiled = compile_schedule(asyncio.run(CpuPath.open()), lower(matmul_function(n)))
+    compiled = compile_schedule(asyncio.run(CpuPath.open()), lower(matmul_function(n), Level.PROD))
     rng = np.random.default_rng(0)
     for name in ("a", "b"):
         compiled.write(name, rng.standard_normal((n, n)).astype("<f4").tobytes())

@@ -22,6 +22,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "py"))
 
 from scellis.examples import random_draws
+from scellis.levels import Level
 from scellis.lower import lower
 from scellis.rng import philox4x32
 from scellis.runtime.cpu_device import CpuDevice
@@ -33,7 +34,7 @@ KEY = (0x01234567, 0x89ABCDEF)
 
 
 def device_rate(device: object, draws: int, runs: int, wait: object = None) -> float:
-    compiled = device.compile(lower(random_draws(draws)))  # type: ignore[attr-defined]
+    compiled = device.compile(lower(random_draws(draws), Level.PROD))  # type: ignore[attr-defined]
     compiled.write("rng.test", struct.pack("<2I", *KEY))
     times = []
     for _ in range(runs + 1):

@@ -27,13 +27,14 @@ import json, struct, time, random
 from scellis.datasets import Split
 from scellis.examples import digits_cnn, digits_mlp, mlp
 from scellis.session import Session
+from scellis.levels import Level
 
 async def _bench(device, steps):
     out = {}
     for name, program, width in (("digits MLP 64-128-10, batch 64", digits_mlp(), 64),
                                   ("digits CNN (2 conv blocks), batch 64", digits_cnn(), 64),
                                   ("MLP 784-512-512-10, batch 256", mlp(784, [512, 512], 10, 256), 784)):
-        session = Session(program, device, seed=1, eval_batch=8)
+        session = Session(program, device, seed=1, level=Level.PROD, eval_batch=8)
         kernels = len(session.schedule.kernels)
         await session.start()
         batch = session.batch

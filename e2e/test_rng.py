@@ -15,7 +15,8 @@ import hashlib, struct
 from scellis.examples import random_draws
 from scellis.lower import lower
 from scellis.runtime.cpu_device import CpuDevice
-schedule = lower(random_draws(DRAWS))
+from scellis.levels import Level
+schedule = lower(random_draws(DRAWS), Level.DEBUG)
 devices = [("cpu", await CpuDevice.open())]
 if KIND == "webgpu":
     from scellis.runtime.browser_webgpu import BrowserWebGPU

@@ -92,5 +92,5 @@ def test_guide_shows_the_example_programs_ir(loaded: LoadedApp) -> None:
     assert typed_ir.startswith("func digits-mlp.train(\n    %pixels: f32[64,64] data,\n    %digit: i32[64] label,")
     assert "matmul(%pixels, %hidden.weight) : f32[64,128]" in typed_ir
     assert loaded.page.evaluate("() => document.getElementById('guide-summary').textContent").endswith(
-        f"Training-step key {compile_program(digits_mlp()).key}."
+        f"kernels shown for level prod. Training-step key {compile_program(digits_mlp()).key}."
     )

@@ -8,10 +8,15 @@ import json
 import pytest
 from appdriver import LoadedApp
 
+from scellis.levels import PROMISES, Level
+
 TRAIN_TIMEOUT_MS = 900_000
 
 
-def train(app: LoadedApp) -> dict:
+def train(app: LoadedApp, level: str) -> dict:
+    assert app.page.is_disabled("#train-button")  # no level, no training
+    app.page.select_option("#train-level", level)
+    assert app.page.inner_text("#level-promise") == PROMISES[Level(level)]
     app.page.click("#train-button")
     app.page.wait_for_selector("#train[data-state=done], #train[data-state=error]", timeout=TRAIN_TIMEOUT_MS)
     return json.loads(
@@ -31,9 +36,10 @@ DEVICE_LINES = {"webgpu": "Runs on: WebGPU — google swiftshader", "cpu": "Runs
 def test_digits_mlp_trains_to_95_percent(loaded: LoadedApp, request: pytest.FixtureRequest) -> None:
     kind = request.node.callspec.params["loaded"]
     assert loaded.page.evaluate("() => document.body.dataset.device") == kind
-    result = train(loaded)
+    level = {"webgpu": "prod", "cpu": "debug"}[kind]
+    result = train(loaded, level)
     assert result["state"] == "done", result["status"]
     assert result["device"] == DEVICE_LINES[kind]
     assert result["rows"] == 20
     assert float(result["accuracy"]) >= 0.95
-    assert result["status"].startswith("done: test accuracy")
+    assert result["status"].startswith("done: test accuracy") and result["status"].endswith(f"level {level}")

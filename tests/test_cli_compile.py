@@ -18,7 +18,7 @@ def scellis(*args: str) -> subprocess.CompletedProcess:
 def test_prints_every_stage_and_the_key(tmp_path: Path) -> None:
     program = tmp_path / "digits.json"
     program.write_text(json.dumps(digits_mlp()))
-    done = scellis("compile", str(program))
+    done = scellis("compile", str(program), "--level", "prod")
     assert done.returncode == 0, done.stderr
     for title in STAGE_TITLES:
         assert f"== {title} ==" in done.stdout
@@ -28,18 +28,27 @@ def test_prints_every_stage_and_the_key(tmp_path: Path) -> None:
 def test_one_stage_and_batch(tmp_path: Path) -> None:
     program = tmp_path / "digits.json"
     program.write_text(json.dumps(digits_mlp()))
-    done = scellis("compile", str(program), "--stage", "typed IR", "--batch", "8")
+    done = scellis("compile", str(program), "--level", "debug", "--stage", "typed IR", "--batch", "8")
     assert done.returncode == 0 and "%pixels: f32[8,64] data" in done.stdout and "backward IR" not in done.stdout
-    assert scellis("compile", str(program), "--stage", "nope").returncode == 2
+    assert scellis("compile", str(program), "--level", "prod", "--stage", "nope").returncode == 2
 
 
 def test_bad_files_are_named(tmp_path: Path) -> None:
-    missing = scellis("compile", str(tmp_path / "none.json"))
+    missing = scellis("compile", str(tmp_path / "none.json"), "--level", "prod")
     assert missing.returncode == 2 and "cannot read" in missing.stderr
     broken = tmp_path / "broken.json"
     data = digits_mlp()
     data["nodes"][2]["params"]["features"] = 0
     broken.write_text(json.dumps(data))
-    done = scellis("compile", str(broken))
+    done = scellis("compile", str(broken), "--level", "prod")
     assert done.returncode == 2
     assert "node 'hidden' (nodes[2].params.features): must be at least 1, got 0" in done.stderr
+
+
+def test_the_level_is_required(tmp_path: Path) -> None:
+    program = tmp_path / "digits.json"
+    program.write_text(json.dumps(digits_mlp()))
+    done = scellis("compile", str(program))
+    assert done.returncode == 2 and "--level" in done.stderr
+    debug = scellis("compile", str(program), "--level", "debug", "--stage", "kernel schedule (training step)")
+    assert debug.returncode == 0 and "level debug" in debug.stdout and "tile128" not in debug.stdout

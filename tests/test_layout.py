@@ -11,7 +11,7 @@ ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "py" / "scellis"
 # Pipeline stages, upstream first: a stage may import only stages before it (and base modules).
 STAGES = ["graph", "ir", "autodiff", "optim", "loop", "lower", "plan", "codegen", "runtime"]
-BASE = {"assets", "engine", "rng", "ops", "datasets"}  # below every stage; they import only each other
+BASE = {"assets", "engine", "rng", "ops", "datasets", "levels"}  # below every stage; they import only each other
 TOP = {"cli", "serve", "__main__", "pipeline", "examples", "session", "app"}  # above every stage
 BROWSER_MODULES = {"js", "pyodide"}
 

@@ -7,6 +7,7 @@ import asyncio
 
 from scellis.datasets import digits_csv, read_digits
 from scellis.examples import digits_mlp
+from scellis.levels import Level
 from scellis.runtime.wgpu_native import WgpuDevice
 from scellis.session import Session
 
@@ -14,7 +15,7 @@ from scellis.session import Session
 def test_digits_mlp_trains_on_webgpu() -> None:
     train, test = read_digits(digits_csv().read_bytes())
     assert (train.n, test.n) == (1438, 359)
-    session = Session(digits_mlp(), WgpuDevice(), seed=1, eval_batch=test.n)
+    session = Session(digits_mlp(), WgpuDevice(), seed=1, level=Level.PROD, eval_batch=test.n)
     seen = []
     results = asyncio.run(session.fit(train, test, epochs=20, report=seen.append))
     assert seen == results and [r.epoch for r in results] == list(range(20))
@@ -29,6 +30,6 @@ def test_digits_mlp_trains_on_the_cpu_path() -> None:
     train, test = read_digits(digits_csv().read_bytes())
     device = asyncio.run(CpuDevice.open())
     assert device.name.startswith("CPU path (WebAssembly) via wasmtime")
-    session = Session(digits_mlp(), device, seed=1, eval_batch=test.n)
+    session = Session(digits_mlp(), device, seed=1, level=Level.PROD, eval_batch=test.n)
     results = asyncio.run(session.fit(train, test, epochs=20))
     assert results[-1].metrics["metric/accuracy"] >= 0.95

@@ -15,9 +15,10 @@ async function fetchText(url) {
 const GUIDE_PY = `
 import json, time
 from scellis.examples import digits_mlp
+from scellis.levels import Level
 from scellis.pipeline import compile_program
 start = time.perf_counter()
-guide = compile_program(digits_mlp()).guide()
+guide = compile_program(digits_mlp()).guide(Level.PROD)
 guide["compile_ms"] = (time.perf_counter() - start) * 1000
 json.dumps(guide)
 `;

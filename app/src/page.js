@@ -50,7 +50,8 @@ export function showReady({ build, report }, readyMs) {
 export function showGuide(guide) {
   document.getElementById("guide-name").textContent = guide.name;
   document.getElementById("guide-summary").textContent =
-    `Compiled in this page in ${guide.compile_ms.toFixed(0)} ms. Training-step key ${guide.key}.`;
+    `Compiled in this page in ${guide.compile_ms.toFixed(0)} ms; kernels shown for level ${guide.level}. ` +
+    `Training-step key ${guide.key}.`;
   const stages = document.getElementById("guide-stages");
   stages.replaceChildren();
   guide.stages.forEach(([title, text], index) => {
@@ -69,17 +70,25 @@ export function showGuide(guide) {
   section.dataset.ready = "yes";
 }
 
-export function showTrainPanel(selected, onTrain) {
+// The level has no default: training starts only once one is chosen, and its promise is shown.
+export function showTrainPanel(selected, promises, onTrain) {
   const section = document.getElementById("train");
+  const level = document.getElementById("train-level");
+  level.onchange = () => {
+    document.getElementById("level-promise").textContent = promises[level.value];
+    document.getElementById("train-button").disabled = false;
+  };
   const device = selected.device;
   const where = device.kind === "cpu" ? "CPU path (WebAssembly)" : `WebGPU — ${device.name}`;
   document.getElementById("train-device").textContent = `Runs on: ${where}`;
   const button = document.getElementById("train-button");
   button.onclick = () => {
     button.disabled = true;
+    level.disabled = true;
     section.dataset.state = "running";
-    document.getElementById("train-status").textContent = "training…";
-    onTrain();
+    section.dataset.level = level.value;
+    document.getElementById("train-status").textContent = `training at level ${level.value}…`;
+    onTrain(level.value);
   };
   section.hidden = false;
 }
@@ -102,7 +111,7 @@ export function showTrainDone(last, error) {
   if (!error) section.dataset.accuracy = String(last.test["metric/accuracy"]);
   document.getElementById("train-status").textContent = error
     ? `training failed: ${error.message}`
-    : `done: test accuracy ${(last.test["metric/accuracy"] * 100).toFixed(1)} % after ${last.steps} steps`;
+    : `done: test accuracy ${(last.test["metric/accuracy"] * 100).toFixed(1)} % after ${last.steps} steps, level ${last.level}`;
 }
 
 export function showOffline(status) {

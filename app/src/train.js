@@ -8,7 +8,7 @@ const DATA_FILES = ["digits-train-x.f32", "digits-train-y.i32", "digits-test-x.f
 const TRAIN_PY = `
 from scellis.app import train_example
 files = {name: bytes(data) for name, data in js_files.to_py().items()}
-await train_example(files, device_kind, epochs, report)
+await train_example(files, device_kind, level, epochs, report)
 `;
 
 async function fetchData(base) {
@@ -30,10 +30,10 @@ export async function prepareDevice(kind) {
   globalThis.scellisGpu = await openDevice(adapter);
 }
 
-export async function trainExample(pyodide, deviceKind, epochs, onEpoch) {
+export async function trainExample(pyodide, deviceKind, level, epochs, onEpoch) {
   const base = new URL(".", location.href);
   const [files] = await Promise.all([fetchData(base), prepareDevice(deviceKind)]);
-  const globals = pyodide.toPy({ device_kind: deviceKind, epochs });
+  const globals = pyodide.toPy({ device_kind: deviceKind, level, epochs });
   globals.set("js_files", files);
   globals.set("report", (text) => onEpoch(JSON.parse(text)));
   const last = await pyodide.runPythonAsync(TRAIN_PY, { globals });

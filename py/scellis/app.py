@@ -9,6 +9,7 @@ from typing import Any
 
 from scellis.datasets import from_files
 from scellis.examples import digits_mlp
+from scellis.levels import parse_level
 from scellis.runtime.device import Device
 from scellis.session import EpochResult, Session
 
@@ -25,18 +26,28 @@ async def _device(kind: str) -> Device:
     raise ValueError(f"unknown device kind {kind!r} (expected 'webgpu' or 'cpu')")
 
 
-async def train_example(files: dict[str, bytes], device_kind: str, epochs: int, report: Callable[[str], None]) -> str:
-    """Train the digits MLP; `report` receives each epoch as JSON; returns the last epoch as JSON."""
+async def train_example(
+    files: dict[str, bytes], device_kind: str, level: str, epochs: int, report: Callable[[str], None]
+) -> str:
+    """Train the digits MLP at the chosen determinism level; `report` receives each epoch as JSON;
+    returns the last epoch as JSON."""
     train, test = from_files(files)
-    session = Session(digits_mlp(), await _device(device_kind), seed=1, eval_batch=test.n)
+    device = await _device(device_kind)
+    session = Session(digits_mlp(), device, seed=1, level=parse_level(level), eval_batch=test.n)
 
     def send(result: EpochResult) -> None:
-        report(json.dumps(_epoch_json(result)))
+        report(json.dumps(_epoch_json(result, session.level.value)))
 
     results = await session.fit(train, test, epochs, send)
-    return json.dumps(_epoch_json(results[-1]))
+    return json.dumps(_epoch_json(results[-1], session.level.value))
 
 
-def _epoch_json(result: EpochResult) -> dict[str, Any]:
+def _epoch_json(result: EpochResult, level: str) -> dict[str, Any]:
     """Epochs count from 1 on screen; metrics are the held-out split's (`loss`, `metric/<node>`)."""
-    return {"epoch": result.epoch + 1, "steps": result.steps, "train_loss": result.loss, "test": result.metrics}
+    return {
+        "epoch": result.epoch + 1,
+        "steps": result.steps,
+        "train_loss": result.loss,
+        "test": result.metrics,
+        "level": level,
+    }

@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from scellis.levels import Level
+
 CHECKOUT = Path(__file__).resolve().parents[2]
 
 
@@ -36,6 +38,7 @@ def info(args: argparse.Namespace) -> int:
 def compile_cmd(args: argparse.Namespace) -> int:
     """Print the artifacts of a program's stages (what the app's Guide shows)."""
     from scellis.graph import ProgramError
+    from scellis.levels import parse_level
     from scellis.pipeline import compile_program
 
     try:
@@ -48,7 +51,7 @@ def compile_cmd(args: argparse.Namespace) -> int:
     except ProgramError as err:
         print(f"scellis compile: {args.program}: {err}", file=sys.stderr)
         return 2
-    stages = compiled.stages()
+    stages = compiled.stages(parse_level(args.level))
     chosen = [s for s in stages if args.stage in (None, s[0])]
     if not chosen:
         names = ", ".join(repr(title) for title, _ in stages)
@@ -89,6 +92,9 @@ def main(argv: list[str] | None = None) -> int:
     p_compile = sub.add_parser("compile", help="validate a program JSON file and print every stage's artifact")
     p_compile.add_argument("program", help="program JSON (format scellis.program/1)")
     p_compile.add_argument("--stage", default=None, help="print only this stage, e.g. 'typed IR'")
+    p_compile.add_argument(
+        "--level", required=True, choices=[level.value for level in Level], help="determinism level of the kernels"
+    )
     p_compile.add_argument("--batch", type=int, default=None, help="batch size (default: the program's loop setting)")
     p_compile.set_defaults(func=compile_cmd)
     p_serve = sub.add_parser("serve", help="build when stale (in a checkout) and serve the app")

@@ -13,6 +13,7 @@ from scellis.graph import ValidProgram, validate
 from scellis.graph.lowering import Mode
 from scellis.ir import Function, structural_key, to_text, verify
 from scellis.ir.from_program import Lowered, forward, init_function
+from scellis.levels import Level
 from scellis.lower import Schedule, lower
 from scellis.lower.text import schedule_text
 from scellis.optim import apply_optimizer
@@ -38,18 +39,20 @@ class Compiled:
     evaluate: Function  # the forward pass in evaluation mode
     init: Function  # initial parameters and state from the `init` substream
 
-    def stages(self) -> list[tuple[str, str]]:
-        """(title, printable artifact) for each stage, in pipeline order."""
+    def stages(self, level: Level) -> list[tuple[str, str]]:
+        """(title, printable artifact) for each stage, in pipeline order; the kernels are those of
+        `level` (the schedule's text names the level)."""
         texts = [json.dumps(self.program.source, indent=1)]
         texts += [to_text(fn) for fn in (self.forward.fn, self.backward, self.step, self.evaluate, self.init)]
-        schedule = lower(self.step)
-        texts.append(schedule_text(schedule))
+        schedule = lower(self.step, level)
+        texts.append(f"level {level.value}\n{schedule_text(schedule)}")
         texts.append(wgsl_text(schedule))
         return list(zip(STAGE_TITLES, texts, strict=True))
 
-    def guide(self) -> dict[str, Any]:
+    def guide(self, level: Level) -> dict[str, Any]:
         """What the app's Guide shows: the program's name, its key and every stage's artifact."""
-        return {"name": self.program.name, "key": self.key, "stages": [list(s) for s in self.stages()]}
+        stages = [list(s) for s in self.stages(level)]
+        return {"name": self.program.name, "key": self.key, "level": level.value, "stages": stages}
 
     @property
     def key(self) -> str:

@@ -15,6 +15,7 @@ from typing import Any
 
 from scellis.datasets import Split
 from scellis.ir.function import Function, input_name, input_role
+from scellis.levels import Level
 from scellis.lower import Schedule, lower
 from scellis.ops.defs import Role
 from scellis.pipeline import Compiled, compile_program
@@ -39,13 +40,13 @@ def _f32(data: bytes) -> float:
 
 
 class Session:
-    def __init__(self, program: dict[str, Any], device: Device, seed: int, eval_batch: int) -> None:
+    def __init__(self, program: dict[str, Any], device: Device, *, seed: int, level: Level, eval_batch: int) -> None:
         self.compiled: Compiled = compile_program(program, eval_batch=eval_batch)
-        self.device, self.rng, self.steps = device, RngState(seed), 0
+        self.device, self.rng, self.steps, self.level = device, RngState(seed), 0, level
         step_fn = self.compiled.step
         self.batch = self.compiled.program.loop.batch_size
         self.features, self.labels = _role_input(step_fn, Role.DATA), _role_input(step_fn, Role.LABEL)
-        self.schedule = lower(step_fn)
+        self.schedule = lower(step_fn, level)
         self.step: CompiledStep
         self.eval: CompiledStep
         self.carried = [
@@ -80,8 +81,8 @@ class Session:
         """Compile on the device; initialise parameters and state there (the init function's draws);
         the optimizer state starts at zero (device buffers are created zeroed)."""
         self.step = await self._compile(self.schedule)
-        self.eval = await self._compile(lower(self.compiled.evaluate))
-        init = await self._compile(lower(self.compiled.init))
+        self.eval = await self._compile(lower(self.compiled.evaluate, self.level))
+        init = await self._compile(lower(self.compiled.init, self.level))
         names = [name for name, _ in self.compiled.init.outputs]
         values = await init.step(self._keys(self.compiled.init), names)
         self.rng.take("init")  # the init function draws at position 0

@@ -12,6 +12,7 @@ import pytest
 from scellis.codegen import render
 from scellis.examples import digits_mlp, mlp
 from scellis.graph import Program
+from scellis.levels import Level
 from scellis.lower import lower
 from scellis.pipeline import compile_program
 
@@ -43,7 +44,7 @@ def workgroup_bytes(source: str) -> int:
 def test_kernels_fit_default_limits(program: dict) -> None:
     compiled = compile_program(program)
     for fn in (compiled.step, compiled.evaluate, compiled.init):
-        schedule = lower(fn)
+        schedule = lower(fn, Level.PROD)
         for kernel in schedule.kernels:
             wk = render(kernel, schedule)
             assert workgroup_bytes(wk.source) <= 16384, (kernel.label, workgroup_bytes(wk.source))

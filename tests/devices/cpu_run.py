@@ -8,6 +8,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from scellis.ir.function import Function, input_name, toposort
+from scellis.levels import Level
 from scellis.lower import Schedule, lower
 from scellis.ops import DType, Node, Op
 from scellis.ops.defs import Role
@@ -41,7 +42,7 @@ def from_device(data: bytes, node: Node) -> np.ndarray:
 
 
 def run_cpu(cpu: CpuPath, fn: Function, inputs: Mapping[str, np.ndarray], schedule: Schedule | None = None) -> dict:
-    compiled = compile_schedule(cpu, schedule or lower(fn))
+    compiled = compile_schedule(cpu, schedule or lower(fn, Level.PROD))
     for node in fn.inputs:
         compiled.write(input_name(node), to_device(inputs[input_name(node)], node.dtype))
     compiled.run()

@@ -23,6 +23,7 @@ import pytest
 from cpu_run import assert_close, check, function, inp, run_cpu
 
 from scellis.ir.function import input_name
+from scellis.levels import Level
 from scellis.lower import Buffer, Expr, Kernel, Kind, Schedule, View, lower
 from scellis.lower.kernels import Apply, Load
 from scellis.ops import DType, Node, Op, const, make
@@ -274,7 +275,7 @@ def test_producers_with_epilogues_write_into_concat_parts(cpu: CpuPath) -> None:
     drop = make(Op.MUL, random_node(d.Distribution.UNIFORM, (4, 6)), rows)
     joined = make(Op.CONCAT, summed, rows, drop, arg=d.AxisArg(1))
     fn = function({"channels": channels, "joined": joined})
-    schedule = lower(fn)
+    schedule = lower(fn, Level.PROD)
     strided = {k.kind for k in schedule.kernels if not k.out.is_contiguous}
     assert {Kind.CONV2D, Kind.REDUCE, Kind.RANDOM} <= strided
     values = {"x": randn((2, 3, 5, 4), 1), "w": randn((2, 3, 3, 3), 2), "r": randn((4, 6), 3), "c": randn((4, 6, 2), 4)}
@@ -338,7 +339,7 @@ def test_matmul_with_fused_bias_and_relu(cpu: CpuPath, seed: int) -> None:
     x, w, bias = inp("x", (m, k)), inp("w", (k, n)), inp("bias", (n,))
     y = make(Op.RELU, make(Op.ADD, make(Op.MATMUL, x, w, arg=d.MatmulArg()), bias))
     fn = function({"y": y})
-    schedule = lower(fn)
+    schedule = lower(fn, Level.PROD)
     assert [kernel.kind for kernel in schedule.kernels] == [Kind.MATMUL]
     values = {"x": randn((m, k), seed), "w": randn((k, n), seed + 1), "bias": randn((n,), seed + 2)}
     got = run_cpu(cpu, fn, values, schedule)["y"]
@@ -515,7 +516,7 @@ def test_dropout_fuses_into_its_draw(cpu: CpuPath) -> None:
     keep = random_node(d.Distribution.BERNOULLI, shape, p=0.25)
     y = make(Op.WHERE, keep, make(Op.MUL, x, const(1 / 0.75)), const(0.0))
     fn = function({"y": y})
-    schedule = lower(fn)
+    schedule = lower(fn, Level.PROD)
     assert [k.kind for k in schedule.kernels] == [Kind.RANDOM]
     values = {"x": randn(shape, 5), **RANDOM_INPUTS}
     got = run_cpu(cpu, fn, values, schedule)["y"]
@@ -570,7 +571,7 @@ def test_work_ranges_split_across_calls_give_the_same_bytes(cpu: CpuPath) -> Non
         "mean": make(Op.MEAN, conv, arg=d.ReduceArg((0, 2), False)),
     }
     fn = function(outs)
-    compiled = compile_schedule(cpu, lower(fn))
+    compiled = compile_schedule(cpu, lower(fn, Level.PROD))
     values = {"x": randn((70, 4, 9, 7), 1), "w": randn((6, 2, 3, 3), 2), "t": randn((40, 8), 3)}
     values.update(v=randn((flat.shape[1], 70), 4), i=np.array([3, 39, 3, 0, 17], np.int32))
     for name, value in values.items():
@@ -609,7 +610,7 @@ def test_constant_buffers_are_filled_at_compile_time(cpu: CpuPath) -> None:
 
 
 def test_compiled_schedule_rejects_unknown_names_and_sizes(cpu: CpuPath) -> None:
-    compiled = compile_schedule(cpu, lower(function({"y": make(Op.EXP, inp("x", (3,)))})))
+    compiled = compile_schedule(cpu, lower(function({"y": make(Op.EXP, inp("x", (3,)))}), Level.PROD))
     with pytest.raises(KeyError, match="no input or output 'z'"):
         compiled.write("z", b"")
     with pytest.raises(ValueError, match="holds 12 bytes, got 8"):

@@ -18,6 +18,7 @@ from cpu_run import DEVICE, from_device, to_device
 from scellis.examples import digits_mlp
 from scellis.graph import Program
 from scellis.ir.function import Function, input_name, input_role
+from scellis.levels import Level
 from scellis.lower import lower
 from scellis.ops.defs import Role
 from scellis.pipeline import compile_program
@@ -89,7 +90,7 @@ def load_state(device: CompiledCpu, fn: Function, state: rt.TrainState) -> None:
 def test_training_steps_match_the_reference(cpu: CpuPath, program) -> None:
     compiled = compile_program(program())
     fn = compiled.step
-    device = compile_schedule(cpu, lower(fn))
+    device = compile_schedule(cpu, lower(fn, Level.PROD))
     state = rt.initial_state(compiled.init, fn, seed=5)
     load_state(device, fn, state)
     data = batches(fn, 11)

@@ -9,6 +9,7 @@ import pytest
 
 from scellis.examples import digits_cnn, digits_mlp
 from scellis.ir.function import input_name, input_role
+from scellis.levels import Level
 from scellis.lower import lower
 from scellis.ops import DType
 from scellis.ops.defs import Role
@@ -54,7 +55,7 @@ def test_schedule_on_the_reference_device_equals_the_ir(program: dict) -> None:
     # the device's wire format is float32: give both sides the same float32-representable inputs
     inputs = {k: np.asarray(v).astype(WIRE[fn.input(k).dtype]) for k, v in inputs.items()}
     want = run(fn, inputs)
-    device = ReferenceDevice().compile(lower(fn))
+    device = ReferenceDevice().compile(lower(fn, Level.PROD))
     for name, value in inputs.items():
         device.write(name, value.tobytes())
     device.run()
@@ -71,6 +72,6 @@ def test_reference_device_trains_like_the_others() -> None:
     from scellis.session import Session
 
     train, test = read_digits(digits_csv().read_bytes())
-    session = Session(digits_mlp(), ReferenceDevice(), seed=1, eval_batch=test.n)
+    session = Session(digits_mlp(), ReferenceDevice(), seed=1, level=Level.DEBUG, eval_batch=test.n)
     results = asyncio.run(session.fit(train, test, epochs=3))
     assert results[-1].metrics["metric/accuracy"] > 0.85

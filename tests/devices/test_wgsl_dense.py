@@ -9,6 +9,8 @@ import pytest
 from wgpu_harness import run_on
 
 from scellis.ir import Function
+from scellis.levels import Level
+from scellis.lower import lower
 from scellis.ops import DType, Node, Op, const, make
 from scellis.ops import defs as d
 from scellis.ops.node import input_node
@@ -94,15 +96,14 @@ def test_matmul(gpu: WgpuDevice, a_shape: tuple, b_shape: tuple, ta: bool, tb: b
     check(gpu, fn, {"a": RNG.standard_normal(a_shape), "b": RNG.standard_normal(b_shape)}, 1e-5 * np.sqrt(k))
 
 
-def test_large_contiguous_matmul_reads_vec4() -> None:
-    from scellis.lower import lower
-
+def test_matmul_variants_follow_level_and_layout() -> None:
     a, b = data("a", (260, 132)), data("b", (132, 136))
-    schedule = lower(Function("mm", (a, b), (("m", make(Op.MATMUL, a, b, arg=d.MatmulArg())),)))
-    assert [k.variant for k in schedule.kernels] == ["tile128-vec4"]
+    contiguous = Function("mm", (a, b), (("m", make(Op.MATMUL, a, b, arg=d.MatmulArg())),))
+    assert [k.variant for k in lower(contiguous, Level.PROD).kernels] == ["tile128-vec4"]
+    assert [k.variant for k in lower(contiguous, Level.DEBUG).kernels] == ["tile64"]
     odd = data("odd", (130, 129))
-    schedule = lower(Function("mm", (odd,), (("m", make(Op.MATMUL, odd, odd, arg=d.MatmulArg(False, True))),)))
-    assert schedule.kernels[0].variant == "tile128"
+    transposed = Function("mm", (odd,), (("m", make(Op.MATMUL, odd, odd, arg=d.MatmulArg(False, True))),))
+    assert lower(transposed, Level.PROD).kernels[0].variant == "tile128"
 
 
 def test_matmul_epilogue_is_one_kernel_and_exact(gpu: WgpuDevice) -> None:

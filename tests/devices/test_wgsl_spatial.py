@@ -16,6 +16,7 @@ import pytest
 from scellis.graph import Program
 from scellis.ir import Function
 from scellis.ir.function import input_name, input_role
+from scellis.levels import Level
 from scellis.lower import lower
 from scellis.lower.kernels import Kind, Schedule
 from scellis.ops import DType, Op, const, make
@@ -62,7 +63,7 @@ def read(compiled: CompiledWgpu, fn: Function) -> dict[str, np.ndarray]:
 
 
 def on_device(device: WgpuDevice, fn: Function, inputs: dict[str, np.ndarray]) -> tuple[Schedule, dict]:
-    schedule = lower(fn)
+    schedule = lower(fn, Level.PROD)
     compiled = device.compile(schedule)
     write(compiled, fn, inputs)
     compiled.run()
@@ -142,7 +143,7 @@ def test_conv2d_gradients_repeat_bit_for_bit(device: WgpuDevice) -> None:
     dw = make(Op.CONV2D_GRAD_WEIGHT, x, g, arg=d.ConvGradArg(arg, w.shape))
     fn = Function("grads", (x, w, g), (("dx", dx), ("dw", dw)))
     rng = np.random.default_rng(3)
-    compiled = device.compile(lower(fn))
+    compiled = device.compile(lower(fn, Level.PROD))
     write(compiled, fn, {input_name(node): f32(rng, node.shape) for node in fn.inputs})
     compiled.run()
     first = [compiled.read(name) for name, _ in fn.outputs]
@@ -297,7 +298,7 @@ def cnn() -> dict:
 def test_cnn_training_steps_match_the_reference(device: WgpuDevice) -> None:
     compiled = compile_program(cnn())
     step = compiled.step
-    schedule = lower(step)
+    schedule = lower(step, Level.PROD)
     needed = {Kind.CONV2D, Kind.CONV2D_GRAD_INPUT, Kind.CONV2D_GRAD_WEIGHT, Kind.MAX_POOL2D, Kind.MAX_POOL2D_GRAD}
     assert needed | {Kind.RANDOM} <= set(kinds(schedule))
     gpu = device.compile(schedule)

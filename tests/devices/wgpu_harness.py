@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from scellis.ir import Function
+from scellis.levels import Level
 from scellis.lower import lower
 from scellis.ops import DType
 
@@ -13,7 +14,7 @@ DEVICE_DTYPES = {DType.F32: "<f4", DType.I32: "<i4", DType.U32: "<u4", DType.BOO
 
 def run_on(device: object, fn: Function, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     """Lower `fn`, compile it on `device`, write the inputs, run once, read every output."""
-    compiled = device.compile(lower(fn))  # type: ignore[attr-defined]
+    compiled = device.compile(lower(fn, Level.PROD))  # type: ignore[attr-defined]
     for name, value in inputs.items():
         node = fn.input(name)
         compiled.write(name, np.asarray(value).astype(DEVICE_DTYPES[node.dtype]).tobytes())

@@ -11,6 +11,7 @@ import pytest
 
 from scellis.datasets import digits_csv, read_digits
 from scellis.examples import digits_cnn
+from scellis.levels import Level
 from scellis.rng import RngState, counter, integer, permutation, substream_key
 from scellis.runtime.reference_device import ReferenceDevice
 from scellis.session import Session
@@ -74,7 +75,7 @@ def test_integers_are_unbiased_and_reproducible() -> None:
 
 def test_a_session_records_what_each_substream_used() -> None:
     train, test = read_digits(digits_csv().read_bytes())
-    session = Session(digits_cnn(), ReferenceDevice(), seed=5, eval_batch=test.n)
+    session = Session(digits_cnn(), ReferenceDevice(), seed=5, level=Level.DEBUG, eval_batch=test.n)
     asyncio.run(session.fit(train, test, epochs=1))
     steps = train.n // 64
     assert session.rng.positions == {"init": 1, "shuffle": 1, "dropout": steps}

@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from scellis.ir.function import Function, input_name
+from scellis.levels import Level
 from scellis.lower import views
 from scellis.lower.kernels import (
     Acc,
@@ -253,8 +254,8 @@ def _broadcast_tree(tree: Tree, old: tuple[int, ...], shape: tuple[int, ...]) ->
 # -- the pass -----------------------------------------------------------------------------------------
 
 
-def lower(fn: Function) -> Schedule:
-    """The kernel schedule of `fn` (see the module docstring for what it guarantees)."""
+def lower(fn: Function, level: Level) -> Schedule:
+    """The kernel schedule of `fn` for a determinism level (see the module docstring)."""
     low = Lowerer(fn)
     nodes = fn.nodes()
     for i, node in enumerate(nodes):
@@ -281,7 +282,7 @@ def lower(fn: Function) -> Schedule:
         if "/" in name and name.split("/", 1)[0] in ("param", "state") and name.split("/", 1)[1] in dict(inputs)
     )
     return Schedule(
-        fn.name, tuple(low.buffers), with_variants(low.kernels), tuple(inputs), outputs, tuple(low.consts), carry
+        fn.name, tuple(low.buffers), with_variants(low.kernels, level), tuple(inputs), outputs, tuple(low.consts), carry
     )
 
 

@@ -1,11 +1,12 @@
 """The kernel variant choice point: the one place where how a kernel is implemented is decided, and
-recorded on the kernel so the Guide and the code generators agree. Today the choice follows shapes
-(matmul blocking); the determinism levels (debug / prod / fast) choose here as well."""
+recorded on the kernel so the Guide and the code generators agree: by the run's determinism level and
+by shape."""
 
 from __future__ import annotations
 
 import dataclasses
 
+from scellis.levels import Level
 from scellis.lower.kernels import Kernel, Kind
 
 LARGE_MATMUL = 128  # both output sides at least this: 128 x 128 tiles pay off
@@ -27,14 +28,21 @@ def _vec4_operands(kernel: Kernel) -> bool:
     )
 
 
-def choose(kernel: Kernel) -> str:
+def choose(kernel: Kernel, level: Level) -> str:
+    """debug keeps one matmul blocking for every shape; prod and fast pick the fastest by shape (fast has
+    no kernels of its own yet, see levels.PROMISES)."""
     if kernel.kind is Kind.MATMUL:
         m, n = kernel.out.shape[-2:]
-        if m < LARGE_MATMUL or n < LARGE_MATMUL:
+        if level is Level.DEBUG or m < LARGE_MATMUL or n < LARGE_MATMUL:
             return "tile64"
         return "tile128-vec4" if _vec4_operands(kernel) else "tile128"
     return "default"
 
 
-def with_variants(kernels: list[Kernel]) -> tuple[Kernel, ...]:
-    return tuple(dataclasses.replace(k, variant=choose(k)) for k in kernels)
+# Declared tolerance of each variant against the float64 reference: max |device - reference| relative to
+# max(1, max |reference|); matmul-like variants scale it by sqrt(K). The correctness tests assert these.
+TOLERANCE = {"default": 5e-6, "tile64": 1e-5, "tile128": 1e-5, "tile128-vec4": 1e-5}
+
+
+def with_variants(kernels: list[Kernel], level: Level) -> tuple[Kernel, ...]:
+    return tuple(dataclasses.replace(k, variant=choose(k, level)) for k in kernels)

@@ -8,6 +8,7 @@ import sys
 
 from scellis import __version__
 from scellis.engine import installed_engine_version
+from scellis.levels import PROMISES, Level
 from scellis.runtime import IN_BROWSER
 from scellis.runtime.cpu import CpuPath
 from scellis.runtime.devices import cpu_device, select, webgpu_devices
@@ -26,6 +27,7 @@ async def environment_report(check: bool) -> dict:
         "devices": [d.to_json() for d in devices],
         "device_lines": [d.describe() for d in devices],
         "selected": select(devices).to_json(),
+        "levels": {level.value: PROMISES[level] for level in Level},
     }
     if check:
         report["cpu_check"] = first_kernels(cpu)
