@@ -1,4 +1,4 @@
-// The WebGPU executor: replays a step plan built in Python (buffers, constants, WGSL kernels,
+// The WebGPU executor: replays a step plan built in Python (buffers, WGSL kernels,
 // bindings, workgroup counts, carry copies). One call per step records every dispatch into one
 // command encoder; scalar outputs come back through a ring of mappable staging buffers, so the
 // next step is submitted before the previous step's loss is read.
@@ -10,9 +10,6 @@ export class CompiledStep {
     this.device = device;
     this.names = plan.names;
     this.buffers = plan.buffers.map((size) => device.createBuffer({ size, usage: STORAGE() }));
-    for (const [buffer, bytes] of plan.consts) {
-      device.queue.writeBuffer(this.buffers[buffer], 0, new Uint8Array(bytes));
-    }
     this.steps = plan.kernels.map((kernel) => {
       const pipeline = pipelines.get(kernel.source, kernel.label);
       const entries = kernel.bindings.map((b, binding) => ({ binding, resource: { buffer: this.buffers[b] } }));

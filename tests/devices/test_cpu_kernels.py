@@ -24,8 +24,7 @@ from cpu_run import assert_close, check, function, inp, run_cpu
 
 from scellis.ir.function import input_name
 from scellis.levels import Level
-from scellis.lower import Buffer, Expr, Kernel, Kind, Schedule, View, lower
-from scellis.lower.kernels import Apply, Load
+from scellis.lower import Kind, lower
 from scellis.ops import DType, Node, Op, const, make
 from scellis.ops import defs as d
 from scellis.ops.defs import Role
@@ -585,28 +584,6 @@ def test_work_ranges_split_across_calls_give_the_same_bytes(cpu: CpuPath) -> Non
             cpu.instance.call(call.export, *args)
     assert {name: compiled.read(name) for name in outs} == whole
     assert {c.export for c in compiled.calls} >= {"sc_cpu_conv2d", "sc_cpu_pool2d", "sc_cpu_matmul", "sc_cpu_rows"}
-
-
-def test_constant_buffers_are_filled_at_compile_time(cpu: CpuPath) -> None:
-    """A schedule's `consts` (buffers holding one constant): (x + 2.5) * int32(-3), written by hand."""
-    buffers = (
-        Buffer(0, DType.F32, 5, "x"),
-        Buffer(1, DType.F32, 1),
-        Buffer(2, DType.I32, 1),
-        Buffer(3, DType.F32, 5, "y"),
-    )
-    steps = (Load(0), Load(1), Apply(Op.ADD, d.NoArg(), (0, 1)), Load(2), Apply(Op.CAST, d.CastArg(DType.F32), (3,)))
-    expr = Expr(
-        (*steps, Apply(Op.MUL, d.NoArg(), (2, 4))), (DType.F32, DType.F32, DType.F32, DType.I32, DType.F32, DType.F32)
-    )
-    views = (View.contiguous(0, (5,)), View(1, (5,), (0,)), View(2, (5,), (0,)))
-    kernel = Kernel(Kind.ELEMENTWISE, View.contiguous(3, (5,)), views, expr=expr)
-    schedule = Schedule("consts", buffers, (kernel,), (("x", 0),), (("y", 3),), ((1, 2.5), (2, -3.0)))
-    compiled = compile_schedule(cpu, schedule)
-    x = np.arange(5, dtype=np.float32)
-    compiled.write("x", x.tobytes())
-    compiled.run()
-    assert np.frombuffer(compiled.read("y"), np.float32).tolist() == ((x + 2.5) * -3).tolist()
 
 
 def test_compiled_schedule_rejects_unknown_names_and_sizes(cpu: CpuPath) -> None:

@@ -189,7 +189,6 @@ class Schedule:
     kernels: tuple[Kernel, ...]
     inputs: tuple[tuple[str, int], ...]
     outputs: tuple[tuple[str, int], ...]
-    consts: tuple[tuple[int, float], ...]  # buffers holding one constant (filled at allocation)
     carry: tuple[Copy, ...] = ()
 
     def buffer(self, buffer_id: int) -> Buffer:

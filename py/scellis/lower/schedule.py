@@ -115,7 +115,6 @@ class Lowerer:
         self.fn = fn
         self.buffers: list[Buffer] = []
         self.kernels: list[Kernel] = []
-        self.consts: list[tuple[int, float]] = []
         self.values: dict[int, Value] = {}
         self.uses: dict[int, int] = {}
         self.position: dict[int, int] = {}
@@ -281,9 +280,7 @@ def lower(fn: Function, level: Level) -> Schedule:
         for name, buffer in outputs
         if "/" in name and name.split("/", 1)[0] in ("param", "state") and name.split("/", 1)[1] in dict(inputs)
     )
-    return Schedule(
-        fn.name, tuple(low.buffers), with_variants(low.kernels, level), tuple(inputs), outputs, tuple(low.consts), carry
-    )
+    return Schedule(fn.name, tuple(low.buffers), with_variants(low.kernels, level), tuple(inputs), outputs, carry)
 
 
 def _recomputable(value: Pending) -> bool:

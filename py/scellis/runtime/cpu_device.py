@@ -24,7 +24,7 @@ from scellis.lower.kernels import ACC, Kernel, Kind, Schedule, View
 from scellis.ops import Op
 from scellis.ops import defs as d
 from scellis.runtime.cpu import CpuPath
-from scellis.runtime.cpu_tape import Source, const_bits, encode, merge_axes, padded
+from scellis.runtime.cpu_tape import Source, encode, merge_axes, padded
 from scellis.runtime.ready import Synchronous
 
 REDUCE_CODES = {Op.SUM: 0, Op.MEAN: 1, Op.MAX: 2, Op.VAR: 3}
@@ -146,10 +146,6 @@ def _aligned(nbytes: int) -> int:
 def compile_schedule(cpu: CpuPath, schedule: Schedule) -> CompiledCpu:
     """Place `schedule` in `cpu`'s memory and encode every kernel once (see the module docstring)."""
     memory = _Memory(cpu, schedule)
-    for buffer_id, value in schedule.consts:
-        buffer = schedule.buffer(buffer_id)
-        word = struct.pack("<I", const_bits(value, buffer.dtype))
-        cpu.instance.write(memory.buffer_at[buffer_id], word * max(buffer.size, 1))
     parts = [p for i, k in enumerate(schedule.kernels) for p in _kernel_parts(k, memory, memory.temp.get(i))]
     calls = _place_parts(cpu, parts)
     carry = tuple(

@@ -1,21 +1,13 @@
-"""A compiled step as plain data: buffers, constants, WGSL kernels with bindings and workgroup counts,
+"""A compiled step as plain data: buffers, WGSL kernels with bindings and workgroup counts,
 carry copies and the names of inputs and outputs. Built once per schedule in Python; the JS executor
 (app) and its wgpu-py twin (CPython) replay it, one submission per step."""
 
 from __future__ import annotations
 
-import struct
 from typing import Any
 
 from scellis.codegen import render
 from scellis.lower.kernels import Schedule
-from scellis.ops import DType
-
-
-def const_bytes(value: float, dtype: DType) -> bytes:
-    if dtype is DType.F32:
-        return struct.pack("<f", value)
-    return struct.pack("<i" if dtype is DType.I32 else "<I", int(value))
 
 
 def step_plan(schedule: Schedule) -> dict[str, Any]:
@@ -23,7 +15,6 @@ def step_plan(schedule: Schedule) -> dict[str, Any]:
     return {
         "name": schedule.name,
         "buffers": [b.nbytes for b in schedule.buffers],
-        "consts": [[b, list(const_bytes(v, schedule.buffer(b).dtype))] for b, v in schedule.consts],
         "kernels": [
             {"source": k.source, "bindings": list(k.bindings), "workgroups": list(k.workgroups), "label": k.label}
             for k in kernels

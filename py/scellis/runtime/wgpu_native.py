@@ -44,8 +44,6 @@ class CompiledWgpu(Synchronous):
         self.device, self.plan, self.names = device, plan, plan["names"]
         usage = wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_SRC | wgpu.BufferUsage.COPY_DST
         self.buffers = [dev.create_buffer(size=size, usage=usage) for size in plan["buffers"]]
-        for buffer, data in plan["consts"]:
-            dev.queue.write_buffer(self.buffers[buffer], 0, bytes(data))
         self.steps = []
         for kernel in plan["kernels"]:
             pipeline = device.pipeline(kernel["source"], kernel["label"])
