@@ -99,7 +99,9 @@ class PipelineCache {
 // pipeline and bind group under a validation error scope, and any later uncaptured error is kept
 // and thrown by the next call.
 export async function openDevice(adapter) {
-  const device = await adapter.requestDevice();
+  // the optional features the fast level can use, enabled when the adapter has them
+  const features = ["shader-f16"].filter((f) => adapter.features.has(f));
+  const device = await adapter.requestDevice({ requiredFeatures: features });
   const pipelines = new PipelineCache(device);
   let failure = null;
   device.addEventListener("uncapturederror", (event) => {
@@ -111,6 +113,7 @@ export async function openDevice(adapter) {
   const info = adapter.info ?? {};
   return {
     device,
+    features,
     name: info.description || [info.vendor, info.architecture].filter(Boolean).join(" ") || "WebGPU adapter",
     async compile(plan) {
       check();

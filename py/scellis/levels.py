@@ -19,8 +19,22 @@ PROMISES = {
     "blocking for every matmul shape.",
     Level.PROD: "deterministic run to run on one device, with kernels tuned by shape; within the declared "
     "tolerance of the float64 reference.",
-    Level.FAST: "may trade exactness for speed (atomics, subgroups, float16) within a wider tolerance. No such "
-    "kernel exists yet: fast runs the prod kernels, and says so.",
+    Level.FAST: "may trade exactness for speed within a wider declared tolerance. Where the device has "
+    "shader-f16, large matmuls round their operands to float16 and sum each slice of 16 products in "
+    "float16 (slices are summed in float32); weights, gradients and optimizer state stay float32. Where it "
+    "has not, fast runs prod's kernels and the schedule says so. No atomics or subgroup operations are used.",
+}
+
+# How the suite checks each promise (tests/devices/test_correctness.py and e2e/test_correctness.py);
+# the Correctness page shows this beside the measured figures.
+CHECKS = {
+    Level.DEBUG: "every case of the correctness matrix within its kernel's declared tolerance of the float64 "
+    "reference on every device; a second compile and run gives identical bytes; the CPU path's bytes in "
+    "Chromium equal its bytes under wasmtime.",
+    Level.PROD: "every case within its kernel's declared tolerance of the float64 reference on every device; a "
+    "second compile and run gives identical bytes.",
+    Level.FAST: "every case within its kernel's declared (wider) tolerance of the float64 reference on every "
+    "device; whether a second run gave identical bytes is recorded, not promised.",
 }
 
 

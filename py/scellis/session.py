@@ -46,7 +46,7 @@ class Session:
         step_fn = self.compiled.step
         self.batch = self.compiled.program.loop.batch_size
         self.features, self.labels = _role_input(step_fn, Role.DATA), _role_input(step_fn, Role.LABEL)
-        self.schedule = lower(step_fn, level)
+        self.schedule = lower(step_fn, level, device.features)
         self.step: CompiledStep
         self.eval: CompiledStep
         self.carried = [
@@ -81,8 +81,8 @@ class Session:
         """Compile on the device; initialise parameters and state there (the init function's draws);
         the optimizer state starts at zero (device buffers are created zeroed)."""
         self.step = await self._compile(self.schedule)
-        self.eval = await self._compile(lower(self.compiled.evaluate, self.level))
-        init = await self._compile(lower(self.compiled.init, self.level))
+        self.eval = await self._compile(lower(self.compiled.evaluate, self.level, self.device.features))
+        init = await self._compile(lower(self.compiled.init, self.level, self.device.features))
         names = [name for name, _ in self.compiled.init.outputs]
         values = await init.step(self._keys(self.compiled.init), names)
         self.rng.take("init")  # the init function draws at position 0

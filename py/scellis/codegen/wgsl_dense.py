@@ -84,10 +84,10 @@ def matmul(kernel: Kernel, schedule: Schedule, b: w.Bindings) -> tuple[str, tupl
     bk, bn = bm.strides[-2:]
     coords = [*bcoords, "row", "col"]
     if kernel.variant.startswith("tile128"):
-        vec4 = kernel.variant == "tile128-vec4"
-        source = _matmul_large(kernel, schedule, b, decode=decode, bases=(a_base, b_base), vec4=vec4)
+        vec4, f16 = kernel.variant == "tile128-vec4", kernel.variant == "tile128-f16"
+        source = _matmul_large(kernel, schedule, b, decode=decode, bases=(a_base, b_base), vec4=vec4, f16=f16)
         declared = b.declarations(schedule, frozenset({a.buffer, bm.buffer}) if vec4 else frozenset())
-        header = declared + "\n" + w.helpers(kernel.expr)
+        header = ("enable f16;\n" if f16 else "") + declared + "\n" + w.helpers(kernel.expr)
         return header + source, (-(-n // LARGE), -(-m // LARGE), nbatch)
     r = 4
     tile, tile_k = 16 * r, BLOCKING[r]
@@ -146,14 +146,16 @@ var<workgroup> tile_b: array<array<f32, {tile + PAD}>, {tile_k}>;
     return _header(kernel, schedule, b) + body, groups
 
 
-def _tile_loads(kernel: Kernel, b: w.Bindings, tk: int, vec4: bool) -> str:
-    """Statements staging one K slice of A (transposed) and B into workgroup memory."""
+def _tile_loads(kernel: Kernel, b: w.Bindings, tk: int, vec4: bool, f16: bool = False) -> str:
+    """Statements staging one K slice of A (transposed) and B into workgroup memory (rounded to float16
+    for the f16 variant)."""
     a, bm = kernel.inputs[:2]
     m, n, k = kernel.out.shape[-2], kernel.out.shape[-1], a.shape[-1]
     sa, sb = b.slot(a.buffer), b.slot(bm.buffer)
     am, ak = a.strides[-2:]
     bk, bn = bm.strides[-2:]
     quads = LARGE // 4
+    elem = "f16" if f16 else ""
     if not vec4:
         return f"""    for (var e = 0u; e < {LARGE * tk // 256}u; e = e + 1u) {{
       let flat = t + e * 256u;
@@ -161,12 +163,12 @@ def _tile_loads(kernel: Kernel, b: w.Bindings, tk: int, vec4: bool) -> str:
       let ka = flat % {tk}u;
       var va = 0.0;
       if (row0 + ra < {m}u && k0 + ka < {k}u) {{ va = in{sa}[a_base + (row0 + ra) * {am}u + (k0 + ka) * {ak}u]; }}
-      tile_a[ka * {quads}u + ra / 4u][ra % 4u] = va;
+      tile_a[ka * {quads}u + ra / 4u][ra % 4u] = {elem}(va);
       let kb = flat / {LARGE}u;
       let cb = flat % {LARGE}u;
       var vb = 0.0;
       if (k0 + kb < {k}u && col0 + cb < {n}u) {{ vb = in{sb}[b_base + (k0 + kb) * {bk}u + (col0 + cb) * {bn}u]; }}
-      tile_b[kb * {quads}u + cb / 4u][cb % 4u] = vb;
+      tile_b[kb * {quads}u + cb / 4u][cb % 4u] = {elem}(vb);
     }}"""
     # K and N are multiples of 4 here: a vec4 is either wholly inside the matrix or wholly outside
     scatter = "\n".join(f"      tile_a[(4u * kq + {c}u) * {quads}u + ra / 4u][ra % 4u] = va[{c}];" for c in range(4))
@@ -190,21 +192,38 @@ def _tile_loads(kernel: Kernel, b: w.Bindings, tk: int, vec4: bool) -> str:
 
 
 def _matmul_large(
-    kernel: Kernel, schedule: Schedule, b: w.Bindings, *, decode: list[str], bases: tuple[str, str], vec4: bool
+    kernel: Kernel,
+    schedule: Schedule,
+    b: w.Bindings,
+    *,
+    decode: list[str],
+    bases: tuple[str, str],
+    vec4: bool,
+    f16: bool = False,
 ) -> str:
     """128 x 128 tiles; each thread owns rows {4 ty.., 64 + 4 ty..} and columns {4 tx.., 64 + 4 tx..}
     (8 x 8 outputs as 16 vec4 sums), so every K step reads 4 vec4 from workgroup memory for 64
-    multiply-adds. Tiles are stored K-major as vec4 rows; edges are bounds-checked on load and store."""
+    multiply-adds. Tiles are stored K-major as vec4 rows; edges are bounds-checked on load and store.
+
+    f16 (fast only): tiles hold float16 (16 K values per slice in the same memory), each slice's 16
+    products are summed in float16, and the slice sums are added in float32 — so rounding grows with
+    the slice (fixed) and not with K."""
     a = kernel.inputs[0]
     *batch, m, n = kernel.out.shape
     k = a.shape[-1]
     bcoords = [f"b{i}" for i in range(len(batch))]
-    tk = BLOCKING[8]
+    tk = 2 * BLOCKING[8] if f16 else BLOCKING[8]
     quads = LARGE // 4
     rows = [f"4u * lid.y + {i}u" for i in range(4)] + [f"{LARGE // 2}u + 4u * lid.y + {i}u" for i in range(4)]
-    declare = "\n".join(f"  var c{i}_{g} = vec4<f32>(0.0);" for i in range(8) for g in range(2))
+    cells = [(i, g) for i in range(8) for g in range(2)]
+    declare = "\n".join(f"  var c{i}_{g} = vec4<f32>(0.0);" for i, g in cells)
+    scalar, acc, open_slice, close_slice = "f32", "c", "", ""
+    if f16:
+        scalar, acc = "f16", "h"
+        open_slice = "\n".join(f"    var h{i}_{g} = vec4<f16>(0.0);" for i, g in cells)
+        close_slice = "\n".join(f"    c{i}_{g} = c{i}_{g} + vec4<f32>(h{i}_{g});" for i, g in cells)
     fma = "\n".join(
-        f"      c{i}_{g} = fma(vec4<f32>(a{i // 4}[{i % 4}]), b{g}, c{i}_{g});" for i in range(8) for g in range(2)
+        f"      {acc}{i}_{g} = fma(vec4<{scalar}>(a{i // 4}[{i % 4}]), b{g}, {acc}{i}_{g});" for i, g in cells
     )
     stores = []
     for i in range(8):
@@ -217,8 +236,8 @@ def _matmul_large(
                     f"    if (row < {m}u && col < {n}u) {{\n" + "\n".join(f"      {x}" for x in epi) + "\n    }\n  }"
                 )
     return f"""
-var<workgroup> tile_a: array<vec4<f32>, {tk * quads}>;
-var<workgroup> tile_b: array<vec4<f32>, {tk * quads}>;
+var<workgroup> tile_a: array<vec4<{scalar}>, {tk * quads}>;
+var<workgroup> tile_b: array<vec4<{scalar}>, {tk * quads}>;
 {MAIN.format(size="16, 16")}
   {" ".join(decode)}
   let a_base = {bases[0]};
@@ -228,8 +247,9 @@ var<workgroup> tile_b: array<vec4<f32>, {tk * quads}>;
   let t = lid.y * 16u + lid.x;
 {declare}
   for (var k0 = 0u; k0 < {k}u; k0 = k0 + {tk}u) {{
-{_tile_loads(kernel, b, tk, vec4)}
+{_tile_loads(kernel, b, tk, vec4, f16)}
     workgroupBarrier();
+{open_slice}
     for (var kk = 0u; kk < {tk}u; kk = kk + 1u) {{
       let a0 = tile_a[kk * {quads}u + lid.y];
       let a1 = tile_a[kk * {quads}u + {quads // 2}u + lid.y];
@@ -237,6 +257,7 @@ var<workgroup> tile_b: array<vec4<f32>, {tk * quads}>;
       let b1 = tile_b[kk * {quads}u + {quads // 2}u + lid.x];
 {fma}
     }}
+{close_slice}
     workgroupBarrier();
   }}
 {chr(10).join(stores)}

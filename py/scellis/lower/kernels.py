@@ -135,6 +135,10 @@ class Kind(enum.Enum):
                    CONV2D's value = expr of Acc (a bias and activation can be fused)
     RANDOM         inputs key u32[2] and position u32[]; over out.shape; Acc = the draw of the flat
                    element index (arg: the IR RandomArg); value = expr of Acc (dropout fuses here)
+    SHIFT2D        contiguous x [N, ..., H, W] and shift int32 [N, 2] -> out of x's shape, contiguous:
+                   out[n, ..., i, j] = x[n, ..., i + shift[n, 0], j + shift[n, 1]], 0 outside x
+    FLIP_LAST      contiguous x [N, ..., W] and flip bool [N] -> out of x's shape, contiguous:
+                   out[n, ..., j] = x[n, ..., W - 1 - j] where flip[n], else x[n, ..., j]
     """
 
     ELEMENTWISE = "elementwise"
@@ -153,6 +157,8 @@ class Kind(enum.Enum):
     GATHER = "gather"
     SCATTER_ADD = "scatter_add"
     RANDOM = "random"
+    SHIFT2D = "shift2d"
+    FLIP_LAST = "flip_last"
 
 
 @dataclass(frozen=True)
@@ -182,7 +188,8 @@ class Copy:
 @dataclass(frozen=True)
 class Schedule:
     """Kernels in execution order over buffers; `inputs`/`outputs` map names to buffer ids;
-    `carry` copies run after the kernels (e.g. `param/w` into `w`)."""
+    `carry` copies run after the kernels (e.g. `param/w` into `w`); `notes` say what the level could
+    not use on the device it was lowered for, and what it uses instead."""
 
     name: str
     buffers: tuple[Buffer, ...]
@@ -190,6 +197,7 @@ class Schedule:
     inputs: tuple[tuple[str, int], ...]
     outputs: tuple[tuple[str, int], ...]
     carry: tuple[Copy, ...] = ()
+    notes: tuple[str, ...] = ()
 
     def buffer(self, buffer_id: int) -> Buffer:
         return self.buffers[buffer_id]

@@ -33,7 +33,7 @@ from scellis.lower.kernels import (
     Step,
     View,
 )
-from scellis.lower.variants import with_variants
+from scellis.lower.variants import notes, with_variants
 from scellis.ops import DType, Node, Op
 from scellis.ops import defs as d
 
@@ -53,6 +53,8 @@ DIRECT = {
     Op.AVG_POOL2D_GRAD: Kind.AVG_POOL2D_GRAD,
     Op.GATHER: Kind.GATHER,
     Op.SCATTER_ADD: Kind.SCATTER_ADD,
+    Op.SHIFT2D: Kind.SHIFT2D,
+    Op.FLIP_LAST: Kind.FLIP_LAST,
 }
 
 
@@ -253,8 +255,9 @@ def _broadcast_tree(tree: Tree, old: tuple[int, ...], shape: tuple[int, ...]) ->
 # -- the pass -----------------------------------------------------------------------------------------
 
 
-def lower(fn: Function, level: Level) -> Schedule:
-    """The kernel schedule of `fn` for a determinism level (see the module docstring)."""
+def lower(fn: Function, level: Level, features: frozenset[str] = frozenset()) -> Schedule:
+    """The kernel schedule of `fn` for a determinism level on a device with `features` (WebGPU feature
+    names such as shader-f16; only fast uses any), see the module docstring."""
     low = Lowerer(fn)
     nodes = fn.nodes()
     for i, node in enumerate(nodes):
@@ -280,7 +283,10 @@ def lower(fn: Function, level: Level) -> Schedule:
         for name, buffer in outputs
         if "/" in name and name.split("/", 1)[0] in ("param", "state") and name.split("/", 1)[1] in dict(inputs)
     )
-    return Schedule(fn.name, tuple(low.buffers), with_variants(low.kernels, level), tuple(inputs), outputs, carry)
+    kernels = with_variants(low.kernels, level, features)
+    return Schedule(
+        fn.name, tuple(low.buffers), kernels, tuple(inputs), outputs, carry, notes(kernels, level, features)
+    )
 
 
 def _recomputable(value: Pending) -> bool:

@@ -29,4 +29,5 @@ def schedule_text(schedule: Schedule) -> str:
     lines = [f"schedule {schedule.name}: {len(schedule.kernels)} kernels, {len(schedule.buffers)} buffers"]
     lines += [f"  {kernel_line(i, k, schedule)}" for i, k in enumerate(schedule.kernels)]
     lines += [f"  carry b{c.src} -> %{schedule.buffer(c.dst).name}" for c in schedule.carry]
+    lines += [f"  note: {note}" for note in schedule.notes]
     return "\n".join(lines)

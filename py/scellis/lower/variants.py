@@ -5,6 +5,9 @@ by shape."""
 from __future__ import annotations
 
 import dataclasses
+import math
+from collections.abc import Callable
+from typing import Any
 
 from scellis.levels import Level
 from scellis.lower.kernels import Kernel, Kind
@@ -28,21 +31,74 @@ def _vec4_operands(kernel: Kernel) -> bool:
     )
 
 
-def choose(kernel: Kernel, level: Level) -> str:
-    """debug keeps one matmul blocking for every shape; prod and fast pick the fastest by shape (fast has
-    no kernels of its own yet, see levels.PROMISES)."""
+F16 = "shader-f16"
+
+
+def choose(kernel: Kernel, level: Level, features: frozenset[str]) -> str:
+    """debug keeps one matmul blocking for every shape; prod picks the fastest float32 blocking by shape;
+    fast uses float16 matmul tiles where the device has shader-f16, and prod's choice elsewhere."""
     if kernel.kind is Kind.MATMUL:
         m, n = kernel.out.shape[-2:]
         if level is Level.DEBUG or m < LARGE_MATMUL or n < LARGE_MATMUL:
             return "tile64"
+        if level is Level.FAST and F16 in features:
+            return "tile128-f16"
         return "tile128-vec4" if _vec4_operands(kernel) else "tile128"
     return "default"
 
 
+def notes(kernels: tuple[Kernel, ...], level: Level, features: frozenset[str]) -> tuple[str, ...]:
+    """What a level could not use on this device, and what it uses instead (never a silent fallback)."""
+    large = [k for k in kernels if k.kind is Kind.MATMUL and min(k.out.shape[-2:]) >= LARGE_MATMUL]
+    if level is Level.FAST and F16 not in features and large:
+        return ("fast: this device has no shader-f16, so its matmuls run prod's float32 kernels",)
+    return ()
+
+
 # Declared tolerance of each variant against the float64 reference: max |device - reference| relative to
-# max(1, max |reference|); matmul-like variants scale it by sqrt(K). The correctness tests assert these.
-TOLERANCE = {"default": 5e-6, "tile64": 1e-5, "tile128": 1e-5, "tile128-vec4": 1e-5}
+# max(1, max |reference|), for kernels that sum at most one term per output; kernels that sum n terms
+# (matmul, convolutions, reductions, softmax rows) scale it by sqrt(n) (`tolerance`). The correctness
+# matrix (tests/devices/test_correctness.py, e2e/test_correctness.py) asserts these and records the
+# measured errors in correctness.json.
+TOLERANCE = {"default": 5e-6, "tile64": 1e-5, "tile128": 1e-5, "tile128-vec4": 1e-5, "tile128-f16": 5e-4}
 
 
-def with_variants(kernels: list[Kernel], level: Level) -> tuple[Kernel, ...]:
-    return tuple(dataclasses.replace(k, variant=choose(k, level)) for k in kernels)
+def _pool_terms(kernel: Kernel) -> int:
+    pool: Any = kernel.arg if kernel.kind is Kind.AVG_POOL2D else kernel.arg.pool  # type: ignore[attr-defined]
+    return math.prod(pool.kernel)
+
+
+def _conv_input_terms(kernel: Kernel) -> int:
+    w = kernel.inputs[1]  # weight [Cout, Cin / groups, kh, kw]
+    return w.shape[0] // kernel.arg.conv.groups * w.shape[2] * w.shape[3]  # type: ignore[attr-defined]
+
+
+# How many terms one output element of a kernel sums, by kind (absent kinds sum nothing: 1).
+TERMS: dict[Kind, Callable[[Kernel], int]] = {
+    Kind.MATMUL: lambda k: k.inputs[0].shape[-1],
+    Kind.REDUCE: lambda k: math.prod(k.inputs[0].shape[len(k.out.shape) :]),
+    Kind.SOFTMAX: lambda k: k.inputs[0].shape[-1],
+    Kind.LOG_SOFTMAX: lambda k: k.inputs[0].shape[-1],
+    Kind.CONV2D: lambda k: math.prod(k.inputs[1].shape[1:]),
+    Kind.CONV2D_GRAD_INPUT: _conv_input_terms,
+    Kind.CONV2D_GRAD_WEIGHT: lambda k: k.inputs[1].shape[0] * k.inputs[1].shape[2] * k.inputs[1].shape[3],
+    Kind.AVG_POOL2D: _pool_terms,
+    Kind.AVG_POOL2D_GRAD: _pool_terms,
+    Kind.MAX_POOL2D_GRAD: _pool_terms,
+    Kind.SCATTER_ADD: lambda k: k.inputs[0].size,  # every index may name the same row
+}
+
+
+def summed_terms(kernel: Kernel) -> int:
+    """How many terms one output element of `kernel` sums (1 for kernels that sum nothing)."""
+    rule = TERMS.get(kernel.kind)
+    return rule(kernel) if rule else 1
+
+
+def tolerance(kernel: Kernel) -> float:
+    """The declared bound on `kernel`'s error against the float64 reference (see TOLERANCE)."""
+    return TOLERANCE[kernel.variant] * math.sqrt(summed_terms(kernel))
+
+
+def with_variants(kernels: list[Kernel], level: Level, features: frozenset[str]) -> tuple[Kernel, ...]:
+    return tuple(dataclasses.replace(k, variant=choose(k, level, features)) for k in kernels)

@@ -55,6 +55,7 @@ class BrowserWebGPU:
     def __init__(self) -> None:
         self.gpu = js.globalThis.scellisGpu
         self.name = str(self.gpu.name)
+        self.features = frozenset(str(f) for f in self.gpu.features)
 
     async def compile(self, schedule: Schedule) -> BrowserCompiled:
         plan = step_plan(schedule)

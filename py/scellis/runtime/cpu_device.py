@@ -110,6 +110,7 @@ class CpuDevice:
     def __init__(self, cpu: CpuPath) -> None:
         self.cpu = cpu
         self.name = f"CPU path (WebAssembly) via {cpu.host}"
+        self.features: frozenset[str] = frozenset()  # no float16 arithmetic: fast runs prod's kernels
 
     @classmethod
     async def open(cls) -> CpuDevice:

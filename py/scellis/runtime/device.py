@@ -36,6 +36,7 @@ class CompiledStep(Protocol):
 
 class Device(Protocol):
     name: str
+    features: frozenset[str]  # optional WebGPU features enabled on it (shader-f16); the fast level reads them
 
     def compile(self, schedule: Schedule) -> Any:
         """A CompiledStep, or an awaitable of one (the browser checks its pipelines asynchronously)."""

@@ -30,6 +30,8 @@ DIRECT_OPS = {
     Kind.SCATTER_ADD: Op.SCATTER_ADD,
     Kind.RANDOM: Op.RANDOM,
     Kind.CONV2D: Op.CONV2D,
+    Kind.SHIFT2D: Op.SHIFT2D,
+    Kind.FLIP_LAST: Op.FLIP_LAST,
 }
 ROWS = {Kind.SOFTMAX: Op.SOFTMAX, Kind.LOG_SOFTMAX: Op.LOG_SOFTMAX, Kind.ARGMAX: Op.ARGMAX}
 
@@ -43,6 +45,7 @@ class _Shaped:
 
 class ReferenceDevice:
     name = "reference (numpy, float64)"
+    features: frozenset[str] = frozenset()
 
     def compile(self, schedule: Schedule) -> CompiledReference:
         return CompiledReference(schedule)

@@ -22,7 +22,9 @@ class WgpuDevice:
         if not adapters:
             raise RuntimeError(f"no {backend} WebGPU adapter (lavapipe comes with mesa-vulkan-drivers)")
         self.adapter = adapters[0]
-        self.device = self.adapter.request_device_sync()
+        # the optional features the fast level can use, enabled when the adapter has them
+        self.features = frozenset(f for f in ("shader-f16",) if f in self.adapter.features)
+        self.device = self.adapter.request_device_sync(required_features=sorted(self.features))
         self.name = self.adapter.info["device"]
         self._pipelines: dict[str, Any] = {}
 

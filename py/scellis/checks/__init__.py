@@ -1,0 +1,1 @@
+"""Checks of the engine against the float64 reference: the correctness matrix behind correctness.json."""

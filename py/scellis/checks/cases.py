@@ -1,0 +1,183 @@
+"""The correctness matrix's cases: small IR functions that together cover every op and every kernel kind,
+and the one way they are run on any device (pure Python, so the page runs them exactly as CPython does).
+
+Each output of a case is named after what it checks. Inputs are described by range (floats uniform in
+[low, high), integers in [0, high)); the values themselves are made by whoever holds the float64 reference
+(`checks.measure`), and sent to the device as bytes."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from scellis.ir import Function
+from scellis.levels import Level
+from scellis.lower import lower
+from scellis.lower.kernels import Schedule
+from scellis.ops import DType, Node, Op, const, make
+from scellis.ops import defs as d
+from scellis.ops.node import input_node
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    build: Callable[[], Function]
+    ranges: dict[str, tuple[float, float]]  # input name -> (low, high)
+
+
+def _x(name: str, shape: tuple[int, ...], dtype: DType = DType.F32) -> Node:
+    return input_node(name, d.Role.DATA, dtype, shape)
+
+
+def _unary() -> Function:
+    x = _x("x", (5, 67))
+    ops = (Op.NEG, Op.EXP, Op.ABS, Op.SIGN, Op.RELU, Op.TANH, Op.SIGMOID, Op.ERF, Op.COS, Op.SIN, Op.FLOOR)
+    outs = [(op.value, make(op, x)) for op in ops]
+    outs += [("leaky_relu", make(Op.LEAKY_RELU, x, arg=d.LeakyReluArg(0.1)))]
+    outs += [(f"gelu ({a})", make(Op.GELU, x, arg=d.GeluArg(a))) for a in ("tanh", "none")]
+    return Function("unary", (x,), tuple(outs))
+
+
+def _positive() -> Function:
+    x = _x("x", (5, 67))
+    return Function("positive", (x,), tuple((op.value, make(op, x)) for op in (Op.LOG, Op.SQRT, Op.RSQRT)))
+
+
+def _binary() -> Function:
+    a, b = _x("a", (3, 1, 45)), _x("b", (4, 45))
+    outs = [(f"{op.value} (broadcast)", make(op, a, b)) for op in (Op.ADD, Op.SUB, Op.MUL, Op.DIV)]
+    outs += [(op.value, make(op, a, b)) for op in (Op.MAXIMUM, Op.MINIMUM, Op.LESS, Op.EQUAL)]
+    outs += [("pow", make(Op.POW, make(Op.ABS, a), b)), ("where", make(Op.WHERE, make(Op.LESS, a, b), a, b))]
+    return Function("binary", (a, b), tuple(outs))
+
+
+def _integers() -> Function:
+    i, x = _x("i", (6, 9), DType.I32), _x("x", (6, 9))
+    outs = [
+        ("add (int32)", make(Op.ADD, i, const(3, DType.I32))),
+        ("cast (int32 to float32)", make(Op.CAST, i, arg=d.CastArg(DType.F32))),
+        ("cast (float32 to int32)", make(Op.CAST, make(Op.FLOOR, x), arg=d.CastArg(DType.I32))),
+        ("one_hot", make(Op.ONE_HOT, i, arg=d.ClassesArg(5))),
+    ]
+    return Function("integers", (i, x), tuple(outs))
+
+
+def _reductions() -> Function:
+    x = _x("x", (6, 37, 19))
+    outs = [
+        ("sum", make(Op.SUM, x, arg=d.ReduceArg((1,), False))),
+        ("mean", make(Op.MEAN, x, arg=d.ReduceArg((0, 2), False))),
+        ("max", make(Op.MAX, x, arg=d.ReduceArg((2,), True))),
+        ("var", make(Op.VAR, x, arg=d.ReduceArg((1,), False))),
+        ("argmax", make(Op.ARGMAX, x, arg=d.AxisArg(2))),
+        ("softmax", make(Op.SOFTMAX, x, arg=d.AxisArg(1))),
+        ("log_softmax", make(Op.LOG_SOFTMAX, x, arg=d.AxisArg(2))),
+    ]
+    return Function("reductions", (x,), tuple(outs))
+
+
+def _matmul(name: str, a_shape: tuple[int, ...], b_shape: tuple[int, ...], arg: d.MatmulArg) -> Callable[[], Function]:
+    def build() -> Function:
+        a, b = _x("a", a_shape), _x("b", b_shape)
+        return Function(name, (a, b), (("matmul", make(Op.MATMUL, a, b, arg=arg)),))
+
+    return build
+
+
+def _views() -> Function:
+    a, b = _x("a", (4, 6, 10)), _x("b", (10, 6))
+    turned = make(Op.PERMUTE, a, arg=d.PermuteArg((0, 2, 1)))
+    part = make(Op.SLICE, turned, arg=d.SliceArg((0, 1, 0), (4, 9, 6), (1, 2, 2)))
+    spread = make(Op.EXPAND, make(Op.RESHAPE, b, arg=d.ShapeArg((1, 6, 10))), arg=d.ShapeArg((4, 6, 10)))
+    joined = make(Op.CONCAT, a, spread, arg=d.AxisArg(0))
+    outs = (
+        ("permute + slice", make(Op.MUL, part, const(2.0))),
+        ("concat + expand", joined),
+        ("slice_grad", make(Op.SLICE_GRAD, part, arg=d.SliceGradArg((4, 10, 6), (0, 1, 0), (4, 9, 6), (1, 2, 2)))),
+    )
+    return Function("views", (a, b), outs)
+
+
+CONV = d.ConvArg(stride=(2, 1), padding=(1, 2), dilation=(1, 2), groups=1)
+
+
+def _conv() -> Function:
+    x, w, g = _x("x", (2, 3, 11, 13)), _x("w", (5, 3, 3, 3)), _x("g", (2, 5, 6, 13))
+    outs = (
+        ("conv2d", make(Op.CONV2D, x, w, arg=CONV)),
+        ("conv2d_grad_input", make(Op.CONV2D_GRAD_INPUT, g, w, arg=d.ConvGradArg(CONV, x.shape))),
+        ("conv2d_grad_weight", make(Op.CONV2D_GRAD_WEIGHT, x, g, arg=d.ConvGradArg(CONV, w.shape))),
+    )
+    return Function("conv2d", (x, w, g), outs)
+
+
+POOL = d.PoolArg(kernel=(3, 2), stride=(2, 2), padding=(1, 0))
+
+
+def _pools() -> Function:
+    x, g = _x("x", (2, 3, 9, 8)), _x("g", (2, 3, 5, 4))
+    outs = (
+        ("max_pool2d", make(Op.MAX_POOL2D, x, arg=POOL)),
+        ("avg_pool2d", make(Op.AVG_POOL2D, x, arg=POOL)),
+        ("max_pool2d_grad", make(Op.MAX_POOL2D_GRAD, x, g, arg=d.PoolGradArg(POOL, x.shape))),
+        ("avg_pool2d_grad", make(Op.AVG_POOL2D_GRAD, g, arg=d.PoolGradArg(POOL, x.shape))),
+    )
+    return Function("pools", (x, g), outs)
+
+
+def _rows() -> Function:
+    table, indices, g = _x("table", (11, 7)), _x("indices", (5, 3), DType.I32), _x("g", (5, 3, 7))
+    outs = (
+        ("gather", make(Op.GATHER, table, indices)),
+        ("scatter_add", make(Op.SCATTER_ADD, indices, g, arg=d.RowsArg(11))),
+    )
+    return Function("gather and scatter", (table, indices, g), outs)
+
+
+def _random() -> Function:
+    key = input_node("key", d.Role.RNG, DType.U32, (2,))
+    position = input_node("position", d.Role.SETTING, DType.U32, ())
+    dists = ((d.Distribution.UNIFORM, 0.0), (d.Distribution.NORMAL, 0.0), (d.Distribution.BERNOULLI, 0.3))
+    outs = tuple(
+        (f"random ({dist.value})", make(Op.RANDOM, key, position, arg=d.RandomArg(dist, "check", i, (37, 29), p)))
+        for i, (dist, p) in enumerate(dists)
+    )
+    return Function("random", (key, position), outs)
+
+
+UNIT = (-1.0, 1.0)
+CASES = (
+    Case("unary", _unary, {"x": (-4.0, 4.0)}),
+    Case("unary (positive domain)", _positive, {"x": (0.05, 8.0)}),
+    Case("binary", _binary, {"a": (-2.0, 2.0), "b": (0.5, 2.5)}),
+    Case("integers", _integers, {"i": (0, 5), "x": (-9.0, 9.0)}),
+    Case("reductions", _reductions, {"x": (-3.0, 3.0)}),
+    Case("views", _views, {"a": UNIT, "b": UNIT}),
+    Case("matmul 33x47x29", _matmul("matmul small", (33, 47), (47, 29), d.MatmulArg()), {"a": UNIT, "b": UNIT}),
+    Case("matmul 256x192x160", _matmul("matmul large", (256, 192), (192, 160), d.MatmulArg()), {"a": UNIT, "b": UNIT}),
+    Case(
+        "matmul 2x136x100x144 (b transposed)",
+        _matmul("matmul batched", (2, 136, 100), (2, 144, 100), d.MatmulArg(transpose_b=True)),
+        {"a": UNIT, "b": UNIT},
+    ),
+    Case("conv2d", _conv, {"x": UNIT, "w": UNIT, "g": UNIT}),
+    Case("pools", _pools, {"x": UNIT, "g": UNIT}),
+    Case("gather and scatter", _rows, {"table": UNIT, "indices": (0, 11), "g": UNIT}),
+    Case("random", _random, {"key": (0, 2**32), "position": (0, 2**32)}),
+)
+
+
+async def run_case(device: object, fn: Function, level: Level, inputs: dict[str, bytes]) -> tuple[Schedule, dict, bool]:
+    """Lower `fn` for `level` and the device's features, run it on `device` with `inputs`, and again from
+    a fresh compile; returns the schedule, the first run's outputs (bytes) and whether the second run's
+    bytes were identical."""
+    features: frozenset[str] = getattr(device, "features", frozenset())
+    schedule = lower(fn, level, features=features)
+    names = [name for name, _ in fn.outputs]
+    runs = []
+    for _ in range(2):
+        compiled = device.compile(schedule)  # type: ignore[attr-defined]
+        compiled = await compiled if hasattr(compiled, "__await__") else compiled
+        runs.append(await compiled.step(inputs, names))
+    return schedule, runs[0], runs[0] == runs[1]

@@ -1,0 +1,121 @@
+"""The correctness matrix's measurements (CPython only: numpy and the float64 reference). Inputs for a case,
+the comparison of a device's outputs with the reference against each kernel's declared tolerance, and the
+per-device record that the build merges into correctness.json."""
+
+from __future__ import annotations
+
+import datetime
+import json
+import math
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+
+from scellis.checks.cases import Case
+from scellis.engine import installed_engine_version
+from scellis.ir import Function
+from scellis.ir.function import input_name
+from scellis.levels import CHECKS, PROMISES, Level
+from scellis.lower.kernels import Kernel, Kind, Schedule
+from scellis.lower.variants import summed_terms, tolerance
+from scellis.ops import DType
+from scellis.ops import defs as d
+from scellis.runtime.reference import run
+
+SCHEMA = "scellis.correctness/1"
+WIRE = {DType.F32: "<f4", DType.I32: "<i4", DType.U32: "<u4", DType.BOOL: "<u4"}
+
+
+def case_inputs(case: Case, fn: Function, seed: int) -> dict[str, np.ndarray]:
+    """Values for every input of `case`: floats uniform in its range, integers in [low, high)."""
+    rng = np.random.default_rng(seed)
+    out: dict[str, np.ndarray] = {}
+    for node in fn.inputs:
+        name = input_name(node)
+        low, high = case.ranges[name]
+        if node.dtype is DType.F32:
+            out[name] = rng.uniform(low, high, node.shape)
+        else:
+            out[name] = rng.integers(int(low), int(high), node.shape, dtype=np.uint64 if high > 2**31 else np.int64)
+    return out
+
+
+def to_bytes(fn: Function, values: dict[str, np.ndarray]) -> dict[str, bytes]:
+    return {input_name(n): np.asarray(values[input_name(n)]).astype(WIRE[n.dtype]).tobytes() for n in fn.inputs}
+
+
+@dataclass(frozen=True)
+class Row:
+    """One output of one case at one level on one device."""
+
+    case: str
+    check: str
+    level: str
+    kernel: str  # kind and variant of the kernel that wrote the output
+    terms: int  # how many terms one output element sums
+    exact: bool  # promised bit-identical to the reference (integers, bools, uniform draws)
+    tolerance: float
+    error: float  # max |device - reference| / max(1, max |reference|); for exact checks max |difference|
+    ok: bool  # within the tolerance
+    repeat_identical: bool  # a second compile and run gave the same bytes
+
+
+def _writer(schedule: Schedule, buffer: int) -> Kernel:
+    return [k for k in schedule.kernels if k.out.buffer == buffer][-1]
+
+
+def _exact(kernel: Kernel, dtype: DType) -> bool:
+    if dtype is not DType.F32:
+        return True
+    return kernel.kind is Kind.RANDOM and kernel.arg.distribution is d.Distribution.UNIFORM  # type: ignore[attr-defined]
+
+
+def measure(
+    case: Case, fn: Function, level: Level, *, schedule: Schedule, values: dict, outputs: dict[str, bytes], repeat: bool
+) -> list[Row]:
+    """Rows comparing a device's `outputs` with the float64 reference of `fn` on `values`."""
+    want = run(fn, values)
+    buffers = dict(schedule.outputs)
+    rows = []
+    for name, node in fn.outputs:
+        kernel = _writer(schedule, buffers[name])
+        got = np.frombuffer(outputs[name], dtype=WIRE[node.dtype])[: node.size].astype(np.float64)
+        ref = np.asarray(want[name], dtype=np.float64).reshape(-1)
+        exact = _exact(kernel, node.dtype)
+        diff = float(np.max(np.abs(got - ref))) if ref.size else 0.0
+        scale = max(1.0, float(np.max(np.abs(ref)))) if ref.size else 1.0
+        error, bound = (diff, 0.0) if exact else (diff / scale, tolerance(kernel))
+        label = f"{kernel.kind.value} [{kernel.variant}]" if kernel.variant != "default" else kernel.kind.value
+        ok = bool(error <= bound) and not math.isnan(error)
+        rows.append(Row(case.name, name, level.value, label, summed_terms(kernel), exact, bound, error, ok, repeat))
+    return rows
+
+
+@dataclass
+class Record:
+    """What one device measured: the rows of every case and level, and the bit-identity checks."""
+
+    device: str  # a stable id: lavapipe, wasmtime, chromium-webgpu, chromium-cpu
+    name: str  # the device as it names itself
+    how: str  # how the suite reached it
+    features: list[str]
+    rows: list[Row]
+    identity: list[dict]  # {"check", "level", "cases", "identical"}
+
+    def to_json(self) -> dict:
+        return {
+            "schema": SCHEMA,
+            "device": {"id": self.device, "name": self.name, "how": self.how, "features": self.features},
+            "engine_version": installed_engine_version(),
+            "measured_at": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+            "levels": {level.value: {"promise": PROMISES[level], "checked": CHECKS[level]} for level in Level},
+            "rows": [asdict(row) for row in self.rows],
+            "identity": self.identity,
+        }
+
+    def write(self, folder: Path) -> Path:
+        folder.mkdir(parents=True, exist_ok=True)
+        path = folder / f"{self.device}.json"
+        path.write_text(json.dumps(self.to_json(), indent=1) + "\n")
+        return path

@@ -1,0 +1,67 @@
+"""The correctness matrix on the CPython devices: every case (scellis.checks.cases) at every level on
+lavapipe (wgpu-py) and the CPU path (wasmtime), each output within its kernel's declared tolerance of the
+float64 reference (lower.variants.TOLERANCE), bit-identical where promised. The measured figures are
+written to build/correctness/<device>.json, which the build merges into the shipped correctness.json."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from scellis.checks.cases import CASES, Case, run_case
+from scellis.checks.measure import Record, case_inputs, measure, to_bytes
+from scellis.levels import Level
+from scellis.runtime.cpu_device import CpuDevice
+from scellis.runtime.wgpu_native import WgpuDevice
+
+RECORDS = Path(__file__).resolve().parents[2] / "build" / "correctness"
+DEVICES = {
+    "lavapipe": "WebGPU through wgpu-py on Vulkan (lavapipe, Mesa's CPU Vulkan driver)",
+    "wasmtime": "the CPU path's scellis_cpu.wasm under wasmtime",
+}
+
+
+@pytest.fixture(scope="module", params=list(DEVICES))
+def device(request: pytest.FixtureRequest) -> Iterator[tuple[object, Record]]:
+    """The device and its record; the record is written once every case has run on it."""
+    dev = WgpuDevice() if request.param == "lavapipe" else asyncio.run(CpuDevice.open())
+    record = Record(request.param, dev.name, DEVICES[request.param], sorted(dev.features), [], [])
+    yield dev, record
+    repeat = {(row.case, row.level): row.repeat_identical for row in record.rows}
+    for level in Level:
+        same = [ok for (_, lvl), ok in repeat.items() if lvl == level.value]
+        record.identity.append(
+            {"check": "second compile and run", "level": level.value, "cases": len(same), "identical": all(same)}
+        )
+    record.write(RECORDS)
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
+def test_case_within_declared_tolerance_at_every_level(device: tuple[object, Record], case: Case) -> None:
+    dev, record = device
+    fn = case.build()
+    values = case_inputs(case, fn, seed=sum(map(ord, case.name)))
+    failures = []
+    for level in Level:
+        schedule, outputs, repeat = asyncio.run(run_case(dev, fn, level, to_bytes(fn, values)))
+        rows = measure(case, fn, level, schedule=schedule, values=values, outputs=outputs, repeat=repeat)
+        record.rows.extend(rows)
+        failures += [f"{r.level} {r.check} ({r.kernel}): {r.error:.3g} > {r.tolerance:.3g}" for r in rows if not r.ok]
+        if level is not Level.FAST and not repeat:
+            failures.append(f"{level.value}: a second compile and run gave different bytes")
+    assert not failures, failures
+
+
+def test_fast_says_what_it_uses_where_a_feature_is_missing() -> None:
+    large = next(c for c in CASES if c.name.startswith("matmul 256"))
+    from scellis.lower import lower
+
+    without = lower(large.build(), Level.FAST)
+    assert [k.variant for k in without.kernels] == ["tile128-vec4"]
+    assert without.notes and "shader-f16" in without.notes[0]
+    with_f16 = lower(large.build(), Level.FAST, frozenset({"shader-f16"}))
+    assert [k.variant for k in with_f16.kernels] == ["tile128-f16"] and not with_f16.notes
+    assert not lower(large.build(), Level.PROD).notes
