@@ -6,7 +6,8 @@
 
 Steps, in order: the CPU-path module (wasm/*.c -> scellis_cpu.wasm, zig cc), the scellis
 wheel (hatchling; it carries the module and the WGSL sources), Pyodide (from node_modules),
-the app bundle (esbuild), and dist/build.json (every shipped file's SHA-256, tool versions,
+the app bundle (esbuild), the correctness matrix's records as the test suite last wrote them
+(build/correctness/ -> correctness.json), and dist/build.json (every shipped file's SHA-256, tool versions,
 engine version). A step runs only when the hash of its inputs changed or an output is gone.
 """
 
@@ -38,7 +39,7 @@ PYODIDE_FILES = [
     "python_stdlib.zip",
     "pyodide-lock.json",
 ]
-APP_STATIC = ["index.html", "limits.html", "style.css"]
+APP_STATIC = ["index.html", "limits.html", "correctness.html", "style.css"]
 SETUP_HINT = "run `scripts/setup` (it installs everything the build needs)"
 
 sys.path.insert(0, str(ROOT / "py"))
@@ -195,6 +196,7 @@ def build_app() -> None:
         [
             str(esbuild),
             "app/main.js",
+            "app/correctness_page.js",
             "app/sw.js",
             "--bundle",
             "--format=esm",
@@ -256,6 +258,24 @@ def data_outputs() -> list[Path]:
     return [DIST / "data" / name for name in DATA_FILES]
 
 
+CORRECTNESS = BUILD / "correctness"  # the test suite writes one record per device here
+DEVICE_ORDER = ["lavapipe", "wasmtime", "chromium-webgpu", "chromium-cpu"]
+
+
+def correctness_records() -> list[Path]:
+    return files_under(CORRECTNESS, "*.json") if CORRECTNESS.is_dir() else []
+
+
+def build_correctness() -> None:
+    """dist/correctness.json: the correctness matrix's records, as the suite last wrote them (the app's
+    Correctness page renders it; with no records it says how to make them)."""
+    records = [json.loads(p.read_text()) for p in correctness_records()]
+    rank = {name: i for i, name in enumerate(DEVICE_ORDER)}
+    records.sort(key=lambda r: (rank.get(r["device"]["id"], len(rank)), r["device"]["id"]))
+    merged = {"schema": "scellis.correctness/1", "records": records}
+    (DIST / "correctness.json").write_text(json.dumps(merged, indent=1, sort_keys=True) + "\n")
+
+
 def write_manifest(tools: dict[str, str]) -> None:
     engine = engine_of_checkout()
     shipped = [p for p in files_under(DIST) if p.name != "build.json"]
@@ -314,10 +334,11 @@ def steps(tools: dict[str, str]) -> list[Step]:
         Step(
             "app",
             lambda: [*files_under(ROOT / "app"), ROOT / "package-lock.json", WASM_OUT],
-            lambda: [DIST / "main.js", DIST / "sw.js", DIST / WASM_OUT.name, *(DIST / n for n in APP_STATIC)],
+            lambda: [DIST / "main.js", DIST / "correctness_page.js", DIST / "sw.js", DIST / WASM_OUT.name, *(DIST / n for n in APP_STATIC)],
             build_app,
             f"esbuild {tools['esbuild']}",
         ),
+        Step("correctness", correctness_records, lambda: [DIST / "correctness.json"], build_correctness, "1"),
     ]
 
 

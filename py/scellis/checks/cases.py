@@ -44,6 +44,13 @@ def _positive() -> Function:
     return Function("positive", (x,), tuple((op.value, make(op, x)) for op in (Op.LOG, Op.SQRT, Op.RSQRT)))
 
 
+def _trigonometry() -> Function:
+    x = _x("x", (4, 100))
+    return Function(
+        "trigonometry", (x,), (("sin (wide range)", make(Op.SIN, x)), ("cos (wide range)", make(Op.COS, x)))
+    )
+
+
 def _binary() -> Function:
     a, b = _x("a", (3, 1, 45)), _x("b", (4, 45))
     outs = [(f"{op.value} (broadcast)", make(op, a, b)) for op in (Op.ADD, Op.SUB, Op.MUL, Op.DIV)]
@@ -150,6 +157,7 @@ UNIT = (-1.0, 1.0)
 CASES = (
     Case("unary", _unary, {"x": (-4.0, 4.0)}),
     Case("unary (positive domain)", _positive, {"x": (0.05, 8.0)}),
+    Case("sin and cos, |x| < 500", _trigonometry, {"x": (-500.0, 500.0)}),
     Case("binary", _binary, {"a": (-2.0, 2.0), "b": (0.5, 2.5)}),
     Case("integers", _integers, {"i": (0, 5), "x": (-9.0, 9.0)}),
     Case("reductions", _reductions, {"x": (-3.0, 3.0)}),

@@ -35,7 +35,8 @@ def case_inputs(case: Case, fn: Function, seed: int) -> dict[str, np.ndarray]:
         name = input_name(node)
         low, high = case.ranges[name]
         if node.dtype is DType.F32:
-            out[name] = rng.uniform(low, high, node.shape)
+            # rounded to float32 first: the reference sees exactly the values the device is given
+            out[name] = rng.uniform(low, high, node.shape).astype(np.float32).astype(np.float64)
         else:
             out[name] = rng.integers(int(low), int(high), node.shape, dtype=np.uint64 if high > 2**31 else np.int64)
     return out

@@ -30,6 +30,32 @@ fn sc_tanh(x: f32) -> f32 {
 }
 """
 
+# WGSL's sin and cos promise only 2**-11 absolute error, and only on [-pi, pi] (SwiftShader's are that
+# coarse). Ours: reduce by pi/2 in three parts (Cody-Waite; exact products for |x| below about 5e4),
+# then minimax polynomials on [-pi/4, pi/4] (Cephes' sinf and cosf coefficients): a few ulp.
+SIN_COS_FN = """
+fn sc_quadrant(x: f32) -> vec3<f32> {
+  let q = round(x * 0.63661977236758134);
+  let r = ((x - q * 1.5703125) - q * 4.837512969970703125e-4) - q * 7.549789954891882e-8;
+  let z = r * r;
+  let s = r + r * z * (-1.6666654611e-1 + z * (8.3321608736e-3 + z * -1.9515295891e-4));
+  let c = 1.0 - 0.5 * z + z * z * (4.166664568298827e-2 + z * (-1.388731625493765e-3 + z * 2.443315711809948e-5));
+  return vec3<f32>(s, c, f32(i32(q) & 3));
+}
+fn sc_sin(x: f32) -> f32 {
+  let v = sc_quadrant(x);
+  let n = i32(v.z);
+  let y = select(v.x, v.y, (n & 1) == 1);
+  return select(y, -y, n >= 2);
+}
+fn sc_cos(x: f32) -> f32 {
+  let v = sc_quadrant(x);
+  let n = i32(v.z);
+  let y = select(v.y, v.x, (n & 1) == 1);
+  return select(y, -y, n == 1 || n == 2);
+}
+"""
+
 
 @dataclass(frozen=True)
 class Bindings:
@@ -118,8 +144,8 @@ UNARY = {
     Op.TANH: "sc_tanh({0})",
     Op.SIGMOID: "(1.0 / (1.0 + exp(-({0}))))",
     Op.ERF: "sc_erf({0})",
-    Op.COS: "cos({0})",
-    Op.SIN: "sin({0})",
+    Op.COS: "sc_cos({0})",
+    Op.SIN: "sc_sin({0})",
     Op.FLOOR: "floor({0})",
 }
 BINARY = {
@@ -200,4 +226,6 @@ def helpers(expr: Expr) -> str:
         parts.append(ERF_FN)
     if Op.TANH in used or Op.GELU in used:
         parts.append(TANH_FN)
+    if Op.SIN in used or Op.COS in used:
+        parts.append(SIN_COS_FN)
     return "".join(parts)

@@ -1,0 +1,143 @@
+"""The correctness matrix in Chromium: every case at every level on WebGPU (SwiftShader) and on the CPU
+path, computed in the page and compared here with the float64 reference against each kernel's declared
+tolerance; the CPU path's bytes in Chromium equal its bytes under wasmtime. The figures are written to
+build/correctness/chromium-<kind>.json; the build ships them, and the Correctness page shows them."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from types import ModuleType
+
+from appdriver import LoadedApp, wait_ready
+
+from scellis.checks.cases import CASES, run_case
+from scellis.checks.measure import Record, Row, case_inputs, measure, to_bytes
+from scellis.levels import Level
+from scellis.lower import lower
+from scellis.runtime.cpu_device import CpuDevice
+
+RECORDS = Path(__file__).resolve().parents[1] / "build" / "correctness"
+HOW = {
+    "webgpu": "the page's WebGPU in headless Chromium (SwiftShader, --enable-unsafe-webgpu)",
+    "cpu": "the page's CPU path (scellis_cpu.wasm) in headless Chromium without WebGPU",
+}
+PAGE = """
+import base64, json
+from scellis.checks.cases import CASES, run_case
+from scellis.levels import Level
+if KIND == "webgpu":
+    from scellis.runtime.browser_webgpu import BrowserWebGPU
+    device = BrowserWebGPU()
+else:
+    from scellis.runtime.cpu_device import CpuDevice
+    device = await CpuDevice.open()
+inputs = json.loads(INPUTS)
+results = {}
+for case in CASES:
+    fn = case.build()
+    given = {k: base64.b64decode(v) for k, v in inputs[case.name].items()}
+    for level in Level:
+        _, outs, repeat = await run_case(device, fn, level, given)
+        encoded = {k: base64.b64encode(v).decode() for k, v in outs.items()}
+        results[f"{case.name}|{level.value}"] = {"outputs": encoded, "repeat": repeat}
+json.dumps({"name": device.name, "features": sorted(device.features), "results": results})
+"""
+SCRIPT = """async ([code, kind, inputs]) => {
+    if (kind === "webgpu") await window.scellis.prepareDevice("webgpu");
+    const globals = window.scellis.pyodide.toPy({ KIND: kind, INPUTS: inputs });
+    return window.scellis.pyodide.runPythonAsync(code, { globals });
+}"""
+
+
+def _values() -> dict[str, dict]:
+    out = {}
+    for case in CASES:
+        fn = case.build()
+        out[case.name] = case_inputs(case, fn, seed=sum(map(ord, case.name)))
+    return out
+
+
+def _wasmtime_bytes(values: dict[str, dict]) -> dict[str, dict[str, bytes]]:
+    """The same cases on the CPU path under wasmtime, in this process."""
+
+    async def go() -> dict[str, dict[str, bytes]]:
+        device = await CpuDevice.open()
+        out = {}
+        for case in CASES:
+            fn = case.build()
+            for level in Level:
+                _, outs, _ = await run_case(device, fn, level, to_bytes(fn, values[case.name]))
+                out[f"{case.name}|{level.value}"] = outs
+        return out
+
+    with ThreadPoolExecutor(1) as pool:  # Playwright's sync API holds this thread's event loop
+        return pool.submit(asyncio.run, go()).result()
+
+
+def test_matrix_in_the_page(loaded: LoadedApp) -> None:
+    kind = loaded.page.evaluate("() => document.body.dataset.device")
+    values = _values()
+    wire = {
+        case.name: {k: base64.b64encode(v).decode() for k, v in to_bytes(case.build(), values[case.name]).items()}
+        for case in CASES
+    }
+    answer = json.loads(loaded.page.evaluate(SCRIPT, [PAGE, kind, json.dumps(wire)]))
+    features = frozenset(answer["features"])
+    record = Record(f"chromium-{kind}", answer["name"], HOW[kind], sorted(features), [], [])
+    failures = []
+    for case in CASES:
+        fn = case.build()
+        for level in Level:
+            got = answer["results"][f"{case.name}|{level.value}"]
+            outputs = {k: base64.b64decode(v) for k, v in got["outputs"].items()}
+            schedule = lower(fn, level, features)
+            rows: list[Row] = measure(
+                case, fn, level, schedule=schedule, values=values[case.name], outputs=outputs, repeat=got["repeat"]
+            )
+            record.rows.extend(rows)
+            failures += [f"{r.level} {r.case} {r.check}: {r.error:.3g} > {r.tolerance:.3g}" for r in rows if not r.ok]
+            if level is not Level.FAST and not got["repeat"]:
+                failures.append(f"{level.value} {case.name}: a second compile and run gave different bytes")
+    for level in Level:
+        same = [answer["results"][f"{c.name}|{level.value}"]["repeat"] for c in CASES]
+        record.identity.append(
+            {"check": "second compile and run", "level": level.value, "cases": len(same), "identical": all(same)}
+        )
+    if kind == "cpu":
+        wasmtime = _wasmtime_bytes(values)
+        for level in Level:
+            keys = [f"{c.name}|{level.value}" for c in CASES]
+            equal = [
+                {k: base64.b64decode(v) for k, v in answer["results"][key]["outputs"].items()} == wasmtime[key]
+                for key in keys
+            ]
+            record.identity.append(
+                {"check": "bytes equal wasmtime's", "level": level.value, "cases": len(keys), "identical": all(equal)}
+            )
+            failures += [f"{level.value}: {key} differs from wasmtime" for key, ok in zip(keys, equal) if not ok]
+    record.write(RECORDS)
+    assert not failures, failures
+
+
+def test_correctness_page_shows_the_shipped_record(loaded: LoadedApp, build_script: ModuleType) -> None:
+    kind = loaded.page.evaluate("() => document.body.dataset.device")
+    build_script.build()  # ships the records this session wrote
+    shipped = json.loads((build_script.DIST / "correctness.json").read_text())
+    record = next(r for r in shipped["records"] if r["device"]["id"] == f"chromium-{kind}")
+    page = loaded.context.new_page()
+    page.goto(loaded.page.url.split("#")[0].rsplit("/", 1)[0] + "/correctness.html")
+    wait_ready(page)
+    assert page.evaluate("() => document.body.dataset.state") == "ready"
+    for level in ("debug", "prod", "fast"):
+        rows = [r for r in record["rows"] if r["level"] == level]
+        passed = sum(r["ok"] for r in rows)
+        cells = page.locator(f"#level-{level} tbody tr").filter(has_text=f"chromium-{kind}").locator("td")
+        assert cells.nth(1).inner_text() == f"{passed} / {len(rows)}"
+        detail = page.locator(f"#device-chromium-{kind} table").nth(["debug", "prod", "fast"].index(level))
+        assert detail.locator("tbody tr").count() == len(rows)
+    assert "measured with engine" not in page.locator("#report").inner_text()  # this build's engine
+    page.close()
