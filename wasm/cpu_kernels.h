@@ -129,6 +129,7 @@ enum sc_op {
   SC_OP_U2F = 50, /* also bool -> float32 */
   SC_OP_F2B = 51, /* x != 0 */
   SC_OP_I2B = 52,
+  SC_OP_INTEGER = 53, /* dst <- int32 draws in [0, d) (scellis.rng.integer); a, b, c as for UNIFORM */
 };
 
 /* -- the exports (the host passes descriptor words; see each file for their layout) ------------------ */
@@ -144,6 +145,8 @@ void sc_cpu_pool2d(const void *desc, u32 start, u32 end);
 void sc_cpu_pool2d_grad(const void *desc, u32 start, u32 end);
 void sc_cpu_gather(const void *desc, u32 start, u32 end);
 void sc_cpu_scatter_add(const void *desc, u32 start, u32 end);
+void sc_cpu_shift2d(const void *desc, u32 start, u32 end);
+void sc_cpu_flip_last(const void *desc, u32 start, u32 end);
 void sc_cpu_copy(void *dst, const void *src, u32 start, u32 end);
 
 /* Philox4x32-10 of one counter under a key (scellis.rng.philox4x32). */

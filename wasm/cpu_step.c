@@ -23,6 +23,8 @@ void sc_cpu_run(const u32 *entries, u32 count) {
       case 10: sc_cpu_gather(a, start, end); break;
       case 11: sc_cpu_scatter_add(a, start, end); break;
       case 12: sc_cpu_copy(b, a, start, end); break;
+      case 13: sc_cpu_shift2d(a, start, end); break;
+      case 14: sc_cpu_flip_last(a, start, end); break;
     }
   }
 }

@@ -46,6 +46,17 @@ void sc_philox(const u32 counter[4], const u32 key[2], u32 out[4]) {
   out[3] = c3;
 }
 
+/* An integer in [0, n): the first of the four words at most 2**32 - 1 - (2**32 mod n), taken mod n; when
+ * all four are rejected, the next counter (word 3 + 1) is tried (scellis.rng.integer). */
+static u32 integer(const u32 counter[4], const u32 key[2], u32 n) {
+  u32 last = 0xFFFFFFFFu - (0u - n) % n, c[4] = {counter[0], counter[1], counter[2], counter[3]}, w[4];
+  for (;; c[3]++) {
+    sc_philox(c, key, w);
+    for (u32 k = 0; k < 4; k++)
+      if (w[k] <= last) return w[k] % n;
+  }
+}
+
 /* Element e's draw uses counter (e, site, position, 0) (scellis.rng.counter; e < 2**32 here). */
 static void draws(u32 op, const u32 *ins, sc_u32 *dst, u32 i0, u32 n) {
   const sc_u32 *key_at = (const sc_u32 *)ins[2];
@@ -58,6 +69,8 @@ static void draws(u32 op, const u32 *ins, sc_u32 *dst, u32 i0, u32 n) {
       ((sc_f32 *)dst)[j] = (float)(w[0] >> 8) * 0x1p-24f;
     } else if (op == SC_OP_BERNOULLI) {
       dst[j] = (w[0] >> 8) >= ins[5];
+    } else if (op == SC_OP_INTEGER) {
+      dst[j] = integer(counter, key, ins[5]);
     } else { /* Box-Muller, as the reference: sqrt(-2 log u1) cos(2 pi u2), u1 in (0, 1] */
       double u1 = ((double)(w[0] >> 8) + 1.0) * 0x1p-24, u2 = (double)(w[1] >> 8) * 0x1p-24;
       ((sc_f32 *)dst)[j] = (float)(__builtin_sqrt(-2.0 * sc_log(u1)) * sc_cos(2.0 * 3.14159265358979323846 * u2));
@@ -188,7 +201,8 @@ static void run(const tape_header *t, const u32 *views, const u32 *code, u32 cou
       case SC_OP_STORE: sc_scatter(reg(regs, code[3]), (sc_u32 *)view[0], t->ndim, t->shape, view + 1, i0, n); break;
       case SC_OP_UNIFORM:
       case SC_OP_NORMAL:
-      case SC_OP_BERNOULLI: draws(op, code, dst, i0, n); break;
+      case SC_OP_BERNOULLI:
+      case SC_OP_INTEGER: draws(op, code, dst, i0, n); break;
       case SC_OP_POW_F: {
         const sc_f32 *x = (const sc_f32 *)reg(regs, code[2]), *y = (const sc_f32 *)reg(regs, code[3]);
         for (u32 j = 0; j < n; j++) ((sc_f32 *)dst)[j] = (float)sc_pow(x[j], y[j]);

@@ -39,6 +39,15 @@ def cnn() -> dict:
     return finish(p, p.linear(p.flatten(h), 5), y)
 
 
+def augmented() -> dict:
+    """Augmentations between trainable layers: the gradient flows back through the crop and the flip."""
+    p = Program("augmented")
+    x, y = p.input("x", [2, 6, 5]), p.input("y", [], dtype="int32", role="labels")
+    h = p.tanh(p.conv2d(p.gaussian_noise(x, std=0.3), 3, 3, padding=1))
+    h = p.random_flip(p.random_crop(h, padding=[2, 1]), p=0.5)
+    return finish(p, p.linear(p.flatten(h), 4), y)
+
+
 def transformer() -> dict:
     """Embedding, pre-norm self-attention with two heads, a GELU MLP, residuals, mean pooling."""
     t, dim, heads = 5, 8, 2
@@ -79,7 +88,7 @@ def random_inputs(compiled: Compiled, rng: np.random.Generator) -> dict:
     return values
 
 
-@pytest.mark.parametrize("build", [mlp, cnn, transformer], ids=lambda f: f.__name__)
+@pytest.mark.parametrize("build", [mlp, cnn, augmented, transformer], ids=lambda f: f.__name__)
 def test_program_gradients_match_finite_differences(build) -> None:
     compiled = compile_program(build())
     rng = np.random.default_rng(0)

@@ -495,6 +495,37 @@ def test_scatter_add_with_respect_to_its_values(data: st.DataObject) -> None:
     check_grad(values, op_of(Op.SCATTER_ADD, d.RowsArg(rows)), ["g"], seed)
 
 
+# -- per-example movement (augmentation) ------------------------------------------------------------
+
+
+@covers(Op.SHIFT2D)
+@SETTINGS
+@given(data=st.data(), shape=array_shapes(min_dims=3, max_dims=4, max_side=4))
+def test_shift2d_with_respect_to_x(data: st.DataObject, shape: tuple[int, ...]) -> None:
+    rng, seed = seeded(data)
+    shift = rng.integers(-5, 6, (shape[0], 2)).astype(np.int32)  # some past the edge: all zeros
+    check_grad({"x": rng.standard_normal(shape), "shift": shift}, op_of(Op.SHIFT2D), ["x"], seed)
+
+
+@covers(Op.FLIP_LAST)
+@SETTINGS
+@given(data=st.data(), shape=array_shapes(min_dims=2, max_dims=4, max_side=4))
+def test_flip_last_with_respect_to_x(data: st.DataObject, shape: tuple[int, ...]) -> None:
+    rng, seed = seeded(data)
+    values = {"x": rng.standard_normal(shape), "flip": rng.random(shape[0]) < 0.5}
+    check_grad(values, op_of(Op.FLIP_LAST), ["x"], seed)
+
+
+def test_shift2d_and_flip_last_give_no_gradient_to_their_control_input() -> None:
+    x = input_node("x", d.Role.PARAM, DType.F32, (2, 3, 4))
+    shift = input_node("s", d.Role.DATA, DType.I32, (2, 2))
+    flip = input_node("f", d.Role.DATA, DType.BOOL, (2,))
+    for node in (make(Op.SHIFT2D, x, shift), make(Op.FLIP_LAST, x, flip)):
+        g = input_node("g", d.Role.DATA, DType.F32, node.shape)
+        dx, dcontrol = VJP[node.op](node, g, (True, True))
+        assert dx is not None and dx.op is node.op and dcontrol is None
+
+
 # -- ops without a gradient -------------------------------------------------------------------------
 
 X = np.array([[0.3, -1.7, 2.2], [1.4, -0.6, 0.9]])

@@ -11,7 +11,7 @@ import struct
 import pytest
 import wgpu
 
-from scellis.codegen.wgsl_spatial import PHILOX_FN
+from scellis.codegen.wgsl_random import PHILOX_FN
 from scellis.examples import random_draws
 from scellis.levels import Level
 from scellis.lower import lower

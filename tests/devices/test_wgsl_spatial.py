@@ -3,7 +3,7 @@ three steps of a small CNN's training on both.
 
 Inputs are float32 values (the same numbers reach both sides). Declared tolerances, as
 max |device - reference| <= TOL * max(1, max |reference|): float32 sums of at most a few hundred terms
-against float64 give well under these. Uniform and bernoulli draws are compared bit for bit.
+against float64 give well under these. Uniform, bernoulli and integer draws are compared bit for bit.
 """
 
 from __future__ import annotations
@@ -216,8 +216,9 @@ def test_gather_and_scatter_add_with_repeated_indices(device: WgpuDevice, case: 
 def random_fn(shape: tuple[int, ...], site: int, p: float) -> Function:
     key = input_node("rng.dropout", d.Role.RNG, DType.U32, (2,))
     position = input_node("rng.position", d.Role.SETTING, DType.U32, ())
+    n = {d.Distribution.INTEGER: 7}  # integers in [0, 7)
     draws = tuple(
-        (dist.value, make(Op.RANDOM, key, position, arg=d.RandomArg(dist, "dropout", site, shape, p)))
+        (dist.value, make(Op.RANDOM, key, position, arg=d.RandomArg(dist, "dropout", site, shape, p, n.get(dist, 0))))
         for dist in d.Distribution
     )
     return Function("random", (key, position), draws)
@@ -246,6 +247,7 @@ def test_random_draws_match_the_reference_bit_for_bit(device: WgpuDevice, case: 
     want = run(fn, inputs, np.float32)  # float32 reference: uniform draws are exact multiples of 2^-24
     np.testing.assert_array_equal(got["uniform"], want["uniform"])
     np.testing.assert_array_equal(got["bernoulli"], want["bernoulli"])
+    np.testing.assert_array_equal(got["integer"], want["integer"])
     assert_close(got["normal"], run(fn, inputs)["normal"], TOL["normal"], "normal")
 
 

@@ -406,6 +406,35 @@ def test_random() -> None:
     fails(None, Op.RANDOM, key, pos, arg=random(d.Distribution.UNIFORM, site=2**32), match="must be valid")
 
 
+def test_random_integers_are_int32_in_a_range_that_int32_holds() -> None:
+    key, pos = u32(2), u32()
+    for n in (1, 7, 2**31):
+        arg = d.RandomArg(d.Distribution.INTEGER, "augment", 0, (4, 2), n=n)
+        assert type_of(make(Op.RANDOM, key, pos, arg=arg)) == (DType.I32, (4, 2))
+    for n in (0, -3, 2**31 + 1, 3_000_000_000):
+        arg = d.RandomArg(d.Distribution.INTEGER, "augment", 0, (4,), n=n)
+        fails(None, Op.RANDOM, key, pos, arg=arg, match=rf"need 1 <= n <= 2\*\*31 \(int32\), got n={n}")
+
+
+def test_shift2d_and_flip_last_keep_the_shape_of_x() -> None:
+    assert type_of(make(Op.SHIFT2D, f32(4, 3, 8, 5), i32(4, 2))) == (DType.F32, (4, 3, 8, 5))
+    assert type_of(make(Op.SHIFT2D, f32(2, 8, 5), i32(2, 2))) == (DType.F32, (2, 8, 5))
+    assert type_of(make(Op.FLIP_LAST, f32(4, 3, 8, 5), boolean(4))) == (DType.F32, (4, 3, 8, 5))
+    assert type_of(make(Op.FLIP_LAST, f32(4, 5), boolean(4))) == (DType.F32, (4, 5))
+
+
+def test_shift2d_and_flip_last_misuse() -> None:
+    fails(0, Op.SHIFT2D, f32(4, 8), i32(4, 2), match=r"needs a batch axis and 2 more, got \(4, 8\)")
+    fails(0, Op.SHIFT2D, i32(4, 8, 8), i32(4, 2), match="float32")
+    fails(1, Op.SHIFT2D, f32(4, 8, 8), i32(3, 2), match=r"second input must be i32\[4,2\] \(one row per example\)")
+    fails(1, Op.SHIFT2D, f32(4, 8, 8), f32(4, 2), match=r"must be i32\[4,2\].*got f32\[4,2\]")
+    fails(1, Op.SHIFT2D, f32(4, 8, 8), i32(4), match=r"must be i32\[4,2\]")
+    fails(None, Op.SHIFT2D, f32(4, 8, 8), match="takes 2 input")
+    fails(0, Op.FLIP_LAST, f32(4), boolean(4), match=r"needs a batch axis and 1 more, got \(4,\)")
+    fails(1, Op.FLIP_LAST, f32(4, 5), boolean(5), match=r"must be bool\[4\]")
+    fails(1, Op.FLIP_LAST, f32(4, 5), i32(4), match=r"must be bool\[4\]")
+
+
 def test_conv_grad_blames_the_argument_when_its_shape_is_at_fault() -> None:
     conv = d.ConvArg((1, 1), (0, 0), (1, 1), 1)
     x = input_node("x", d.Role.DATA, DType.F32, (1, 2, 5, 5))

@@ -296,10 +296,19 @@ KEY = srng.substream_key(1234, "dropout")
 
 
 def draw(
-    distribution: d.Distribution, shape: tuple[int, ...], site: int = 0, position: int = 5, p: float = 0.0
+    distribution: d.Distribution,
+    shape: tuple[int, ...],
+    *,
+    site: int = 0,
+    position: int = 5,
+    p: float = 0.0,
+    n: int = 0,
 ) -> np.ndarray:
+    """Draws of the RANDOM op; integers lie in [0, n), or [0, 1000) when n is not given."""
     key = np.array(KEY, dtype=np.uint32)
-    arg = d.RandomArg(distribution, "dropout", site, shape, p)
+    if distribution is d.Distribution.INTEGER:
+        n = n or 1000
+    arg = d.RandomArg(distribution, "dropout", site, shape, p, n)
     return run_op(Op.RANDOM, key, np.array(position, dtype=np.uint32), arg=arg)
 
 
@@ -337,6 +346,59 @@ def test_uniform_element_i_is_philox_of_its_counter() -> None:
     for i in range(u.size):
         word = srng.philox4x32(srng.counter(i, site, position), KEY)[0]
         assert u[i] == srng.uniform(word), i
+
+
+def rejected(n: int, site: int, position: int, count: int) -> int:
+    """How many of elements 0..count-1 have all four words of their first counter rejected."""
+    last = 2**32 - 1 - 2**32 % n
+    return sum(min(srng.philox4x32(srng.counter(i, site, position), KEY)) > last for i in range(count))
+
+
+# n = 2**31: no rejection; 1431655766 (just above 2**32 / 3): a third of the words rejected, all four of
+# them for about one element in 81, so some draws continue at the next counter
+INTEGER_RANGES = [1, 2, 6, 7, 1000, 2**31 - 1, 2**31, 1_431_655_766]
+
+
+@pytest.mark.parametrize("n", INTEGER_RANGES)
+def test_integer_element_i_is_rng_integer_of_its_counter(n: int) -> None:
+    site, position, count = 2, 2**32 - 1, 2000
+    got = draw(d.Distribution.INTEGER, (count,), site=site, position=position, n=n)
+    assert got.dtype == np.int32 and got.min() >= 0 and got.max() < n
+    assert got.tolist() == [srng.integer(n, srng.counter(i, site, position), KEY) for i in range(count)]
+    if n == 1_431_655_766:
+        assert rejected(n, site, position, count) >= 5, "the continuation must be exercised"
+
+
+def test_integers_are_uniform_over_a_small_range() -> None:
+    counts = np.bincount(draw(d.Distribution.INTEGER, (60_000,), n=6).reshape(-1), minlength=6)
+    chi2 = float(np.sum((counts - 10_000) ** 2 / 10_000))
+    assert chi2 < 20.5, counts  # 5 degrees of freedom: p < 0.001
+
+
+def naive_shift2d(x: np.ndarray, shift: np.ndarray) -> np.ndarray:
+    out = np.zeros_like(x)
+    h, w = x.shape[-2:]
+    for index in np.ndindex(x.shape):
+        i, j = index[-2] + shift[index[0], 0], index[-1] + shift[index[0], 1]
+        if 0 <= i < h and 0 <= j < w:
+            out[index] = x[(*index[:-2], i, j)]
+    return out
+
+
+@SETTINGS
+@given(data=st.data())
+def test_shift2d_matches_the_loop(data: st.DataObject) -> None:
+    shape = tuple(data.draw(st.integers(1, 5)) for _ in range(data.draw(st.integers(3, 4), label="ndim")))
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1), label="seed"))
+    shift = rng.integers(-6, 7, (shape[0], 2)).astype(np.int32)
+    x = rng.standard_normal(shape)
+    np.testing.assert_array_equal(run_op(Op.SHIFT2D, x, shift), naive_shift2d(x, shift))
+
+
+def test_flip_last_reverses_the_flagged_examples_only() -> None:
+    x = np.arange(24.0).reshape(3, 2, 4)
+    out = run_op(Op.FLIP_LAST, x, np.array([True, False, True]))
+    np.testing.assert_array_equal(out, [x[0, :, ::-1], x[1], x[2, :, ::-1]])
 
 
 def test_philox_known_answer() -> None:

@@ -266,6 +266,17 @@ def _scatter_add(node: Node, g: Node, need: tuple[bool, ...]) -> Grads:
     return (None, make(Op.GATHER, g, indices))
 
 
+def _shift2d(node: Node, g: Node, need: tuple[bool, ...]) -> Grads:
+    """out[i, j] reads x[i + s]: x[i, j] gets g[i - s], the shift the other way (none for the shift)."""
+    _, shift = node.src
+    return (make(Op.SHIFT2D, g, sub(const(0, DType.I32), shift)) if need[0] else None, None)
+
+
+def _flip_last(node: Node, g: Node, need: tuple[bool, ...]) -> Grads:
+    """Reversing is its own adjoint."""
+    return (make(Op.FLIP_LAST, g, node.src[1]) if need[0] else None, None)
+
+
 def _cast(node: Node, g: Node, need: tuple[bool, ...]) -> Grads:
     x = node.src[0]
     return (g if x.dtype.is_float and node.dtype.is_float else None,)
@@ -304,4 +315,6 @@ VJP: dict[Op, Rule] = {
     Op.SCATTER_ADD: _scatter_add,
     Op.ONE_HOT: _none,
     Op.RANDOM: _none,
+    Op.SHIFT2D: _shift2d,
+    Op.FLIP_LAST: _flip_last,
 }

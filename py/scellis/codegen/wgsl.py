@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from scellis.codegen import wgsl_dense, wgsl_expr, wgsl_spatial
+from scellis.codegen import wgsl_dense, wgsl_expr, wgsl_random, wgsl_spatial
 from scellis.lower.kernels import Kernel, Kind, Schedule
 
 MAX_GROUPS = 65535
@@ -37,7 +37,9 @@ RENDERERS: dict[Kind, Renderer] = {
     Kind.AVG_POOL2D_GRAD: wgsl_spatial.avg_pool2d_grad,
     Kind.GATHER: wgsl_spatial.gather,
     Kind.SCATTER_ADD: wgsl_spatial.scatter_add,
-    Kind.RANDOM: wgsl_spatial.random,
+    Kind.RANDOM: wgsl_random.random,
+    Kind.SHIFT2D: wgsl_spatial.shift2d,
+    Kind.FLIP_LAST: wgsl_spatial.flip_last,
 }
 
 

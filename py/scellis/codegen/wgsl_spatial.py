@@ -1,5 +1,5 @@
 """Stage: code. WGSL renderers for convolution and its two gradients, max and average pooling and their
-gradients, gather, scatter-add and counter-based random draws (Philox4x32-10).
+gradients, gather, scatter-add and the per-example shift and flip of data augmentation.
 
 Every gradient is a gather, never a scatter: each output element is computed by one invocation (for the
 weight gradient, one workgroup with a fixed split over its lanes) that visits its contributions in a
@@ -17,7 +17,6 @@ from scellis.codegen import wgsl_expr as w
 from scellis.codegen.wgsl_dense import LANES, MAIN, WORKGROUP
 from scellis.lower.kernels import ACC, Acc, Expr, Kernel, Kind, Schedule, Shape, View
 from scellis.ops import defs as d
-from scellis.rng import MASK, PHILOX_M, PHILOX_W, ROUNDS
 
 Source = tuple[str, tuple[int, int, int]]
 # The lowest finite float32: Tint rejects an infinite constant; every pool window holds a real tap.
@@ -30,7 +29,7 @@ def _grid(groups: int) -> tuple[int, int, int]:
     return (min(groups, 65535), -(-groups // 65535), 1)
 
 
-def _at(kernel: Kernel, b: w.Bindings, i: int, coords: list[str]) -> str:
+def input_at(kernel: Kernel, b: w.Bindings, i: int, coords: list[str]) -> str:
     """WGSL reading kernel input `i` at the given coordinates (one per axis of its view); index_expr
     multiplies each by its stride, so compound ones are parenthesised."""
     view = kernel.inputs[i]
@@ -67,7 +66,7 @@ def _header(kernel: Kernel, schedule: Schedule, b: w.Bindings, helpers: str) -> 
     return b.declarations(schedule) + "\n" + w.helpers(_value_expr(kernel, schedule)) + helpers
 
 
-def _per_element(kernel: Kernel, schedule: Schedule, b: w.Bindings, body: str, helpers: str = "") -> Source:
+def per_element(kernel: Kernel, schedule: Schedule, b: w.Bindings, body: str, helpers: str = "") -> Source:
     """One invocation per output element; `body` sets `acc` from the coordinates c0, c1, ..."""
     total = math.prod(kernel.out.shape)
     decode, coords = w.decode("i", kernel.out.shape)
@@ -127,8 +126,8 @@ def conv2d(kernel: Kernel, schedule: Schedule, b: w.Bindings) -> Source:
     x, wt = kernel.inputs[:2]
     out_channels, cg, kh, kw = wt.shape
     ah, aw = _axes(arg.stride, arg.padding, arg.dilation, x.shape)
-    x_at = _at(kernel, b, 0, ["c0", "base + cc", "u32(ih)", "u32(iw)"])
-    w_at = _at(kernel, b, 1, ["c1", "cc", "kh", "kw"])
+    x_at = input_at(kernel, b, 0, ["c0", "base + cc", "u32(ih)", "u32(iw)"])
+    w_at = input_at(kernel, b, 1, ["c1", "cc", "kh", "kw"])
     body = f"""let base = c1 / {out_channels // arg.groups}u * {cg}u;
 var acc = 0.0;
 for (var kh = 0u; kh < {kh}u; kh = kh + 1u) {{
@@ -140,7 +139,7 @@ for (var kh = 0u; kh < {kh}u; kh = kh + 1u) {{
     }}
   }}
 }}"""
-    return _per_element(kernel, schedule, b, body)
+    return per_element(kernel, schedule, b, body)
 
 
 def conv2d_grad_input(kernel: Kernel, schedule: Schedule, b: w.Bindings) -> Source:
@@ -153,8 +152,8 @@ def conv2d_grad_input(kernel: Kernel, schedule: Schedule, b: w.Bindings) -> Sour
     out_channels, cg, kh, kw = wt.shape
     og = out_channels // conv.groups
     ah, aw = _axes(conv.stride, conv.padding, conv.dilation, g.shape)
-    g_at = _at(kernel, b, 0, ["c0", "base + oo", "oh", "ow"])
-    w_at = _at(kernel, b, 1, ["base + oo", "cc", "kh", "kw"])
+    g_at = input_at(kernel, b, 0, ["c0", "base + oo", "oh", "ow"])
+    w_at = input_at(kernel, b, 1, ["base + oo", "cc", "kh", "kw"])
     body = f"""let base = c1 / {cg}u * {og}u;
 let cc = c1 % {cg}u;
 var acc = 0.0;
@@ -167,7 +166,7 @@ for (var kh = 0u; kh < {kh}u; kh = kh + 1u) {{
     }}
   }}
 }}"""
-    return _per_element(kernel, schedule, b, body)
+    return per_element(kernel, schedule, b, body)
 
 
 def conv2d_grad_weight(kernel: Kernel, schedule: Schedule, b: w.Bindings) -> Source:
@@ -182,8 +181,8 @@ def conv2d_grad_weight(kernel: Kernel, schedule: Schedule, b: w.Bindings) -> Sou
     ah, aw = _axes(conv.stride, conv.padding, conv.dilation, x.shape)
     outs = math.prod(kernel.out.shape)
     decode, coords = w.decode("o", kernel.out.shape)
-    x_at = _at(kernel, b, 0, ["n", "c", "u32(ih)", "u32(iw)"])
-    g_at = _at(kernel, b, 1, ["n", "c0", "oh", "ow"])
+    x_at = input_at(kernel, b, 0, ["n", "c", "u32(ih)", "u32(iw)"])
+    g_at = input_at(kernel, b, 1, ["n", "c0", "oh", "ow"])
     main = f"""var<workgroup> part: array<f32, {LANES}>;
 {MAIN.format(size=LANES)}
   let o = wid.x + wid.y * groups.x;
@@ -217,7 +216,7 @@ def max_pool2d(kernel: Kernel, schedule: Schedule, b: w.Bindings) -> Source:
     """Maximum over the window's taps inside the input (padding is -inf, so it never wins)."""
     arg = kernel.arg
     assert isinstance(arg, d.PoolArg)
-    return _per_element(
+    return per_element(
         kernel, schedule, b, f"var acc = {NEG_INF};\n" + _pool_taps(kernel, b, arg, "acc = max(acc, {x});")
     )
 
@@ -227,14 +226,14 @@ def avg_pool2d(kernel: Kernel, schedule: Schedule, b: w.Bindings) -> Source:
     arg = kernel.arg
     assert isinstance(arg, d.PoolArg)
     taps = _pool_taps(kernel, b, arg, "acc = acc + {x};")
-    return _per_element(kernel, schedule, b, f"var acc = 0.0;\n{taps}\nacc = acc / {float(math.prod(arg.kernel))!r};")
+    return per_element(kernel, schedule, b, f"var acc = 0.0;\n{taps}\nacc = acc / {float(math.prod(arg.kernel))!r};")
 
 
 def _pool_taps(kernel: Kernel, b: w.Bindings, arg: d.PoolArg, step: str) -> str:
     """Loops over the taps of window (c2, c3) that lie inside the input, running `step` on each value."""
     kh, kw = arg.kernel
     ah, aw = _axes(arg.stride, arg.padding, (1, 1), kernel.inputs[0].shape)
-    x_at = _at(kernel, b, 0, ["c0", "c1", "u32(ih)", "u32(iw)"])
+    x_at = input_at(kernel, b, 0, ["c0", "c1", "u32(ih)", "u32(iw)"])
     return f"""for (var kh = 0u; kh < {kh}u; kh = kh + 1u) {{
   {_tap("ih", "c2", "kh", ah)}
   for (var kw = 0u; kw < {kw}u; kw = kw + 1u) {{
@@ -266,7 +265,7 @@ def max_pool2d_grad(kernel: Kernel, schedule: Schedule, b: w.Bindings) -> Source
     assert isinstance(arg, d.PoolGradArg)
     kh, kw = arg.pool.kernel
     ah, aw = _axes(arg.pool.stride, arg.pool.padding, (1, 1), kernel.inputs[0].shape)
-    x_at = _at(kernel, b, 0, ["c0", "c1", "u32(ih)", "u32(iw)"])
+    x_at = input_at(kernel, b, 0, ["c0", "c1", "u32(ih)", "u32(iw)"])
     step = f"""var best = {NEG_INF};
 var win = {kh * kw}u;
 for (var qh = 0u; qh < {kh}u; qh = qh + 1u) {{
@@ -277,17 +276,17 @@ for (var qh = 0u; qh < {kh}u; qh = qh + 1u) {{
     if (v > best) {{ best = v; win = qh * {kw}u + qw; }}
   }}
 }}
-if (win == kh * {kw}u + kw) {{ acc = acc + {_at(kernel, b, 1, ["c0", "c1", "oh", "ow"])}; }}"""
-    return _per_element(kernel, schedule, b, _pool_grad(kernel, b, arg, step))
+if (win == kh * {kw}u + kw) {{ acc = acc + {input_at(kernel, b, 1, ["c0", "c1", "oh", "ow"])}; }}"""
+    return per_element(kernel, schedule, b, _pool_grad(kernel, b, arg, step))
 
 
 def avg_pool2d_grad(kernel: Kernel, schedule: Schedule, b: w.Bindings) -> Source:
     """dx[n, c, h, w]: the sum of g over the windows holding (h, w), divided by the window size."""
     arg = kernel.arg
     assert isinstance(arg, d.PoolGradArg)
-    step = f"acc = acc + {_at(kernel, b, 0, ['c0', 'c1', 'oh', 'ow'])};"
+    step = f"acc = acc + {input_at(kernel, b, 0, ['c0', 'c1', 'oh', 'ow'])};"
     body = _pool_grad(kernel, b, arg, step) + f"\nacc = acc / {float(math.prod(arg.pool.kernel))!r};"
-    return _per_element(kernel, schedule, b, body)
+    return per_element(kernel, schedule, b, body)
 
 
 # -- indexing ---------------------------------------------------------------------------------------
@@ -309,7 +308,7 @@ def gather(kernel: Kernel, schedule: Schedule, b: w.Bindings) -> Source:
     # indices read with it (an unused binding is left out of the automatic layout).
     rest = w.index_expr(View(table.buffer, table.shape[1:], table.strides[1:], table.offset), coords[lead:])
     value = f"in{b.slot(table.buffer)}[{rest} + u32({row}) * {math.prod(table.shape[1:])}u]"
-    return _per_element(kernel, schedule, b, f"let acc = {value};")
+    return per_element(kernel, schedule, b, f"let acc = {value};")
 
 
 def scatter_add(kernel: Kernel, schedule: Schedule, b: w.Bindings) -> Source:
@@ -325,84 +324,27 @@ def scatter_add(kernel: Kernel, schedule: Schedule, b: w.Bindings) -> Source:
 for (var j = 0u; j < {count}u; j = j + 1u) {{
   if ({index} == i32(c0)) {{ acc = acc + {value}; }}
 }}"""
-    return _per_element(kernel, schedule, b, body)
+    return per_element(kernel, schedule, b, body)
 
 
-# -- randomness -------------------------------------------------------------------------------------
-
-# WGSL has no 64-bit integers: the 32 x 32 -> 64-bit product is put together from 16-bit halves.
-PHILOX_FN = f"""
-fn sc_mulhilo(a: u32, b: u32) -> vec2<u32> {{
-  let a0 = a & 0xffffu;
-  let a1 = a >> 16u;
-  let b0 = b & 0xffffu;
-  let b1 = b >> 16u;
-  let p01 = a0 * b1;
-  let p10 = a1 * b0;
-  let mid = ((a0 * b0) >> 16u) + (p01 & 0xffffu) + (p10 & 0xffffu);
-  return vec2<u32>(a1 * b1 + (p01 >> 16u) + (p10 >> 16u) + (mid >> 16u), a * b);
-}}
-
-fn sc_philox(counter: vec4<u32>, key: vec2<u32>) -> vec4<u32> {{
-  var c = counter;
-  var k = key;
-  for (var r = 0u; r < {ROUNDS}u; r = r + 1u) {{
-    if (r > 0u) {{ k = k + vec2<u32>({PHILOX_W[0]}u, {PHILOX_W[1]}u); }}
-    let p0 = sc_mulhilo({PHILOX_M[0]}u, c.x);
-    let p1 = sc_mulhilo({PHILOX_M[1]}u, c.z);
-    c = vec4<u32>(p1.x ^ c.y ^ k.x, p1.y, p0.x ^ c.w ^ k.y, p0.y);
-  }}
-  return c;
-}}
-"""
-# Box-Muller with our own log and cos: WGSL only promises log to 2^-21 absolute on [0.5, 2] and cos to
-# 2^-11 absolute, both far coarser than float32. ln u for u >= 0.5 is 2 atanh((u - 1) / (u + 1)), whose
-# series in s^2 <= 1/9 converges to float32 precision in 8 terms; cos(2 pi t) reduces t to the nearest
-# quarter turn exactly (t is a multiple of 2^-24) and evaluates Taylor polynomials on [-pi/4, pi/4].
-NORMAL_FN = """
-fn sc_ln_unit(u: f32) -> f32 {
-  if (u < 0.5) { return log(u); }
-  let s = (u - 1.0) / (u + 1.0);
-  let z = s * s;
-  let series = 1.0 + z * (1.0 / 3.0 + z * (0.2 + z * (1.0 / 7.0 + z * (1.0 / 9.0 + z * (1.0 / 11.0
-    + z * (1.0 / 13.0 + z * (1.0 / 15.0)))))));
-  return 2.0 * s * series;
-}
-
-fn sc_cos_turns(t: f32) -> f32 {
-  let q = round(t * 4.0);
-  let x = 6.28318530718 * (t - q * 0.25);
-  let z = x * x;
-  let c = 1.0 - z * (0.5 - z * (1.0 / 24.0 - z * (1.0 / 720.0 - z * (1.0 / 40320.0))));
-  let s = x * (1.0 - z * (1.0 / 6.0 - z * (1.0 / 120.0 - z * (1.0 / 5040.0 - z * (1.0 / 362880.0)))));
-  let quarter = u32(q) & 3u;
-  let v = select(c, s, (quarter & 1u) == 1u);
-  return select(v, -v, quarter == 1u || quarter == 2u);
-}
-
-fn sc_normal(w0: u32, w1: u32) -> f32 {
-  let u1 = f32((w0 >> 8u) + 1u) * 5.9604644775390625e-8;
-  let u2 = f32(w1 >> 8u) * 5.9604644775390625e-8;
-  return sqrt(-2.0 * sc_ln_unit(u1)) * sc_cos_turns(u2);
-}
-"""
+def shift2d(kernel: Kernel, schedule: Schedule, b: w.Bindings) -> Source:
+    """out[n, ..., i, j] = x[n, ..., i + sy, j + sx], 0 outside. In u32 arithmetic a position before the
+    start wraps past the end, so one comparison per axis tests both edges."""
+    x = kernel.inputs[0]
+    *lead, row, col = (f"c{a}" for a in range(len(x.shape)))
+    value = input_at(kernel, b, 0, [*lead, "si", "sj"])
+    body = f"""let si = {row} + bitcast<u32>({input_at(kernel, b, 1, ["c0", "0u"])});
+let sj = {col} + bitcast<u32>({input_at(kernel, b, 1, ["c0", "1u"])});
+var acc = 0.0;
+if (si < {x.shape[-2]}u && sj < {x.shape[-1]}u) {{ acc = {value}; }}"""
+    return per_element(kernel, schedule, b, body)
 
 
-def random(kernel: Kernel, schedule: Schedule, b: w.Bindings) -> Source:
-    """Element i draws Philox of counter (i, site, position, 0) under the key; the last word is i div
-    2^32, always 0 because a WebGPU buffer holds fewer than 2^32 elements."""
-    arg = kernel.arg
-    assert isinstance(arg, d.RandomArg)
-    k0, k1 = (_at(kernel, b, 0, [f"{j}u"]) for j in (0, 1))
-    words = f"let r = sc_philox(vec4<u32>(i, {arg.site & MASK}u, {_at(kernel, b, 1, [])}, 0u), vec2<u32>({k0}, {k1}));"
-    helpers = PHILOX_FN
-    if arg.distribution is d.Distribution.UNIFORM:
-        draw = "f32(r.x >> 8u) * 5.9604644775390625e-8"
-    elif arg.distribution is d.Distribution.BERNOULLI:
-        # u >= p compared on the 24-bit integer u * 2^24 against ceil(p * 2^24) (exact in float64), so
-        # the mask equals the reference's bit for bit however p rounds to float32.
-        threshold = min(max(math.ceil(arg.p * 2**24), 0), 2**24)
-        draw = f"(r.x >> 8u) >= {threshold}u"
-    else:
-        draw, helpers = "sc_normal(r.x, r.y)", PHILOX_FN + NORMAL_FN
-    return _per_element(kernel, schedule, b, f"{words}\nlet acc = {draw};", helpers)
+def flip_last(kernel: Kernel, schedule: Schedule, b: w.Bindings) -> Source:
+    """out[n, ..., j] = x[n, ..., W - 1 - j] where flip[n], else x[n, ..., j]."""
+    x = kernel.inputs[0]
+    *lead, col = (f"c{a}" for a in range(len(x.shape)))
+    flip = input_at(kernel, b, 1, ["c0"])
+    body = f"""let j = select({col}, {x.shape[-1] - 1}u - {col}, {flip} != 0u);
+let acc = {input_at(kernel, b, 0, [*lead, "j"])};"""
+    return per_element(kernel, schedule, b, body)

@@ -209,6 +209,43 @@ def _dropout(ctx: Lowering, nid: str, p: dict[str, Any], x: Inputs) -> Node:
     return where(keep, scale(inp, 1 / (1 - p["p"])), const(0.0))
 
 
+def _augment(ctx: Lowering, distribution: d.Distribution, shape: tuple[int, ...], p: float = 0.0, n: int = 0) -> Node:
+    """A draw from the `augment` substream, at a site of its own."""
+    key, position, site = ctx.rng("augment")
+    return make(Op.RANDOM, key, position, arg=d.RandomArg(distribution, "augment", site, shape, p, n))
+
+
+def _random_crop(ctx: Lowering, nid: str, p: dict[str, Any], x: Inputs) -> Node:
+    inp = x["x"]
+    if len(inp.shape) < 3:
+        raise ShapeError(f"random_crop shifts the last two axes (height, width) of each example, got {inp.shape}", 0)
+    if ctx.mode is Mode.EVAL or p["padding"] == (0, 0):
+        return inp
+    # one int32 column per axis, uniform in [-pad, pad]
+    rows, cols = (
+        sub(_augment(ctx, d.Distribution.INTEGER, (inp.shape[0], 1), n=2 * pad + 1), const(pad, DType.I32))
+        for pad in p["padding"]
+    )
+    return make(Op.SHIFT2D, inp, make(Op.CONCAT, rows, cols, arg=d.AxisArg(1)))
+
+
+def _random_flip(ctx: Lowering, nid: str, p: dict[str, Any], x: Inputs) -> Node:
+    inp = x["x"]
+    if len(inp.shape) < 2:
+        raise ShapeError(f"random_flip reverses the last axis of each example, got {inp.shape}", 0)
+    if ctx.mode is Mode.EVAL or p["p"] == 0:
+        return inp
+    flip = _augment(ctx, d.Distribution.BERNOULLI, inp.shape[:1], p=1 - p["p"])  # True with probability p
+    return make(Op.FLIP_LAST, inp, flip)
+
+
+def _gaussian_noise(ctx: Lowering, nid: str, p: dict[str, Any], x: Inputs) -> Node:
+    inp = x["x"]
+    if ctx.mode is Mode.EVAL or p["std"] == 0:
+        return inp
+    return add(inp, scale(_augment(ctx, d.Distribution.NORMAL, inp.shape), p["std"]))
+
+
 def _embedding(ctx: Lowering, nid: str, p: dict[str, Any], x: Inputs) -> Node:
     table = ctx.param(nid, "weight", (p["num_embeddings"], p["dim"]), Init("normal", 1.0), p["trainable"])
     return make(Op.GATHER, table, x["indices"])
@@ -365,6 +402,14 @@ SPECS: tuple[OpSpec, ...] = (
         Param("eps", "float", 1e-5, low=0), Param("affine", "bool", True), TRAINABLE), _batch_norm),
     OpSpec("dropout", "regularization", "zero each value with probability p in training (scaled by 1/(1-p))", X,
           (Param("p", "float", 0.5, low=0, high=0.99),), _dropout),
+    OpSpec("random_crop", "augmentation", "in training, shift each example up to `padding` pixels, zeros filling in "
+          "(a same-size crop of the zero-padded image)", X,
+          (Param("padding", "pair", 4, low=0, high=2**30 - 1, doc="largest shift: an integer or [height, width]"),),
+          _random_crop),
+    OpSpec("random_flip", "augmentation", "in training, reverse each example's last axis (a mirror image) with "
+          "probability p", X, (Param("p", "float", 0.5, low=0, high=1),), _random_flip),
+    OpSpec("gaussian_noise", "augmentation", "in training, add normal noise of standard deviation std", X,
+          (Param("std", "float", 0.1, low=0),), _gaussian_noise),
     OpSpec("embedding", "layers", "rows of a learned table, picked by integer indices", (Port("indices", "int"),), (
         Param("num_embeddings", "int", REQUIRED, low=1), Param("dim", "int", REQUIRED, low=1), TRAINABLE), _embedding),
     OpSpec("reshape", "shape", "same values, new shape per example (one size may be -1)", X,

@@ -48,9 +48,9 @@ def _range_error(p: Param, value: float) -> str | None:
     if isinstance(value, int) and not -INT_LIMIT <= value <= INT_LIMIT:
         return f"must be an integer from {-INT_LIMIT} to {INT_LIMIT}, got {show(value)}"
     if p.low is not None and value < p.low:
-        return f"must be at least {p.low:g}, got {show(value)}"
+        return f"must be at least {p.low:.15g}, got {show(value)}"
     if p.high is not None and value > p.high:
-        return f"must be at most {p.high:g}, got {show(value)}"
+        return f"must be at most {p.high:.15g}, got {show(value)}"
     return None
 
 

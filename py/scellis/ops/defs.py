@@ -138,6 +138,7 @@ class Distribution(enum.Enum):
     UNIFORM = "uniform"  # float32 in [0, 1)
     NORMAL = "normal"  # float32, mean 0, variance 1
     BERNOULLI = "bernoulli"  # bool, True with probability 1 - p (a keep mask for drop probability p)
+    INTEGER = "integer"  # int32, uniform in [0, n) without modulo bias (scellis.rng.integer)
 
 
 @dataclass(frozen=True)
@@ -149,6 +150,7 @@ class RandomArg:
     site: int  # tells apart draws of one substream at one position (e.g. two dropout layers)
     shape: tuple[int, ...]
     p: float = 0.0  # BERNOULLI only: probability of False
+    n: int = 0  # INTEGER only: draws lie in [0, n), 1 <= n <= 2**31 (int32)
 
 
 class Op(enum.Enum):
@@ -214,6 +216,9 @@ class Op(enum.Enum):
     GATHER = "gather"  # NoArg; (table [R, ...], indices int32 [...]) -> [..., ...]: rows of table
     SCATTER_ADD = "scatter_add"  # RowsArg; (indices int32 [...], g [..., ...]) -> [rows, ...], in index order
     ONE_HOT = "one_hot"  # ClassesArg; (labels int32 [...]) -> f32 [..., classes]
+    # per-example movement (data augmentation); the output has x's shape
+    SHIFT2D = "shift2d"  # NoArg; (x [N, ..., H, W], shift int32 [N, 2]): x[n, ..., i + sy, j + sx], 0 outside
+    FLIP_LAST = "flip_last"  # NoArg; (x [N, ..., W], flip bool [N]): x with its last axis reversed where flip[n]
     # randomness
     RANDOM = "random"  # RandomArg; (key u32[2], position u32[])
 
@@ -257,5 +262,7 @@ ARG_TYPES: dict[Op, type] = {
     Op.GATHER: NoArg,
     Op.SCATTER_ADD: RowsArg,
     Op.ONE_HOT: ClassesArg,
+    Op.SHIFT2D: NoArg,
+    Op.FLIP_LAST: NoArg,
     Op.RANDOM: RandomArg,
 }

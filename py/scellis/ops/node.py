@@ -432,7 +432,26 @@ def _random(arg: object, src: tuple[Node, ...]) -> tuple[DType, Shape]:
         raise ShapeError(f"random's position must be a u32 scalar, got {position.type_str}", 1)
     if any(d < 1 for d in arg.shape) or not 0 <= arg.p < 1 or not 0 <= arg.site < 2**32:
         raise ShapeError(f"random: shape {arg.shape}, p={arg.p} and site={arg.site} must be valid")
+    if arg.distribution is defs.Distribution.INTEGER:
+        if not 1 <= arg.n <= 2**31:
+            raise ShapeError(f"random integers in [0, n) need 1 <= n <= 2**31 (int32), got n={arg.n}")
+        return DType.I32, arg.shape
     return (DType.BOOL if arg.distribution is defs.Distribution.BERNOULLI else DType.F32), arg.shape
+
+
+def _per_example(op: Op, src: tuple[Node, ...], axes: int, dtype: DType, columns: Shape) -> tuple[DType, Shape]:
+    """The per-example movement ops: x, a float tensor of at least `axes` axes whose first is the batch,
+    and a `dtype` control input of shape [N, *columns]; the output has x's type."""
+    _arity(op, src, 2)
+    _float(op, src, 0)
+    x, control = src
+    if len(x.shape) < axes:
+        raise ShapeError(f"{op.value} needs a batch axis and {axes - 1} more, got {x.shape}", 0)
+    expected = (x.shape[0], *columns)
+    if control.dtype is not dtype or control.shape != expected:
+        wanted = f"{dtype.short}[{','.join(map(str, expected))}]"
+        raise ShapeError(f"{op.value}'s second input must be {wanted} (one row per example), got {control.type_str}", 1)
+    return x.dtype, x.shape
 
 
 RULES: dict[Op, Rule] = {
@@ -462,4 +481,6 @@ RULES: dict[Op, Rule] = {
     Op.SCATTER_ADD: _scatter_add,
     Op.ONE_HOT: _one_hot,
     Op.RANDOM: _random,
+    Op.SHIFT2D: lambda arg, src: _per_example(Op.SHIFT2D, src, 3, DType.I32, (2,)),
+    Op.FLIP_LAST: lambda arg, src: _per_example(Op.FLIP_LAST, src, 2, DType.BOOL, ()),
 }

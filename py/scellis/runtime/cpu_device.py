@@ -40,7 +40,7 @@ STRIDED_OUTPUT = {Kind.ELEMENTWISE, Kind.RANDOM, Kind.MATMUL}
 RUN_ORDER = (
     "sc_cpu_tape", "sc_cpu_matmul", "sc_cpu_reduce", "sc_cpu_rows", "sc_cpu_conv2d", "sc_cpu_conv2d_grad_input",
     "sc_cpu_conv2d_grad_weight", "sc_cpu_pool2d", "sc_cpu_pool2d_grad", "sc_cpu_gather", "sc_cpu_scatter_add",
-    "sc_cpu_copy",
+    "sc_cpu_copy", "sc_cpu_shift2d", "sc_cpu_flip_last",
 )  # fmt: skip
 STEP_EXPORTS = {name: i + 1 for i, name in enumerate(RUN_ORDER)}
 
@@ -319,6 +319,16 @@ def _scatter_add(kernel: Kernel, address: Address, acc: View) -> Part:
     )
 
 
+def _per_example(kernel: Kernel, address: Address, acc: View) -> Part:
+    """SHIFT2D and FLIP_LAST (wasm/cpu_augment.c): planes of [H, W], or of one row for FLIP_LAST."""
+    _contiguous(kernel, 2)
+    x, control = kernel.inputs[:2]
+    h = x.shape[-2] if kernel.kind is Kind.SHIFT2D else 1
+    planes = x.size // (h * x.shape[-1])
+    words = (address(x), address(control), address(acc), planes // x.shape[0], h, x.shape[-1])
+    return Part(f"sc_cpu_{kernel.kind.value}", words, planes)
+
+
 PRODUCERS: dict[Kind, Producer] = {
     Kind.MATMUL: _matmul,
     Kind.REDUCE: _reduce,
@@ -327,4 +337,6 @@ PRODUCERS: dict[Kind, Producer] = {
     **dict.fromkeys((Kind.MAX_POOL2D, Kind.MAX_POOL2D_GRAD, Kind.AVG_POOL2D, Kind.AVG_POOL2D_GRAD), _pool),
     Kind.GATHER: _gather,
     Kind.SCATTER_ADD: _scatter_add,
+    Kind.SHIFT2D: _per_example,
+    Kind.FLIP_LAST: _per_example,
 }

@@ -27,6 +27,7 @@ OPCODE_ORDER = (
     "RSQRT", "ABS", "SIGN", "RELU", "LEAKY_RELU", "GELU_TANH", "GELU_ERF", "TANH", "SIGMOID", "ERF", "COS", "SIN",
     "FLOOR", "ADD_F", "SUB_F", "MUL_F", "DIV_F", "POW_F", "MAX_F", "MIN_F", "LT_F", "EQ_F", "ADD_I", "SUB_I", "MUL_I",
     "MAX_I", "MIN_I", "LT_I", "EQ_I", "MAX_U", "MIN_U", "LT_U", "WHERE", "F2I", "F2U", "I2F", "U2F", "F2B", "I2B",
+    "INTEGER",
 )  # fmt: skip
 OPCODES = {name: i + 1 for i, name in enumerate(OPCODE_ORDER)}
 
@@ -47,7 +48,10 @@ CASTS = {
     (DType.I32, DType.F32): "I2F", (DType.U32, DType.F32): "U2F", (DType.BOOL, DType.F32): "U2F",
     (DType.I32, DType.BOOL): "I2B", (DType.U32, DType.BOOL): "I2B",
 }  # fmt: skip
-DRAWS = {d.Distribution.UNIFORM: "UNIFORM", d.Distribution.NORMAL: "NORMAL", d.Distribution.BERNOULLI: "BERNOULLI"}
+DRAWS = {
+    d.Distribution.UNIFORM: "UNIFORM", d.Distribution.NORMAL: "NORMAL", d.Distribution.BERNOULLI: "BERNOULLI",
+    d.Distribution.INTEGER: "INTEGER",
+}  # fmt: skip
 
 
 class TapeError(ValueError):
@@ -215,7 +219,8 @@ class _Encoder:
         draw = self.acc.draw
         assert draw is not None
         threshold = max(0, min(math.ceil(draw.p * 2**24), 2**24 + 1))  # u >= p as integers: exact
-        return self._ins(DRAWS[draw.distribution], dst, self.acc.key, self.acc.position, draw.site & MASK, threshold)
+        bound = draw.n if draw.distribution is d.Distribution.INTEGER else threshold
+        return self._ins(DRAWS[draw.distribution], dst, self.acc.key, self.acc.position, draw.site & MASK, bound)
 
     def _apply(self, step: Apply, dst: int, src: list[int], types: list[DType], out: DType) -> list[int]:
         if step.op is Op.LEAKY_RELU:

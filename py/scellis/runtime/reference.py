@@ -248,12 +248,29 @@ def philox(c: list[Array], key: tuple[int, int]) -> list[Array]:
     return [c0, c1, c2, c3]
 
 
+def _integers(n: int, counters: list[Array], key: tuple[int, int]) -> Array:
+    """`rng.integer` for every element: the first of its four words that is at most 2**32 - 1 - (2**32
+    mod n), taken mod n; elements whose four words are all rejected draw again at counter word 3 + 1."""
+    last, c3 = np.uint64(2**32 - 1 - 2**32 % n), counters[3].copy()
+    out = np.zeros(c3.shape, dtype=np.uint64)
+    todo = np.arange(out.size)
+    while todo.size:
+        words = np.stack(philox([*(c[todo] for c in counters[:3]), c3[todo]], key))
+        accepted = words <= last
+        done = accepted.any(axis=0)
+        out[todo[done]] = words[np.argmax(accepted, axis=0)[done], np.flatnonzero(done)] % np.uint64(n)
+        todo = todo[~done]
+        c3[todo] = (c3[todo] + np.uint64(1)) & np.uint64(MASK)
+    return out.astype(np.int64)
+
+
 def _random(arg: d.RandomArg, key: Array, position: Array, fdt: np.dtype) -> Array:
     i = np.arange(math.prod(arg.shape), dtype=np.uint64)
-    words = philox(
-        [i & np.uint64(MASK), np.full_like(i, arg.site), np.full_like(i, int(position)), i >> np.uint64(32)],
-        (int(key[0]), int(key[1])),
-    )
+    counters = [i & np.uint64(MASK), np.full_like(i, arg.site), np.full_like(i, int(position)), i >> np.uint64(32)]
+    k = (int(key[0]), int(key[1]))
+    if arg.distribution is d.Distribution.INTEGER:
+        return _integers(arg.n, counters, k).reshape(arg.shape)
+    words = philox(counters, k)
     u = (words[0] >> np.uint64(8)).astype(np.float64) * 2.0**-24
     if arg.distribution is d.Distribution.UNIFORM:
         return u.astype(fdt).reshape(arg.shape)
@@ -262,6 +279,23 @@ def _random(arg: d.RandomArg, key: Array, position: Array, fdt: np.dtype) -> Arr
     u1 = ((words[0] >> np.uint64(8)).astype(np.float64) + 1) * 2.0**-24
     u2 = (words[1] >> np.uint64(8)).astype(np.float64) * 2.0**-24
     return (np.sqrt(-2 * np.log(u1)) * np.cos(2 * np.pi * u2)).astype(fdt).reshape(arg.shape)
+
+
+def _window(size: int, shift: int) -> tuple[slice, slice]:
+    """Along one axis of SHIFT2D: the output positions i with 0 <= i + shift < size, and those i + shift."""
+    return slice(max(0, -shift), max(0, min(size, size - shift))), slice(max(0, shift), max(0, min(size, size + shift)))
+
+
+def _shift2d(x: Array, shift: Array) -> Array:
+    out = np.zeros_like(x)
+    for n, (sy, sx) in enumerate(shift.tolist()):
+        (rows, from_rows), (cols, from_cols) = _window(x.shape[-2], sy), _window(x.shape[-1], sx)
+        out[n, ..., rows, cols] = x[n, ..., from_rows, from_cols]
+    return out
+
+
+def _flip_last(x: Array, flip: Array) -> Array:
+    return np.where(flip.reshape(-1, *(1,) * (x.ndim - 1)), x[..., ::-1], x)
 
 
 def _slice_grad(arg: d.SliceGradArg, g: Array) -> Array:
@@ -314,4 +348,6 @@ IMPLS: dict[Op, Impl] = {
     Op.SCATTER_ADD: lambda a, x, n, f: _scatter_add(a, *x),
     Op.ONE_HOT: lambda a, x, n, f: _one_hot(a, x[0], f),
     Op.RANDOM: lambda a, x, n, f: _random(a, x[0], x[1], f),
+    Op.SHIFT2D: lambda a, x, n, f: _shift2d(*x),
+    Op.FLIP_LAST: lambda a, x, n, f: _flip_last(*x),
 }
