@@ -4,7 +4,9 @@
     python3 bench/kernels.py --devices webgpu,torch --sizes 1024,2048,4096     (on the lent H200)
 
 Each size is a square float32 matmul (N x N @ N x N, 2 N^3 flops). `webgpu` runs the WGSL kernel the
-engine generates, through wgpu-py (lavapipe here, the real GPU on the H200); `cpu` runs the CPU path's
+engine generates for prod, through wgpu-py (lavapipe here, the real GPU on the H200), and
+`webgpu-debug` / `webgpu-fast` the kernels of those levels (fast: float16 tiles where the adapter
+has shader-f16); `cpu` runs the CPU path's
 WebAssembly kernel under wasmtime; `numpy` and `torch` (CUDA, TF32 off) are the peers. Reported:
 median GFLOP/s over --runs timings, each timing `--repeat` products back to back.
 """
@@ -48,11 +50,12 @@ def timed(run: Callable[[], None], sync: Callable[[], None], runs: int) -> list[
     return times
 
 
-def webgpu(n: int, repeat: int, runs: int) -> tuple[str, list[float]]:
+def webgpu(n: int, repeat: int, runs: int, level: Level = Level.PROD) -> tuple[str, list[float]]:
     from scellis.runtime.wgpu_native import WgpuDevice
 
     device = WgpuDevice()
-    compiled = device.compile(lower(matmul_function(n), Level.PROD))
+    schedule = lower(matmul_function(n), level, device.features)
+    compiled = device.compile(schedule)
     rng = np.random.default_rng(0)
     for name in ("a", "b"):
         compiled.write(name, rng.standard_normal((n, n)).astype("<f4").tobytes())
@@ -77,7 +80,8 @@ def webgpu(n: int, repeat: int, runs: int) -> tuple[str, list[float]]:
 
     check = np.frombuffer(compiled.read("c"), "<f4")[:4]
     assert np.all(np.isfinite(check))
-    return f"WGSL via wgpu-py ({device.name})", timed(run, sync, runs)
+    variant = schedule.kernels[0].variant
+    return f"WGSL {level.value} [{variant}] via wgpu-py ({device.name})", timed(run, sync, runs)
 
 
 def cpu(n: int, repeat: int, runs: int) -> tuple[str, list[float]]:
@@ -125,7 +129,14 @@ def torch_peer(n: int, repeat: int, runs: int) -> tuple[str, list[float]]:
     )
 
 
-DEVICES = {"webgpu": webgpu, "cpu": cpu, "numpy": numpy_peer, "torch": torch_peer}
+DEVICES = {
+    "webgpu": webgpu,
+    "webgpu-fast": lambda n, repeat, runs: webgpu(n, repeat, runs, Level.FAST),
+    "webgpu-debug": lambda n, repeat, runs: webgpu(n, repeat, runs, Level.DEBUG),
+    "cpu": cpu,
+    "numpy": numpy_peer,
+    "torch": torch_peer,
+}
 
 
 def main() -> None:

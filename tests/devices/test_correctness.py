@@ -59,12 +59,12 @@ def test_case_within_declared_tolerance_at_every_level(device: tuple[object, Rec
 
 
 def test_fast_says_what_it_uses_where_a_feature_is_missing() -> None:
-    large = next(c for c in CASES if c.name.startswith("matmul 256"))
+    large = next(c for c in CASES if c.name.startswith("matmul 768"))
     from scellis.lower import lower
 
     without = lower(large.build(), Level.FAST)
     assert [k.variant for k in without.kernels] == ["tile128-vec4"]
     assert without.notes and "shader-f16" in without.notes[0]
     with_f16 = lower(large.build(), Level.FAST, frozenset({"shader-f16"}))
-    assert [k.variant for k in with_f16.kernels] == ["tile128-f16"] and not with_f16.notes
+    assert [k.variant for k in with_f16.kernels] == ["tile128-vec4-f16"] and not with_f16.notes
     assert not lower(large.build(), Level.PROD).notes

@@ -86,8 +86,9 @@ def test_casts_bools_and_ints(gpu: WgpuDevice) -> None:
     ("a_shape", "b_shape", "ta", "tb"),
     [((1, 1), (1, 1), False, False), ((65, 3), (3, 70), False, False), ((9, 130), (9, 5), True, False),
      ((2, 17, 8), (19, 8), False, True), ((3, 1, 6, 5), (4, 7, 6), True, True), ((128, 64), (64, 10), False, False),
-     ((200, 130), (130, 260), False, False), ((2, 140, 129), (2, 131, 129), False, True),
-     ((260, 132), (132, 136), False, False), ((3, 130, 64), (64, 132), False, False)],
+     ((200, 130), (130, 260), False, False), ((1000, 130), (130, 600), False, False),
+     ((2, 520, 129), (2, 516, 129), False, True), ((1028, 132), (132, 520), False, False),
+     ((3, 400, 64), (64, 444), False, False)],
 )  # fmt: skip
 def test_matmul(gpu: WgpuDevice, a_shape: tuple, b_shape: tuple, ta: bool, tb: bool) -> None:
     a, b = data("a", a_shape), data("b", b_shape)
@@ -97,11 +98,14 @@ def test_matmul(gpu: WgpuDevice, a_shape: tuple, b_shape: tuple, ta: bool, tb: b
 
 
 def test_matmul_variants_follow_level_and_layout() -> None:
-    a, b = data("a", (260, 132)), data("b", (132, 136))
+    a, b = data("a", (1028, 132)), data("b", (132, 1000))
     contiguous = Function("mm", (a, b), (("m", make(Op.MATMUL, a, b, arg=d.MatmulArg())),))
     assert [k.variant for k in lower(contiguous, Level.PROD).kernels] == ["tile128-vec4"]
     assert [k.variant for k in lower(contiguous, Level.DEBUG).kernels] == ["tile64"]
-    odd = data("odd", (130, 129))
+    c = data("c", (132, 256))
+    few = Function("mm", (a, c), (("m", make(Op.MATMUL, a, c, arg=d.MatmulArg())),))
+    assert [k.variant for k in lower(few, Level.PROD).kernels] == ["tile64"]  # 9 x 2 tiles: too few for 128
+    odd = data("odd", (900, 129))
     transposed = Function("mm", (odd,), (("m", make(Op.MATMUL, odd, odd, arg=d.MatmulArg(False, True))),))
     assert lower(transposed, Level.PROD).kernels[0].variant == "tile128"
 

@@ -84,7 +84,7 @@ def matmul(kernel: Kernel, schedule: Schedule, b: w.Bindings) -> tuple[str, tupl
     bk, bn = bm.strides[-2:]
     coords = [*bcoords, "row", "col"]
     if kernel.variant.startswith("tile128"):
-        vec4, f16 = kernel.variant == "tile128-vec4", kernel.variant == "tile128-f16"
+        vec4, f16 = kernel.variant.startswith("tile128-vec4"), kernel.variant.endswith("-f16")
         source = _matmul_large(kernel, schedule, b, decode=decode, bases=(a_base, b_base), vec4=vec4, f16=f16)
         declared = b.declarations(schedule, frozenset({a.buffer, bm.buffer}) if vec4 else frozenset())
         header = ("enable f16;\n" if f16 else "") + declared + "\n" + w.helpers(kernel.expr)
@@ -171,7 +171,9 @@ def _tile_loads(kernel: Kernel, b: w.Bindings, tk: int, vec4: bool, f16: bool = 
       tile_b[kb * {quads}u + cb / 4u][cb % 4u] = {elem}(vb);
     }}"""
     # K and N are multiples of 4 here: a vec4 is either wholly inside the matrix or wholly outside
-    scatter = "\n".join(f"      tile_a[(4u * kq + {c}u) * {quads}u + ra / 4u][ra % 4u] = va[{c}];" for c in range(4))
+    scatter = "\n".join(
+        f"      tile_a[(4u * kq + {c}u) * {quads}u + ra / 4u][ra % 4u] = {elem}(va[{c}]);" for c in range(4)
+    )
     return f"""    for (var e = 0u; e < {LARGE * tk // 1024}u; e = e + 1u) {{
       let flat = t + e * 256u;
       let ra = flat / {tk // 4}u;
@@ -187,7 +189,7 @@ def _tile_loads(kernel: Kernel, b: w.Bindings, tk: int, vec4: bool, f16: bool = 
       if (k0 + kb < {k}u && col0 + 4u * cq < {n}u) {{
         vb = in{sb}[(b_base + (k0 + kb) * {bk}u + col0 + 4u * cq) / 4u];
       }}
-      tile_b[kb * {quads}u + cq] = vb;
+      tile_b[kb * {quads}u + cq] = {"vec4<f16>" if f16 else ""}(vb);
     }}"""
 
 
