@@ -334,7 +334,7 @@ def steps(tools: dict[str, str]) -> list[Step]:
         Step(
             "app",
             lambda: [*files_under(ROOT / "app"), ROOT / "package-lock.json", WASM_OUT],
-            lambda: [DIST / "main.js", DIST / "correctness_page.js", DIST / "sw.js", DIST / WASM_OUT.name, *(DIST / n for n in APP_STATIC)],
+            lambda: [DIST / n for n in ("main.js", "correctness_page.js", "sw.js", WASM_OUT.name, *APP_STATIC)],
             build_app,
             f"esbuild {tools['esbuild']}",
         ),

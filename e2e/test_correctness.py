@@ -118,7 +118,8 @@ def test_matrix_in_the_page(loaded: LoadedApp) -> None:
             record.identity.append(
                 {"check": "bytes equal wasmtime's", "level": level.value, "cases": len(keys), "identical": all(equal)}
             )
-            failures += [f"{level.value}: {key} differs from wasmtime" for key, ok in zip(keys, equal) if not ok]
+            differ = [k for k, same in zip(keys, equal, strict=True) if not same]
+            failures += [f"{level.value}: {k} differs from wasmtime" for k in differ]
     record.write(RECORDS)
     assert not failures, failures
 

@@ -21,8 +21,10 @@ PROMISES = {
     "tolerance of the float64 reference.",
     Level.FAST: "may trade exactness for speed within a wider declared tolerance. Where the device has "
     "shader-f16, large matmuls round their operands to float16 and sum each slice of 16 products in "
-    "float16 (slices are summed in float32); weights, gradients and optimizer state stay float32. Where it "
-    "has not, fast runs prod's kernels and the schedule says so. No atomics or subgroup operations are used.",
+    "float16 (slices are summed in float32); weights, gradients and optimizer state stay float32. There is no "
+    "loss scaling yet, so gradient values below float16's normal range (6e-5) lose precision inside those "
+    "matmuls. Where the device has no shader-f16, fast runs prod's kernels and the schedule says so. No "
+    "atomics or subgroup operations are used.",
 }
 
 # How the suite checks each promise (tests/devices/test_correctness.py and e2e/test_correctness.py);

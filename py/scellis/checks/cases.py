@@ -142,14 +142,28 @@ def _rows() -> Function:
     return Function("gather and scatter", (table, indices, g), outs)
 
 
+def _augment() -> Function:
+    x, s, f = _x("x", (3, 2, 7, 9)), _x("s", (3, 2), DType.I32), _x("f", (3,))
+    shift = make(Op.ADD, s, const(-3, DType.I32))  # shifts in [-3, 3]
+    outs = (
+        ("shift2d", make(Op.SHIFT2D, x, shift)),
+        ("flip_last", make(Op.FLIP_LAST, x, make(Op.LESS, f, const(0.0)))),
+    )
+    return Function("augmentation", (x, s, f), outs)
+
+
 def _random() -> Function:
     key = input_node("key", d.Role.RNG, DType.U32, (2,))
     position = input_node("position", d.Role.SETTING, DType.U32, ())
-    dists = ((d.Distribution.UNIFORM, 0.0), (d.Distribution.NORMAL, 0.0), (d.Distribution.BERNOULLI, 0.3))
-    outs = tuple(
-        (f"random ({dist.value})", make(Op.RANDOM, key, position, arg=d.RandomArg(dist, "check", i, (37, 29), p)))
-        for i, (dist, p) in enumerate(dists)
+    dists = (
+        ("uniform", d.RandomArg(d.Distribution.UNIFORM, "check", 0, (37, 29))),
+        ("normal", d.RandomArg(d.Distribution.NORMAL, "check", 1, (37, 29))),
+        ("bernoulli", d.RandomArg(d.Distribution.BERNOULLI, "check", 2, (37, 29), p=0.3)),
+        ("integer below 7", d.RandomArg(d.Distribution.INTEGER, "check", 3, (37, 29), n=7)),
+        # about a third of all words are rejected for this n: draws move on to later counters
+        ("integer below 1431655766", d.RandomArg(d.Distribution.INTEGER, "check", 4, (37, 29), n=1431655766)),
     )
+    outs = tuple((f"random ({name})", make(Op.RANDOM, key, position, arg=arg)) for name, arg in dists)
     return Function("random", (key, position), outs)
 
 
@@ -172,6 +186,7 @@ CASES = (
     Case("conv2d", _conv, {"x": UNIT, "w": UNIT, "g": UNIT}),
     Case("pools", _pools, {"x": UNIT, "g": UNIT}),
     Case("gather and scatter", _rows, {"table": UNIT, "indices": (0, 11), "g": UNIT}),
+    Case("augmentation", _augment, {"x": UNIT, "s": (0, 7), "f": UNIT}),
     Case("random", _random, {"key": (0, 2**32), "position": (0, 2**32)}),
 )
 
