@@ -70,6 +70,8 @@ async function main() {
       + `${build.engine_version}. Run scripts/test again to measure this engine.`, { class: "banner" }));
   }
   main.append(...view.levels.map(levelSection), ...view.records.map(deviceDetails));
+  // the sections exist only now: follow a link to one of them (#level-fast) once they do
+  if (location.hash) document.getElementById(location.hash.slice(1))?.scrollIntoView();
   document.body.dataset.state = "ready";
 }
 

@@ -16,7 +16,9 @@ TRAIN_TIMEOUT_MS = 900_000
 def train(app: LoadedApp, level: str) -> dict:
     assert app.page.is_disabled("#train-button")  # no level, no training
     app.page.select_option("#train-level", level)
-    assert app.page.inner_text("#level-promise") == PROMISES[Level(level)]
+    assert app.page.inner_text("#level-promise").startswith(PROMISES[Level(level)])
+    link = app.page.locator("#level-promise a")
+    assert link.get_attribute("href") == f"correctness.html#level-{level}"
     app.page.click("#train-button")
     app.page.wait_for_selector("#train[data-state=done], #train[data-state=error]", timeout=TRAIN_TIMEOUT_MS)
     return json.loads(

@@ -75,7 +75,11 @@ export function showTrainPanel(selected, promises, onTrain) {
   const section = document.getElementById("train");
   const level = document.getElementById("train-level");
   level.onchange = () => {
-    document.getElementById("level-promise").textContent = promises[level.value];
+    const promise = document.getElementById("level-promise");
+    const link = document.createElement("a");
+    link.href = `correctness.html#level-${level.value}`;
+    link.textContent = "how it is checked, and what was measured";
+    promise.replaceChildren(`${promises[level.value]} `, link);
     document.getElementById("train-button").disabled = false;
   };
   const device = selected.device;
