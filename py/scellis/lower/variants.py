@@ -67,7 +67,7 @@ def notes(kernels: tuple[Kernel, ...], level: Level, features: frozenset[str]) -
 # Declared tolerance of each variant against the float64 reference: max |device - reference| relative to
 # max(1, max |reference|), for kernels that sum at most one term per output; kernels that sum n terms
 # (matmul, convolutions, reductions, softmax rows) scale it by sqrt(n) (`tolerance`). The correctness
-# matrix (tests/devices/test_correctness.py, e2e/test_correctness.py) asserts these and records the
+# matrix (tests/devices/test_correctness.py, e2e/test_matrix_in_chromium.py) asserts these and records the
 # measured errors in correctness.json. The float16 variants round both operands of every product to
 # float16 (2**-11 each), hence 2**-10 per term.
 TOLERANCE = {
