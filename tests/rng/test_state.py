@@ -113,3 +113,15 @@ def test_distributions_pass_sanity_checks() -> None:
     assert float(((observed - expected) ** 2 / expected).sum()) < 20.5  # 5 dof, p = 0.001
     keep = draw(d.Distribution.BERNOULLI, 0.3)
     assert abs(keep.mean() - 0.7) < 4 * math.sqrt(0.21 / n)
+
+
+def test_epoch_permutations_are_uniform() -> None:
+    """Every ordering of 4 examples about equally often over 4,800 epochs (chi-square, 23 dof), and each
+    epoch's order is a permutation that depends on the seed."""
+    orders = [tuple(permutation(4, 11, epoch)) for epoch in range(4_800)]
+    assert all(sorted(order) == [0, 1, 2, 3] for order in orders)
+    counts = Counter(orders)
+    expected = len(orders) / 24
+    chi2 = sum((counts[o] - expected) ** 2 / expected for o in counts) + expected * (24 - len(counts))
+    assert len(counts) == 24 and chi2 < 49.7  # 23 dof, p = 0.001
+    assert permutation(50, 11, 0) != permutation(50, 12, 0)
