@@ -142,6 +142,7 @@ static int scalar_unary(u32 op, const sc_f32 *x, sc_f32 *y, u32 n) {
  * the block's elements hold leftovers and are never stored). One loop per op keeps dispatch out of it. */
 static void vector_op(u32 op, sc_u32 *dst, const sc_u32 *a, const sc_u32 *b, const sc_u32 *c, u32 imm, u32 m) {
   const v128_t zero = wasm_i32x4_splat(0), one = wasm_i32x4_splat(1), alpha = wasm_i32x4_splat((int)imm);
+  const v128_t exponent = wasm_i32x4_splat(0x7f800000);
 #define EACH(expr)                                                          \
   for (u32 j = 0; j < m; j += 4) {                                          \
     v128_t x = wasm_v128_load(a + j), y = wasm_v128_load(b + j);            \
@@ -181,6 +182,7 @@ static void vector_op(u32 op, sc_u32 *dst, const sc_u32 *a, const sc_u32 *b, con
     case SC_OP_U2F: EACH(wasm_f32x4_convert_u32x4(x));
     case SC_OP_F2B: EACH(wasm_v128_and(wasm_f32x4_ne(x, zero), one));
     case SC_OP_I2B: EACH(wasm_v128_and(wasm_i32x4_ne(x, zero), one));
+    case SC_OP_IS_FINITE: EACH(wasm_v128_and(wasm_i32x4_ne(wasm_v128_and(x, exponent), exponent), one));
   }
 #undef EACH
 }

@@ -43,11 +43,13 @@ async def train_example(
 
 
 def _epoch_json(result: EpochResult, level: str) -> dict[str, Any]:
-    """Epochs count from 1 on screen; metrics are the held-out split's (`loss`, `metric/<node>`)."""
-    return {
+    """Epochs count from 1 on screen; metrics are the held-out split's (`loss`, `metric/<node>`); at fast,
+    `loss_scale` is the dynamic loss scale the epoch's last step used."""
+    out = {
         "epoch": result.epoch + 1,
         "steps": result.steps,
         "train_loss": result.loss,
         "test": result.metrics,
         "level": level,
     }
+    return out if result.loss_scale is None else {**out, "loss_scale": result.loss_scale}

@@ -11,12 +11,14 @@ from scellis.autodiff import grad
 from scellis.codegen import render
 from scellis.graph import ValidProgram, validate
 from scellis.graph.lowering import Mode
+from scellis.graph.settings import LossScaling
 from scellis.ir import Function, structural_key, to_text, verify
 from scellis.ir.from_program import Lowered, forward, init_function
 from scellis.levels import Level
 from scellis.lower import Schedule, lower
 from scellis.lower.text import schedule_text
 from scellis.optim import apply_optimizer
+from scellis.optim.loss_scaling import SCALED_LOSS, initial_outputs, scale_loss
 
 STAGE_TITLES = (
     "program JSON",
@@ -38,13 +40,24 @@ class Compiled:
     step: Function  # ... with the optimizer update: the training step
     evaluate: Function  # the forward pass in evaluation mode
     init: Function  # initial parameters and state from the `init` substream
+    scaled_step: Function  # the training step with dynamic loss scaling (level fast's float16 matmuls)
+    scaled_init: Function  # init plus the loss scale's initial value
+
+    def step_for(self, level: Level) -> Function:
+        """The training step a level runs: fast scales its loss; debug and prod run `step` unchanged."""
+        return self.scaled_step if level is Level.FAST else self.step
+
+    def init_for(self, level: Level) -> Function:
+        """The init function that goes with `step_for(level)`."""
+        return self.scaled_init if level is Level.FAST else self.init
 
     def stages(self, level: Level) -> list[tuple[str, str]]:
         """(title, printable artifact) for each stage, in pipeline order; the kernels are those of
         `level` (the schedule's text names the level)."""
         texts = [json.dumps(self.program.source, indent=1)]
-        texts += [to_text(fn) for fn in (self.forward.fn, self.backward, self.step, self.evaluate, self.init)]
-        schedule = lower(self.step, level)
+        step, init = self.step_for(level), self.init_for(level)
+        texts += [to_text(fn) for fn in (self.forward.fn, self.backward, step, self.evaluate, init)]
+        schedule = lower(step, level)
         texts.append(f"level {level.value}\n{schedule_text(schedule)}")
         texts.append(wgsl_text(schedule))
         return list(zip(STAGE_TITLES, texts, strict=True))
@@ -76,6 +89,15 @@ def compile_program(data: Any, batch: int | None = None, eval_batch: int | None 
     step = apply_optimizer(backward, program.optimizer, fwd.trainable)  # update: optimizer as IR
     evaluate = forward(program, Mode.EVAL, eval_batch or batch).fn
     init = init_function(fwd)
-    for fn in (step, evaluate, init):  # the step holds every node of the forward and backward functions
+    scaled_step, scaled_init = _loss_scaled(fwd, program, init, LossScaling())
+    for fn in (step, evaluate, init, scaled_step, scaled_init):  # steps hold every forward and backward node
         verify(fn, types=False)  # built with `make`: typed by construction (tests verify types too)
-    return Compiled(program, fwd, backward, step, evaluate, init)
+    return Compiled(program, fwd, backward, step, evaluate, init, scaled_step, scaled_init)
+
+
+def _loss_scaled(fwd: Lowered, program: ValidProgram, init: Function, settings: LossScaling) -> tuple[Function, ...]:
+    """The training step with dynamic loss scaling: gradients of loss * scale, unscaled, a non-finite step
+    skipped; and init with the scale's initial value."""
+    backward = grad(scale_loss(fwd.fn), SCALED_LOSS, fwd.trainable)
+    step = apply_optimizer(backward, program.optimizer, fwd.trainable, settings)
+    return step, Function(init.name, init.inputs, init.outputs + initial_outputs(settings))

@@ -29,6 +29,7 @@ class EpochResult:
     steps: int
     loss: float  # of the epoch's last step
     metrics: dict[str, float]  # on the held-out split
+    loss_scale: float | None = None  # the loss scale the epoch's last step used (level fast only)
 
 
 def _role_input(fn: Function, role: Role) -> str:
@@ -43,7 +44,9 @@ class Session:
     def __init__(self, program: dict[str, Any], device: Device, *, seed: int, level: Level, eval_batch: int) -> None:
         self.compiled: Compiled = compile_program(program, eval_batch=eval_batch)
         self.device, self.rng, self.steps, self.level = device, RngState(seed), 0, level
-        step_fn = self.compiled.step
+        self.step_fn = step_fn = self.compiled.step_for(level)
+        self.reported = [name for name, _ in step_fn.outputs if name in ("loss", "loss_scale")]
+        self.loss_scale: float | None = None
         self.batch = self.compiled.program.loop.batch_size
         self.features, self.labels = _role_input(step_fn, Role.DATA), _role_input(step_fn, Role.LABEL)
         self.schedule = lower(step_fn, level, device.features)
@@ -66,7 +69,7 @@ class Session:
     def _positions(self) -> dict[str, bytes]:
         """This step's position of every substream the step draws from (each advances by one)."""
         out = {}
-        for node in self.compiled.step.inputs:
+        for node in self.step_fn.inputs:
             substream = position_substream(input_name(node))
             if substream is not None:
                 out[input_name(node)] = struct.pack("<I", self.rng.take(substream))
@@ -78,22 +81,23 @@ class Session:
         return await compiled if inspect.isawaitable(compiled) else compiled
 
     async def start(self) -> None:
-        """Compile on the device; initialise parameters and state there (the init function's draws);
-        the optimizer state starts at zero (device buffers are created zeroed)."""
+        """Compile on the device; initialise parameters and state there (the init function's draws and,
+        at fast, the loss scale); other optimizer state starts at zero (device buffers are created zeroed)."""
         self.step = await self._compile(self.schedule)
         self.eval = await self._compile(lower(self.compiled.evaluate, self.level, self.device.features))
-        init = await self._compile(lower(self.compiled.init, self.level, self.device.features))
-        names = [name for name, _ in self.compiled.init.outputs]
-        values = await init.step(self._keys(self.compiled.init), names)
+        init_fn = self.compiled.init_for(self.level)
+        init = await self._compile(lower(init_fn, self.level, self.device.features))
+        names = [name for name, _ in init_fn.outputs]
+        values = await init.step(self._keys(init_fn), names)
         self.rng.take("init")  # the init function draws at position 0
         for name, data in values.items():
             self.step.write(name.split("/", 1)[1], data)
-        for name, data in self._keys(self.compiled.step).items():
+        for name, data in self._keys(self.step_fn).items():
             self.step.write(name, data)
 
     async def train_epoch(self, train: Split) -> float:
         """One epoch of full batches in the order of the `shuffle` substream's next position; returns
-        the last step's loss."""
+        the last step's loss (and keeps the loss scale it used, at fast)."""
         order = permutation(train.n, self.rng.seed, self.rng.take("shuffle"))
         pending = None
         starts = range(0, train.n - self.batch + 1, self.batch)
@@ -101,10 +105,12 @@ class Session:
             x, y = train.rows(order[start : start + self.batch])
             writes = {self.features: x, self.labels: y, **self._positions()}
             self.steps += 1
-            pending = self.step.submit(writes, ["loss"] if start == starts[-1] else [])
+            pending = self.step.submit(writes, self.reported if start == starts[-1] else [])
         if pending is None:
             raise ValueError(f"the training split has {train.n} examples, fewer than one batch of {self.batch}")
-        return _f32((await pending)["loss"])
+        out = await pending
+        self.loss_scale = _f32(out["loss_scale"]) if "loss_scale" in out else None
+        return _f32(out["loss"])
 
     async def evaluate(self, test: Split) -> dict[str, float]:
         """Loss and metrics on `test` (all of it: the eval function's batch is its size)."""
@@ -120,7 +126,7 @@ class Session:
         results = []
         for epoch in range(epochs):
             loss = await self.train_epoch(train)
-            result = EpochResult(epoch, self.steps, loss, await self.evaluate(test))
+            result = EpochResult(epoch, self.steps, loss, await self.evaluate(test), self.loss_scale)
             results.append(result)
             if report is not None:
                 report(result)

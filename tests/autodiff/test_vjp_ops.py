@@ -533,6 +533,7 @@ Y = np.array([[0.5, -1.7, 1.0], [1.4, 0.2, -3.0]])
 NO_GRADIENT: list[tuple[str, tuple[Op, ...], dict[str, np.ndarray], Build]] = [
     ("sign", (Op.SIGN,), {"x": X}, lambda n: make(Op.SIGN, n["x"])),
     ("floor", (Op.FLOOR,), {"x": X}, lambda n: make(Op.FLOOR, n["x"])),
+    ("is_finite", (Op.IS_FINITE,), {"x": X}, lambda n: cast(make(Op.IS_FINITE, n["x"]), DType.F32)),
     ("less", (Op.LESS,), {"x": X, "y": Y}, lambda n: cast(make(Op.LESS, n["x"], n["y"]), DType.F32)),
     ("equal", (Op.EQUAL,), {"x": X, "y": Y}, lambda n: cast(make(Op.EQUAL, n["x"], n["y"]), DType.F32)),
     ("argmax", (Op.ARGMAX,), {"x": X}, lambda n: cast(make(Op.ARGMAX, n["x"], arg=d.AxisArg(1)), DType.F32)),
@@ -569,6 +570,7 @@ def test_rules_of_ops_without_a_gradient_return_none_for_every_input() -> None:
     nodes = [
         make(Op.SIGN, x),
         make(Op.FLOOR, x),
+        make(Op.IS_FINITE, x),
         make(Op.LESS, x, x),
         make(Op.EQUAL, x, x),
         make(Op.ARGMAX, x, arg=d.AxisArg(0)),

@@ -95,3 +95,12 @@ def test_self_check_matches_numpy_and_is_stable(cpu: CpuPath) -> None:
     assert abs(first["sum"] - float(a.astype(np.float64).sum())) < 1e-3
     assert first_kernels(cpu) == first
     assert a.min() >= -1 and a.max() < 1 and len(set(a.tolist())) > CHECK_LENGTH * 0.99
+
+
+def test_reserved_memory_starts_zeroed_after_scratch_use(cpu: CpuPath) -> None:
+    """Scratch placements (add_f32's operands) write past the reserved regions; a later reservation (a
+    compiled schedule's buffers: optimizer state must start at zero) is zeroed all the same."""
+    ones = np.ones(1000, np.float32).tobytes()
+    cpu.add_f32(ones, ones)
+    offset = cpu.reserve(3 * len(ones))
+    assert cpu.instance.read(offset, 3 * len(ones)) == bytes(3 * len(ones))

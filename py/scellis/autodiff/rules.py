@@ -289,6 +289,7 @@ VJP: dict[Op, Rule] = {
     **{op: _elementwise(f) for op, f in UNARY_DERIVATIVES.items()},
     Op.SIGN: _none,
     Op.FLOOR: _none,
+    Op.IS_FINITE: _none,
     **{op: _binary(op) for op in BINARY_PARTS},
     Op.LESS: _none,
     Op.EQUAL: _none,

@@ -147,6 +147,8 @@ UNARY = {
     Op.COS: "sc_cos({0})",
     Op.SIN: "sc_sin({0})",
     Op.FLOOR: "floor({0})",
+    # by the bits: WGSL lets implementations assume floats are never inf or NaN, so comparisons cannot tell
+    Op.IS_FINITE: "((bitcast<u32>({0}) & 0x7f800000u) != 0x7f800000u)",
 }
 BINARY = {
     Op.ADD: "({0} + {1})",

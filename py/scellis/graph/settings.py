@@ -44,6 +44,21 @@ class Optimizer:
 
 
 @dataclass(frozen=True)
+class LossScaling:
+    """Dynamic loss scaling (level fast): gradients come from loss * scale and are divided by it; a step
+    with a non-finite gradient is skipped and multiplies the scale by `backoff` (not below `floor`);
+    after `growth_interval` finite steps in a row the scale is multiplied by `growth` (not above
+    `ceiling`, so an ever-finite run cannot push it to inf). Powers of two keep unscaling exact."""
+
+    initial: float = 2.0**15
+    growth: float = 2.0
+    growth_interval: int = 2000
+    backoff: float = 0.5
+    floor: float = 1.0
+    ceiling: float = 2.0**24
+
+
+@dataclass(frozen=True)
 class Loop:
     epochs: int = 10
     batch_size: int = 64

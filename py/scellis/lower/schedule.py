@@ -13,6 +13,7 @@ that consumer is elementwise too; otherwise it is written to a buffer.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from scellis.ir.function import Function, input_name
@@ -38,7 +39,7 @@ from scellis.ops import DType, Node, Op
 from scellis.ops import defs as d
 
 MAX_INPUTS = 7
-ELEMENTWISE = d.UNARY_FLOAT | d.BINARY | {Op.WHERE, Op.CAST, Op.RANDOM, Op.ONE_HOT}
+ELEMENTWISE = d.UNARY | d.BINARY | {Op.WHERE, Op.CAST, Op.RANDOM, Op.ONE_HOT}
 VIEW_OPS = {Op.RESHAPE, Op.EXPAND, Op.PERMUTE, Op.SLICE}
 PRODUCERS = {Op.MATMUL: Kind.MATMUL, Op.CONV2D: Kind.CONV2D, **dict.fromkeys(d.REDUCE, Kind.REDUCE)}
 DIRECT = {
@@ -234,13 +235,17 @@ def _broadcastable(tree: Tree, old: tuple[int, ...], shape: tuple[int, ...]) -> 
 def _broadcast_tree(tree: Tree, old: tuple[int, ...], shape: tuple[int, ...]) -> Tree:
     if old == shape:
         return tree
-    lead = len(shape) - len(old)
+    return _rebuild(tree, lambda view: views.broadcast(view, shape), len(shape) - len(old))
+
+
+def _rebuild(tree: Tree, reload: Callable[[View], View], lead: int) -> Tree:
+    """`tree` with every load's view replaced by `reload(view)` and coordinates moved `lead` axes on."""
     memo: dict[int, Tree] = {}
 
     def go(t: Tree) -> Tree:
         if id(t) not in memo:
             if isinstance(t, PLoad):
-                memo[id(t)] = PLoad(views.broadcast(t.view, shape))
+                memo[id(t)] = PLoad(reload(t.view))
             elif isinstance(t, PCoord):
                 memo[id(t)] = PCoord(t.axis + lead)
             elif isinstance(t, PApply):
@@ -368,8 +373,10 @@ def _uniform(value: Value) -> bool:
 
 def _view(low: Lowerer, node: Node, value: Value) -> Value:  # noqa: PLR0911 - one branch per view op
     arg = node.arg
-    if isinstance(value, Pending) and _uniform(value):
-        return Pending(node.shape, node.dtype, value.tree, covers=value.covers)
+    if isinstance(value, Pending) and _uniform(value):  # its loads read one element: re-view them at the new shape
+        assert value.tree is not None
+        tree = _rebuild(value.tree, lambda v: View(v.buffer, node.shape, (0,) * len(node.shape), v.offset), 0)
+        return Pending(node.shape, node.dtype, tree, covers=value.covers)
     if node.op is Op.EXPAND:
         if isinstance(value, View):
             return views.broadcast(value, node.shape)

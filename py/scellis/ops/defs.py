@@ -176,6 +176,7 @@ class Op(enum.Enum):
     COS = "cos"
     SIN = "sin"
     FLOOR = "floor"
+    IS_FINITE = "is_finite"  # float -> bool: false for inf and NaN, decided by the exponent bits
     # binary with numpy broadcasting; float (or matching integer) operands
     ADD = "add"
     SUB = "sub"
@@ -231,13 +232,14 @@ UNARY_FLOAT = frozenset(
 )  # fmt: skip
 BINARY = frozenset({Op.ADD, Op.SUB, Op.MUL, Op.DIV, Op.POW, Op.MAXIMUM, Op.MINIMUM, Op.LESS, Op.EQUAL})
 COMPARE = frozenset({Op.LESS, Op.EQUAL})
+UNARY = UNARY_FLOAT | {Op.IS_FINITE}
 REDUCE = frozenset({Op.SUM, Op.MEAN, Op.MAX, Op.VAR})
 
 ARG_TYPES: dict[Op, type] = {
     Op.INPUT: InputArg,
     Op.CONST: ConstArg,
     Op.CAST: CastArg,
-    **dict.fromkeys(UNARY_FLOAT | BINARY, NoArg),
+    **dict.fromkeys(UNARY | BINARY, NoArg),
     Op.LEAKY_RELU: LeakyReluArg,
     Op.GELU: GeluArg,
     Op.WHERE: NoArg,

@@ -150,6 +150,12 @@ def _unary(op: Op) -> Rule:
     return rule
 
 
+def _is_finite(arg: object, src: tuple[Node, ...]) -> tuple[DType, Shape]:
+    _arity(Op.IS_FINITE, src, 1)
+    _float(Op.IS_FINITE, src, 0)
+    return DType.BOOL, src[0].shape
+
+
 def _binary(op: Op) -> Rule:
     def rule(arg: object, src: tuple[Node, ...]) -> tuple[DType, Shape]:
         _arity(op, src, 2)
@@ -457,6 +463,7 @@ def _per_example(op: Op, src: tuple[Node, ...], axes: int, dtype: DType, columns
 RULES: dict[Op, Rule] = {
     Op.CAST: _cast,
     **{op: _unary(op) for op in UNARY_FLOAT},
+    Op.IS_FINITE: _is_finite,
     **{op: _binary(op) for op in BINARY},
     Op.WHERE: _where,
     **{op: _reduce(op) for op in REDUCE},

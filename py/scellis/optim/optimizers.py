@@ -5,6 +5,8 @@ Guarantees: the gradient outputs are replaced by `param/<p>` (the updated parame
 optimizer's state enters as inputs `opt.*` (role STATE) and leaves as outputs `state/opt.*`, the step
 counter `opt.step` (int32, updates done so far) advances by one, and `lr` reports the rate used.
 Update order per parameter: clip by global norm, add L2 weight decay (all but AdamW), then the rule.
+With loss scaling (optim.loss_scaling) the gradients are of loss * `opt.loss_scale` and are divided by it
+first; a step with a non-finite gradient keeps every parameter, optimizer state and the step counter.
 """
 
 from __future__ import annotations
@@ -12,12 +14,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from scellis.autodiff.grad import grad_name
-from scellis.graph.settings import Optimizer
+from scellis.graph.settings import LossScaling, Optimizer
 from scellis.ir.function import Function
 from scellis.ops import DType, Node, Op, const, make
 from scellis.ops.build import add, cast, div, mul, scale, sub, total, unary
 from scellis.ops.defs import Role
 from scellis.ops.node import input_node
+from scellis.optim.loss_scaling import LOSS_SCALE, all_finite, keep_unless, scale_update
 from scellis.optim.schedules import learning_rate
 
 STEP = "opt.step"
@@ -33,18 +36,24 @@ def optimizer_state(opt: Optimizer, param: str) -> tuple[str, ...]:
     return ()
 
 
-def apply_optimizer(fn: Function, opt: Optimizer, trainable: Sequence[str]) -> Function:
+def apply_optimizer(
+    fn: Function, opt: Optimizer, trainable: Sequence[str], loss_scaling: LossScaling | None = None
+) -> Function:
     step = input_node(STEP, Role.STATE, DType.I32, ())
     t = cast(step, DType.F32)
     lr = learning_rate(opt, t)
     params = [fn.input(p) for p in trainable]
     grads = [fn.output(grad_name(p)) for p in trainable]
+    if loss_scaling is not None:  # gradients of loss * scale: unscaled before anything reads them
+        finite, loss_scale = all_finite(grads), fn.input(LOSS_SCALE)
+        grads = [div(g, loss_scale) for g in grads]
     extra_outputs: list[tuple[str, Node]] = []
     if opt.clip_norm is not None and grads:
         grads, norm = _clip(grads, opt.clip_norm)
         extra_outputs.append(("grad_norm", norm))
     new_inputs: list[Node] = [step]
     updates: list[tuple[str, Node]] = []
+    old: list[Node] = []  # the value each update replaces
     corrections = _bias_corrections(opt, t)
     for name, p, raw_grad in zip(trainable, params, grads, strict=True):
         g = add(raw_grad, scale(p, opt.weight_decay)) if opt.weight_decay and opt.kind != "adamw" else raw_grad
@@ -53,7 +62,14 @@ def apply_optimizer(fn: Function, opt: Optimizer, trainable: Sequence[str]) -> F
         new_p, new_states = _rule(opt, p, g, states=states, lr=lr, corrections=corrections)
         updates.append((f"param/{name}", new_p))
         updates += [(f"state/{s}", v) for s, v in zip(optimizer_state(opt, name), new_states, strict=True)]
+        old += [p, *states]
     updates.append((f"state/{STEP}", add(step, const(1, DType.I32))))
+    old.append(step)
+    if loss_scaling is not None:
+        updates = keep_unless(finite, updates, old)
+        count, scale_outputs = scale_update(loss_scaling, loss_scale, finite)
+        new_inputs.append(count)
+        extra_outputs += scale_outputs
     kept = tuple((n, node) for n, node in fn.outputs if not n.startswith("grad/"))
     outputs = (*kept, *updates, ("lr", lr), *extra_outputs)
     return Function(fn.name.replace(".train", ".step"), (*fn.inputs, *new_inputs), outputs)

@@ -34,11 +34,13 @@ class CpuPath:
         return self.instance.host
 
     def reserve(self, nbytes: int) -> int:
-        """A region of `nbytes` that stays the caller's for the instance's life (a compiled schedule's
-        memory); later placements and reservations start after it."""
+        """A zeroed region of `nbytes` that stays the caller's for the instance's life (a compiled
+        schedule's memory, zeroed as WebGPU's new buffers are: earlier scratch placements may have written
+        there); later placements and reservations start after it."""
         offset = self.free_base
         self.free_base = _aligned(offset + nbytes)
         self._place([])
+        self.instance.write(offset, bytes(nbytes))
         return offset
 
     def _place(self, sizes: list[int]) -> list[int]:

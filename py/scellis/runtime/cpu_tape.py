@@ -27,7 +27,7 @@ OPCODE_ORDER = (
     "RSQRT", "ABS", "SIGN", "RELU", "LEAKY_RELU", "GELU_TANH", "GELU_ERF", "TANH", "SIGMOID", "ERF", "COS", "SIN",
     "FLOOR", "ADD_F", "SUB_F", "MUL_F", "DIV_F", "POW_F", "MAX_F", "MIN_F", "LT_F", "EQ_F", "ADD_I", "SUB_I", "MUL_I",
     "MAX_I", "MIN_I", "LT_I", "EQ_I", "MAX_U", "MIN_U", "LT_U", "WHERE", "F2I", "F2U", "I2F", "U2F", "F2B", "I2B",
-    "INTEGER",
+    "INTEGER", "IS_FINITE",
 )  # fmt: skip
 OPCODES = {name: i + 1 for i, name in enumerate(OPCODE_ORDER)}
 
@@ -35,6 +35,7 @@ UNARY = {
     Op.WHERE: "WHERE", Op.NEG: "NEG", Op.EXP: "EXP", Op.LOG: "LOG", Op.SQRT: "SQRT", Op.RSQRT: "RSQRT", Op.ABS: "ABS",
     Op.SIGN: "SIGN", Op.RELU: "RELU", Op.LEAKY_RELU: "LEAKY_RELU", Op.TANH: "TANH", Op.SIGMOID: "SIGMOID",
     Op.ERF: "ERF", Op.COS: "COS", Op.SIN: "SIN", Op.FLOOR: "FLOOR",
+    Op.IS_FINITE: "IS_FINITE",
 }  # fmt: skip
 BINARY_FLOAT = {
     Op.ADD: "ADD_F", Op.SUB: "SUB_F", Op.MUL: "MUL_F", Op.DIV: "DIV_F", Op.POW: "POW_F",

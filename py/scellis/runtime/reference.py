@@ -85,6 +85,7 @@ UNARY: dict[Op, Callable[[Any, Array], Array]] = {
     Op.COS: lambda a, x: np.cos(x),
     Op.SIN: lambda a, x: np.sin(x),
     Op.FLOOR: lambda a, x: np.floor(x),
+    Op.IS_FINITE: lambda a, x: np.isfinite(x),
 }
 BINARY: dict[Op, Callable[[Array, Array], Array]] = {
     Op.ADD: np.add,

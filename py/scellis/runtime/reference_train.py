@@ -10,8 +10,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from scellis.ir.function import Function, input_name, input_role
+from scellis.ops import DType
 from scellis.ops.defs import Role
-from scellis.optim.optimizers import STEP
 from scellis.rng import RngState, position_substream, substream_key
 from scellis.runtime.reference import philox, run
 
@@ -56,7 +56,7 @@ def initial_state(init: Function, step_fn: Function, seed: int, float_dtype: typ
     for node in step_fn.inputs:
         name = input_name(node)
         if input_role(node) is Role.STATE and name not in state.values:
-            state.values[name] = np.zeros(node.shape, dtype=np.int32 if name == STEP else float_dtype)
+            state.values[name] = np.zeros(node.shape, dtype=np.int32 if node.dtype is DType.I32 else float_dtype)
     return state
 
 
