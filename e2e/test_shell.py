@@ -9,6 +9,7 @@ from appdriver import LoadedApp, open_app
 
 from scellis.assets import WASM_NAME, read_asset
 from scellis.examples import digits_mlp
+from scellis.levels import Level
 from scellis.pipeline import STAGE_TITLES, compile_program
 from scellis.runtime.cpu import CpuPath
 from scellis.runtime.devices import CPU_BANNER
@@ -92,5 +93,5 @@ def test_guide_shows_the_example_programs_ir(loaded: LoadedApp) -> None:
     assert typed_ir.startswith("func digits-mlp.train(\n    %pixels: f32[64,64] data,\n    %digit: i32[64] label,")
     assert "matmul(%pixels, %hidden.weight) : f32[64,128]" in typed_ir
     assert loaded.page.evaluate("() => document.getElementById('guide-summary').textContent").endswith(
-        f"kernels shown for level prod. Training-step key {compile_program(digits_mlp()).key}."
+        f"kernels shown for level prod. Training-step key {compile_program(digits_mlp()).key(Level.PROD)}."
     )

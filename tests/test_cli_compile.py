@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from scellis.examples import digits_mlp
+from scellis.levels import Level
 from scellis.pipeline import STAGE_TITLES, compile_program
 
 
@@ -22,7 +23,7 @@ def test_prints_every_stage_and_the_key(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     for title in STAGE_TITLES:
         assert f"== {title} ==" in done.stdout
-    assert done.stdout.rstrip().endswith(f"training-step key {compile_program(digits_mlp()).key}")
+    assert done.stdout.rstrip().endswith(f"training-step key {compile_program(digits_mlp()).key(Level.PROD)}")
 
 
 def test_one_stage_and_batch(tmp_path: Path) -> None:

@@ -100,7 +100,10 @@ export function showTrainPanel(selected, promises, onTrain) {
 export function showEpoch(row) {
   const tr = document.createElement("tr");
   const accuracy = `${(row.test["metric/accuracy"] * 100).toFixed(1)} %`;
-  for (const value of [row.epoch, row.steps, row.train_loss.toFixed(4), row.test.loss.toFixed(4), accuracy]) {
+  // fast scales its loss dynamically (levels.PROMISES); the other levels have no scale to show
+  const scale = row.loss_scale === undefined ? "—" : `2^${Math.log2(row.loss_scale)}`;
+  const cells = [row.epoch, row.steps, row.train_loss.toFixed(4), row.test.loss.toFixed(4), accuracy, scale];
+  for (const value of cells) {
     const td = document.createElement("td");
     td.textContent = value;
     tr.append(td);

@@ -51,7 +51,8 @@ def compile_cmd(args: argparse.Namespace) -> int:
     except ProgramError as err:
         print(f"scellis compile: {args.program}: {err}", file=sys.stderr)
         return 2
-    stages = compiled.stages(parse_level(args.level))
+    level = parse_level(args.level)
+    stages = compiled.stages(level)
     chosen = [s for s in stages if args.stage in (None, s[0])]
     if not chosen:
         names = ", ".join(repr(title) for title, _ in stages)
@@ -59,7 +60,7 @@ def compile_cmd(args: argparse.Namespace) -> int:
         return 2
     for title, text in chosen:
         print(f"== {title} ==\n{text}\n")
-    print(f"training-step key {compiled.key}")
+    print(f"training-step key {compiled.key(level)}")
     return 0
 
 

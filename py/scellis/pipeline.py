@@ -65,12 +65,13 @@ class Compiled:
     def guide(self, level: Level) -> dict[str, Any]:
         """What the app's Guide shows: the program's name, its key and every stage's artifact."""
         stages = [list(s) for s in self.stages(level)]
-        return {"name": self.program.name, "key": self.key, "level": level.value, "stages": stages}
+        return {"name": self.program.name, "key": self.key(level), "level": level.value, "stages": stages}
 
-    @property
-    def key(self) -> str:
-        """The training step's structural key (addresses compile caches and checkpoints)."""
-        return structural_key(self.step)
+    def key(self, level: Level) -> str:
+        """The structural key of the training step `level` runs (addresses checkpoints; a compile cache
+        adds the level and the device's features). debug and prod run the same step, so they share it;
+        fast's step carries its loss scaling and has its own."""
+        return structural_key(self.step_for(level))
 
 
 def wgsl_text(schedule: Schedule) -> str:

@@ -9,6 +9,7 @@ import pytest
 from scellis.graph import Program
 from scellis.ir import Function, IRError, structural_key, to_text, toposort, verify
 from scellis.ir.key import encode
+from scellis.levels import Level
 from scellis.ops import DType, Node, Op, const, make
 from scellis.ops import defs as d
 from scellis.ops.node import input_node
@@ -48,10 +49,13 @@ def test_text_form_is_readable() -> None:
 
 def test_structural_key_is_stable_and_sensitive() -> None:
     first, second = compile_program(mlp()), compile_program(mlp())
-    assert first.key == second.key and first.key.startswith("sha256:")
+    key = first.key(Level.PROD)
+    assert key == second.key(Level.PROD) and key.startswith("sha256:")
     assert encode(first.step) == encode(second.step)
-    assert compile_program(mlp(hidden=17)).key != first.key
-    assert compile_program(mlp(lr=2e-3)).key != first.key
+    assert compile_program(mlp(hidden=17)).key(Level.PROD) != key
+    assert compile_program(mlp(lr=2e-3)).key(Level.PROD) != key
+    assert first.key(Level.DEBUG) == key  # the same step function; only the kernels differ
+    assert first.key(Level.FAST) != key  # fast's step scales its loss
 
 
 def test_key_ignores_object_identity_but_not_structure() -> None:

@@ -70,6 +70,15 @@ def _integers() -> Function:
     return Function("integers", (i, x), tuple(outs))
 
 
+def _finite() -> Function:
+    x = _x("x", (7, 33))
+    huge = x
+    for _ in range(9):  # 1e342 |x|: past float32's range in the kernel, and past float64's in the reference
+        huge = make(Op.MUL, huge, const(1e38))
+    outs = (("is_finite", make(Op.IS_FINITE, x)), ("is_finite (overflowed products)", make(Op.IS_FINITE, huge)))
+    return Function("finiteness", (x,), outs)
+
+
 def _reductions() -> Function:
     x = _x("x", (6, 37, 19))
     outs = [
@@ -174,6 +183,7 @@ CASES = (
     Case("sin and cos, |x| < 500", _trigonometry, {"x": (-500.0, 500.0)}),
     Case("binary", _binary, {"a": (-2.0, 2.0), "b": (0.5, 2.5)}),
     Case("integers", _integers, {"i": (0, 5), "x": (-9.0, 9.0)}),
+    Case("is_finite", _finite, {"x": (-1.0, 1.0)}),
     Case("reductions", _reductions, {"x": (-3.0, 3.0)}),
     Case("views", _views, {"a": UNIT, "b": UNIT}),
     Case("matmul 33x47x29", _matmul("matmul small", (33, 47), (47, 29), d.MatmulArg()), {"a": UNIT, "b": UNIT}),
