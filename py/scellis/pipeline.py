@@ -40,12 +40,17 @@ class Compiled:
     step: Function  # ... with the optimizer update: the training step
     evaluate: Function  # the forward pass in evaluation mode
     init: Function  # initial parameters and state from the `init` substream
+    scaled_backward: Function  # gradients of the scaled loss (level fast)
     scaled_step: Function  # the training step with dynamic loss scaling (level fast's float16 matmuls)
     scaled_init: Function  # init plus the loss scale's initial value
 
     def step_for(self, level: Level) -> Function:
         """The training step a level runs: fast scales its loss; debug and prod run `step` unchanged."""
         return self.scaled_step if level is Level.FAST else self.step
+
+    def backward_for(self, level: Level) -> Function:
+        """The gradient function behind `step_for(level)`."""
+        return self.scaled_backward if level is Level.FAST else self.backward
 
     def init_for(self, level: Level) -> Function:
         """The init function that goes with `step_for(level)`."""
@@ -56,7 +61,8 @@ class Compiled:
         `level` (the schedule's text names the level)."""
         texts = [json.dumps(self.program.source, indent=1)]
         step, init = self.step_for(level), self.init_for(level)
-        texts += [to_text(fn) for fn in (self.forward.fn, self.backward, step, self.evaluate, init)]
+        backward = self.backward_for(level)
+        texts += [to_text(fn) for fn in (self.forward.fn, backward, step, self.evaluate, init)]
         schedule = lower(step, level)
         texts.append(f"level {level.value}\n{schedule_text(schedule)}")
         texts.append(wgsl_text(schedule))
@@ -90,15 +96,15 @@ def compile_program(data: Any, batch: int | None = None, eval_batch: int | None 
     step = apply_optimizer(backward, program.optimizer, fwd.trainable)  # update: optimizer as IR
     evaluate = forward(program, Mode.EVAL, eval_batch or batch).fn
     init = init_function(fwd)
-    scaled_step, scaled_init = _loss_scaled(fwd, program, init, LossScaling())
+    scaled_backward, scaled_step, scaled_init = _loss_scaled(fwd, program, init, LossScaling())
     for fn in (step, evaluate, init, scaled_step, scaled_init):  # steps hold every forward and backward node
         verify(fn, types=False)  # built with `make`: typed by construction (tests verify types too)
-    return Compiled(program, fwd, backward, step, evaluate, init, scaled_step, scaled_init)
+    return Compiled(program, fwd, backward, step, evaluate, init, scaled_backward, scaled_step, scaled_init)
 
 
 def _loss_scaled(fwd: Lowered, program: ValidProgram, init: Function, settings: LossScaling) -> tuple[Function, ...]:
-    """The training step with dynamic loss scaling: gradients of loss * scale, unscaled, a non-finite step
-    skipped; and init with the scale's initial value."""
+    """Gradients of loss * scale; the training step with dynamic loss scaling (gradients unscaled, a
+    non-finite step skipped); and init with the scale's initial value."""
     backward = grad(scale_loss(fwd.fn), SCALED_LOSS, fwd.trainable)
     step = apply_optimizer(backward, program.optimizer, fwd.trainable, settings)
-    return step, Function(init.name, init.inputs, init.outputs + initial_outputs(settings))
+    return backward, step, Function(init.name, init.inputs, init.outputs + initial_outputs(settings))

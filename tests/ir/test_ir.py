@@ -100,3 +100,11 @@ def test_verifier_rejects_a_bad_argument() -> None:
     broken = dataclasses.replace(node, arg=d.ReduceArg((5,), False))
     with pytest.raises(IRError, match="ill-typed"):
         verify(Function("f", (x,), (("y", broken),)))
+
+
+def test_fast_stages_show_the_loss_scaled_functions() -> None:
+    compiled = compile_program(mlp())
+    fast, prod = dict(compiled.stages(Level.FAST)), dict(compiled.stages(Level.PROD))
+    for title in ("backward IR", "optimizer IR (training step)"):
+        assert "loss_scaled" in fast[title] and "loss_scaled" not in prod[title]
+    assert "opt.loss_scale" in fast["init IR"] and "opt.loss_scale" not in prod["init IR"]
