@@ -46,6 +46,5 @@ def test_digits_mlp_trains_to_95_percent(loaded: LoadedApp, request: pytest.Fixt
     assert result["rows"] == 20
     assert float(result["accuracy"]) >= 0.95
     assert result["status"].startswith("done: test accuracy") and result["status"].endswith(f"level {level}")
-    # fast scales its loss (2^15 at the start; it halves on a non-finite step and doubles after 2000 finite ones)
-    scales = set(result["scales"])
-    assert scales == {"—"} if level != "fast" else all(s.startswith("2^") for s in scales), scales
+    # the digits MLP's matmuls are too small for float16 tiles (and the CPU path has none): no level scales
+    assert set(result["scales"]) == {"—"}, result["scales"]

@@ -52,7 +52,8 @@ def compile_cmd(args: argparse.Namespace) -> int:
         print(f"scellis compile: {args.program}: {err}", file=sys.stderr)
         return 2
     level = parse_level(args.level)
-    stages = compiled.stages(level)
+    features = frozenset(f for f in args.features.split(",") if f)
+    stages = compiled.stages(level, features)
     chosen = [s for s in stages if args.stage in (None, s[0])]
     if not chosen:
         names = ", ".join(repr(title) for title, _ in stages)
@@ -60,7 +61,7 @@ def compile_cmd(args: argparse.Namespace) -> int:
         return 2
     for title, text in chosen:
         print(f"== {title} ==\n{text}\n")
-    print(f"training-step key {compiled.key(level)}")
+    print(f"training-step key {compiled.key(level, features)}")
     return 0
 
 
@@ -97,6 +98,12 @@ def main(argv: list[str] | None = None) -> int:
         "--level", required=True, choices=[level.value for level in Level], help="determinism level of the kernels"
     )
     p_compile.add_argument("--batch", type=int, default=None, help="batch size (default: the program's loop setting)")
+    p_compile.add_argument(
+        "--features",
+        default="",
+        choices=["", "shader-f16"],
+        help="optional device features to compile for (fast uses shader-f16); default: none",
+    )
     p_compile.set_defaults(func=compile_cmd)
     p_serve = sub.add_parser("serve", help="build when stale (in a checkout) and serve the app")
     p_serve.add_argument("--host", default="127.0.0.1")

@@ -21,13 +21,15 @@ PROMISES = {
     "tolerance of the float64 reference.",
     Level.FAST: "may trade exactness for speed within a wider declared tolerance. Where the device has "
     "shader-f16, large matmuls round their operands to float16 and sum each slice of 16 products in "
-    "float16 (slices are summed in float32); weights, gradients and optimizer state stay float32. On every "
-    "device, dynamic loss scaling keeps small gradients inside float16's range: gradients are taken of "
+    "float16 (slices are summed in float32); weights, gradients and optimizer state stay float32. Where the "
+    "step runs such kernels, dynamic loss scaling keeps small gradients inside float16's range: gradients are "
+    "taken of "
     "loss * S (S starts at 2^15, reported as loss_scale) and divided by S before clipping, weight decay and "
     "the optimizer; a step where any gradient is inf or NaN (tested on the bits) changes no parameter, "
     "optimizer state or step count and halves S (not below 1); after 2000 finite steps in a row S doubles "
-    "(not above 2^24). Where the device has no shader-f16, fast runs prod's kernels and the schedule says "
-    "so. No atomics or subgroup operations are used.",
+    "(not above 2^24). Where the device has no shader-f16, fast runs prod's kernels and step (no scaling) and "
+    "the schedule says so; so it does where no matmul is large enough for float16 tiles. No atomics or "
+    "subgroup operations are used.",
 }
 
 # How the suite checks each promise (tests/devices/test_correctness.py and e2e/test_matrix_in_chromium.py);

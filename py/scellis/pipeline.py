@@ -44,40 +44,49 @@ class Compiled:
     scaled_step: Function  # the training step with dynamic loss scaling (level fast's float16 matmuls)
     scaled_init: Function  # init plus the loss scale's initial value
 
-    def step_for(self, level: Level) -> Function:
-        """The training step a level runs: fast scales its loss; debug and prod run `step` unchanged."""
-        return self.scaled_step if level is Level.FAST else self.step
+    def scales_loss(self, level: Level, features: frozenset[str]) -> bool:
+        """Whether `level` on a device with `features` scales its loss: only fast, and only where its
+        schedule runs float16 kernels (elsewhere there is nothing for scaling to protect, and its
+        checks would cost kernels for nothing)."""
+        if level is not Level.FAST:
+            return False
+        return any(k.variant.endswith("-f16") for k in lower(self.step, level, features).kernels)
 
-    def backward_for(self, level: Level) -> Function:
-        """The gradient function behind `step_for(level)`."""
-        return self.scaled_backward if level is Level.FAST else self.backward
+    def step_for(self, level: Level, features: frozenset[str]) -> Function:
+        """The training step `level` runs on a device with `features`."""
+        return self.scaled_step if self.scales_loss(level, features) else self.step
 
-    def init_for(self, level: Level) -> Function:
-        """The init function that goes with `step_for(level)`."""
-        return self.scaled_init if level is Level.FAST else self.init
+    def backward_for(self, level: Level, features: frozenset[str]) -> Function:
+        """The gradient function behind `step_for`."""
+        return self.scaled_backward if self.scales_loss(level, features) else self.backward
 
-    def stages(self, level: Level) -> list[tuple[str, str]]:
-        """(title, printable artifact) for each stage, in pipeline order; the kernels are those of
-        `level` (the schedule's text names the level)."""
+    def init_for(self, level: Level, features: frozenset[str]) -> Function:
+        """The init function that goes with `step_for`."""
+        return self.scaled_init if self.scales_loss(level, features) else self.init
+
+    def stages(self, level: Level, features: frozenset[str] = frozenset()) -> list[tuple[str, str]]:
+        """(title, printable artifact) for each stage, in pipeline order, as `level` runs them on a device
+        with `features` (the schedule's text names the level and its notes)."""
         texts = [json.dumps(self.program.source, indent=1)]
-        step, init = self.step_for(level), self.init_for(level)
-        backward = self.backward_for(level)
+        step, init = self.step_for(level, features), self.init_for(level, features)
+        backward = self.backward_for(level, features)
         texts += [to_text(fn) for fn in (self.forward.fn, backward, step, self.evaluate, init)]
-        schedule = lower(step, level)
+        schedule = lower(step, level, features)
         texts.append(f"level {level.value}\n{schedule_text(schedule)}")
         texts.append(wgsl_text(schedule))
         return list(zip(STAGE_TITLES, texts, strict=True))
 
-    def guide(self, level: Level) -> dict[str, Any]:
+    def guide(self, level: Level, features: frozenset[str] = frozenset()) -> dict[str, Any]:
         """What the app's Guide shows: the program's name, its key and every stage's artifact."""
-        stages = [list(s) for s in self.stages(level)]
-        return {"name": self.program.name, "key": self.key(level), "level": level.value, "stages": stages}
+        stages = [list(s) for s in self.stages(level, features)]
+        key = self.key(level, features)
+        return {"name": self.program.name, "key": key, "level": level.value, "stages": stages}
 
-    def key(self, level: Level) -> str:
-        """The structural key of the training step `level` runs (addresses checkpoints; a compile cache
-        adds the level and the device's features). debug and prod run the same step, so they share it;
-        fast's step carries its loss scaling and has its own."""
-        return structural_key(self.step_for(level))
+    def key(self, level: Level, features: frozenset[str] = frozenset()) -> str:
+        """The structural key of the training step `level` runs on a device with `features` (addresses
+        checkpoints; a compile cache adds the level and the features). debug and prod run the same step,
+        so they share it; where fast scales its loss, its step has its own."""
+        return structural_key(self.step_for(level, features))
 
 
 def wgsl_text(schedule: Schedule) -> str:

@@ -44,7 +44,7 @@ class Session:
     def __init__(self, program: dict[str, Any], device: Device, *, seed: int, level: Level, eval_batch: int) -> None:
         self.compiled: Compiled = compile_program(program, eval_batch=eval_batch)
         self.device, self.rng, self.steps, self.level = device, RngState(seed), 0, level
-        self.step_fn = step_fn = self.compiled.step_for(level)
+        self.step_fn = step_fn = self.compiled.step_for(level, device.features)
         self.reported = [name for name, _ in step_fn.outputs if name in ("loss", "loss_scale")]
         self.loss_scale: float | None = None
         self.batch = self.compiled.program.loop.batch_size
@@ -85,7 +85,7 @@ class Session:
         at fast, the loss scale); other optimizer state starts at zero (device buffers are created zeroed)."""
         self.step = await self._compile(self.schedule)
         self.eval = await self._compile(lower(self.compiled.evaluate, self.level, self.device.features))
-        init_fn = self.compiled.init_for(self.level)
+        init_fn = self.compiled.init_for(self.level, self.device.features)
         init = await self._compile(lower(init_fn, self.level, self.device.features))
         names = [name for name, _ in init_fn.outputs]
         values = await init.step(self._keys(init_fn), names)

@@ -101,7 +101,8 @@ def mlp_step() -> tuple[Function, Function]:
     program = mlp(64, [1024, 1024], 10, 512)
     program["optimizer"] = {"kind": "sgd", "lr": 0.05}
     compiled = compile_program(program)
-    return compiled.step_for(Level.FAST), compiled.init_for(Level.FAST)
+    f16 = frozenset({"shader-f16"})
+    return compiled.step_for(Level.FAST, f16), compiled.init_for(Level.FAST, f16)
 
 
 def test_fast_mlp_steps_on_lavapipe_match_the_reference() -> None:
@@ -134,11 +135,16 @@ def test_fast_mlp_steps_on_lavapipe_match_the_reference() -> None:
 
 
 @pytest.mark.parametrize("device", ["cpu", "webgpu"])
-def test_a_fast_session_reports_the_loss_scale(devices: dict[str, object], device: str) -> None:
+def test_a_fast_session_scales_its_loss_only_with_float16_kernels(devices: dict[str, object], device: str) -> None:
+    """A fast session of the digits MLP runs no float16 kernel (its matmuls are too small), so it runs
+    prod's step and reports no scale; a fast session of a large MLP on lavapipe (shader-f16) scales."""
     train, test = read_digits(digits_csv().read_bytes())
-    session = Session(digits_mlp(), devices[device], seed=1, level=Level.FAST, eval_batch=test.n)  # type: ignore[arg-type]
-    results = asyncio.run(session.fit(train, test, epochs=2))
-    assert [r.loss_scale for r in results] == [2.0**15, 2.0**15]  # 44 finite steps: no skip, no growth yet
-    assert np.isfinite(results[-1].loss) and results[-1].metrics["loss"] < results[0].metrics["loss"]
-    prod = Session(digits_mlp(), devices[device], seed=1, level=Level.PROD, eval_batch=test.n)  # type: ignore[arg-type]
-    assert asyncio.run(prod.fit(train, test, epochs=1))[0].loss_scale is None
+    small = Session(digits_mlp(), devices[device], seed=1, level=Level.FAST, eval_batch=test.n)  # type: ignore[arg-type]
+    assert asyncio.run(small.fit(train, test, epochs=1))[0].loss_scale is None
+    if device == "cpu":
+        return
+    program = mlp(64, [1024, 1024], 10, 512)
+    large = Session(program, devices[device], seed=1, level=Level.FAST, eval_batch=test.n)  # type: ignore[arg-type]
+    results = asyncio.run(large.fit(train, test, epochs=1))
+    assert [r.loss_scale for r in results] == [2.0**15]  # 2 finite steps: no skip, no growth yet
+    assert np.isfinite(results[-1].loss)

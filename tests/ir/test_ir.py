@@ -6,6 +6,7 @@ import dataclasses
 
 import pytest
 
+from scellis import examples
 from scellis.graph import Program
 from scellis.ir import Function, IRError, structural_key, to_text, toposort, verify
 from scellis.ir.key import encode
@@ -55,7 +56,9 @@ def test_structural_key_is_stable_and_sensitive() -> None:
     assert compile_program(mlp(hidden=17)).key(Level.PROD) != key
     assert compile_program(mlp(lr=2e-3)).key(Level.PROD) != key
     assert first.key(Level.DEBUG) == key  # the same step function; only the kernels differ
-    assert first.key(Level.FAST) != key  # fast's step scales its loss
+    assert first.key(Level.FAST, frozenset({"shader-f16"})) == key  # too small for float16 tiles: no scaling
+    large = compile_program(examples.mlp(64, [1024, 1024], 10, 512))
+    assert large.key(Level.FAST, frozenset({"shader-f16"})) != large.key(Level.PROD)  # fast scales its loss
 
 
 def test_key_ignores_object_identity_but_not_structure() -> None:
@@ -103,8 +106,8 @@ def test_verifier_rejects_a_bad_argument() -> None:
 
 
 def test_fast_stages_show_the_loss_scaled_functions() -> None:
-    compiled = compile_program(mlp())
-    fast, prod = dict(compiled.stages(Level.FAST)), dict(compiled.stages(Level.PROD))
+    compiled = compile_program(examples.mlp(64, [1024, 1024], 10, 512))
+    fast, prod = dict(compiled.stages(Level.FAST, frozenset({"shader-f16"}))), dict(compiled.stages(Level.PROD))
     for title in ("backward IR", "optimizer IR (training step)"):
         assert "loss_scaled" in fast[title] and "loss_scaled" not in prod[title]
     assert "opt.loss_scale" in fast["init IR"] and "opt.loss_scale" not in prod["init IR"]

@@ -10,7 +10,7 @@ import pytest
 from test_optimizers import SHAPES, quadratic
 
 from scellis.autodiff import grad
-from scellis.examples import digits_mlp
+from scellis.examples import digits_mlp, mlp
 from scellis.graph.settings import LossScaling, Optimizer
 from scellis.ir import Function, verify
 from scellis.ir.function import input_name
@@ -118,13 +118,19 @@ def test_a_finite_scale_gives_the_unscaled_step(opt: Optimizer, float_dtype: typ
         np.testing.assert_array_equal(values[name], want_value, err_msg=name)
 
 
-def test_fast_compiles_the_scaled_step_and_initialises_the_scale() -> None:
-    compiled = compile_program(digits_mlp())
-    for level in (Level.DEBUG, Level.PROD):
-        assert compiled.step_for(level) is compiled.step and compiled.init_for(level) is compiled.init
-    fast = compiled.step_for(Level.FAST)
+def test_fast_scales_its_loss_only_where_it_runs_float16_kernels() -> None:
+    f16 = frozenset({"shader-f16"})
+    small = compile_program(digits_mlp())  # no matmul large enough for the float16 tiles
+    for level in Level:
+        assert small.step_for(level, f16) is small.step and small.init_for(level, f16) is small.init
+    assert small.key(Level.FAST, f16) == small.key(Level.PROD)
+    compiled = compile_program(mlp(64, [1024, 1024], 10, 512))
+    assert compiled.scales_loss(Level.FAST, f16)
+    assert not any(compiled.scales_loss(level, frozenset()) for level in Level)  # no shader-f16: prod's kernels
+    assert compiled.step_for(Level.PROD, f16) is compiled.step
+    fast = compiled.step_for(Level.FAST, f16)
     assert fast.has_input(LOSS_SCALE) and fast.has_input(FINITE_STEPS) and not compiled.step.has_input(LOSS_SCALE)
     names = {name for name, _ in fast.outputs}
     assert {f"state/{LOSS_SCALE}", f"state/{FINITE_STEPS}", "loss_scale", "loss"} <= names
-    init = run(compiled.init_for(Level.FAST), {"rng.init": np.array([1, 2], np.uint32)})
+    init = run(compiled.init_for(Level.FAST, f16), {"rng.init": np.array([1, 2], np.uint32)})
     assert float(init[f"state/{LOSS_SCALE}"]) == 2.0**15 and int(init[f"state/{FINITE_STEPS}"]) == 0

@@ -40,8 +40,10 @@ def all_finite(values: Sequence[Node]) -> Node:
     worst = const(0.0)
     for value in values:
         bad = sub(const(1.0), cast(make(Op.IS_FINITE, value), DType.F32))
-        if value.shape:
-            bad = reduce(Op.MAX, bad, tuple(range(len(value.shape))))
+        if len(value.shape) > 1:  # rows first, in parallel, then the rows' results: not one long serial pass
+            bad = reduce(Op.MAX, bad, (len(value.shape) - 1,))
+        if bad.shape:
+            bad = reduce(Op.MAX, bad, tuple(range(len(bad.shape))))
         worst = make(Op.MAXIMUM, worst, bad)
     return make(Op.EQUAL, worst, const(0.0))
 
