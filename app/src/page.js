@@ -109,6 +109,9 @@ export function showEpoch(row) {
     tr.append(td);
   }
   document.querySelector("#train-log tbody").append(tr);
+  const notes = document.getElementById("train-notes");
+  notes.textContent = row.notes.join(" ");
+  notes.hidden = row.notes.length === 0;
   document.getElementById("train-status").textContent = `epoch ${row.epoch}: test accuracy ${accuracy}`;
 }
 

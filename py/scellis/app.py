@@ -36,20 +36,22 @@ async def train_example(
     session = Session(digits_mlp(), device, seed=1, level=parse_level(level), eval_batch=test.n)
 
     def send(result: EpochResult) -> None:
-        report(json.dumps(_epoch_json(result, session.level.value)))
+        report(json.dumps(_epoch_json(result, session)))
 
     results = await session.fit(train, test, epochs, send)
-    return json.dumps(_epoch_json(results[-1], session.level.value))
+    return json.dumps(_epoch_json(results[-1], session))
 
 
-def _epoch_json(result: EpochResult, level: str) -> dict[str, Any]:
-    """Epochs count from 1 on screen; metrics are the held-out split's (`loss`, `metric/<node>`); at fast,
-    `loss_scale` is the dynamic loss scale the epoch's last step used."""
+def _epoch_json(result: EpochResult, session: Session) -> dict[str, Any]:
+    """Epochs count from 1 on screen; metrics are the held-out split's (`loss`, `metric/<node>`); `notes`
+    say what the level could not use on this device; where fast scales its loss, `loss_scale` is the
+    scale the epoch's last step used."""
     out = {
         "epoch": result.epoch + 1,
         "steps": result.steps,
         "train_loss": result.loss,
         "test": result.metrics,
-        "level": level,
+        "level": session.level.value,
+        "notes": list(session.schedule.notes),
     }
     return out if result.loss_scale is None else {**out, "loss_scale": result.loss_scale}
