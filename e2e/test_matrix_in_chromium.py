@@ -15,7 +15,7 @@ from types import ModuleType
 from appdriver import LoadedApp, wait_ready
 
 from scellis.checks.cases import CASES, run_case
-from scellis.checks.measure import Record, Row, case_inputs, measure, to_bytes
+from scellis.checks.measure import Record, case_inputs, case_seed, failures, measure, to_bytes
 from scellis.levels import Level
 from scellis.lower import lower
 from scellis.runtime.cpu_device import CpuDevice
@@ -57,7 +57,7 @@ def _values() -> dict[str, dict]:
     out = {}
     for case in CASES:
         fn = case.build()
-        out[case.name] = case_inputs(case, fn, seed=sum(map(ord, case.name)))
+        out[case.name] = case_inputs(case, fn, seed=case_seed(case))
     return out
 
 
@@ -88,25 +88,17 @@ def test_matrix_in_the_page(loaded: LoadedApp) -> None:
     answer = json.loads(loaded.page.evaluate(SCRIPT, [PAGE, kind, json.dumps(wire)]))
     features = frozenset(answer["features"])
     record = Record(f"chromium-{kind}", answer["name"], HOW[kind], sorted(features), [], [])
-    failures = []
     for case in CASES:
         fn = case.build()
         for level in Level:
             got = answer["results"][f"{case.name}|{level.value}"]
             outputs = {k: base64.b64decode(v) for k, v in got["outputs"].items()}
             schedule = lower(fn, level, features)
-            rows: list[Row] = measure(
+            record.rows += measure(
                 case, fn, level, schedule=schedule, values=values[case.name], outputs=outputs, repeat=got["repeat"]
             )
-            record.rows.extend(rows)
-            failures += [f"{r.level} {r.case} {r.check}: {r.error:.3g} > {r.tolerance:.3g}" for r in rows if not r.ok]
-            if level is not Level.FAST and not got["repeat"]:
-                failures.append(f"{level.value} {case.name}: a second compile and run gave different bytes")
-    for level in Level:
-        same = [answer["results"][f"{c.name}|{level.value}"]["repeat"] for c in CASES]
-        record.identity.append(
-            {"check": "second compile and run", "level": level.value, "cases": len(same), "identical": all(same)}
-        )
+    record.note_repeats()
+    problems = failures(record.rows)
     if kind == "cpu":
         wasmtime = _wasmtime_bytes(values)
         for level in Level:
@@ -119,9 +111,9 @@ def test_matrix_in_the_page(loaded: LoadedApp) -> None:
                 {"check": "bytes equal wasmtime's", "level": level.value, "cases": len(keys), "identical": all(equal)}
             )
             differ = [k for k, same in zip(keys, equal, strict=True) if not same]
-            failures += [f"{level.value}: {k} differs from wasmtime" for k in differ]
+            problems += [f"{level.value}: {k} differs from wasmtime" for k in differ]
     record.write(RECORDS)
-    assert not failures, failures
+    assert not problems, problems
 
 
 def test_correctness_page_shows_the_shipped_record(loaded: LoadedApp, build_script: ModuleType) -> None:

@@ -1,4 +1,5 @@
-"""The `scellis` command: `info` (devices here), `compile` (a program's stages), `serve` (the app)."""
+"""The `scellis` command: `info` (devices here), `check` (the correctness matrix on them), `compile` (a
+program's stages), `serve` (the app)."""
 
 from __future__ import annotations
 
@@ -33,6 +34,31 @@ def info(args: argparse.Namespace) -> int:
         add = check["add_sha256"][:16]
         print(f"cpu check ({check['host']}, n={check['n']}): add {add}, sum {check['sum']!r}")
     return 0
+
+
+def check(args: argparse.Namespace) -> int:
+    """Run the correctness matrix on one of this machine's devices and say how it went (exit 1 on a
+    broken promise)."""
+    from scellis.checks.cases import CASES
+    from scellis.checks.measure import check_case, failures, summary
+
+    if args.device == "webgpu":
+        from scellis.runtime.wgpu_native import WgpuDevice
+
+        device: object = WgpuDevice()
+    else:
+        from scellis.runtime.cpu_device import CpuDevice
+
+        device = asyncio.run(CpuDevice.open())
+    features = ", ".join(sorted(device.features)) or "none"  # type: ignore[attr-defined]
+    print(f"correctness matrix on {device.name} (optional features: {features})")  # type: ignore[attr-defined]
+    rows = [row for case in CASES for row in check_case(device, case)]
+    for line in summary(rows):
+        print(f"  {line}")
+    broken = failures(rows)
+    for line in broken:
+        print(f"  FAILED {line}")
+    return 1 if broken else 0
 
 
 def compile_cmd(args: argparse.Namespace) -> int:
@@ -91,6 +117,9 @@ def main(argv: list[str] | None = None) -> int:
     p_info.add_argument("--json", action="store_true", help="print the full report as JSON")
     p_info.add_argument("--check", action="store_true", help="also run the CPU path's first kernels")
     p_info.set_defaults(func=info)
+    p_check = sub.add_parser("check", help="run the correctness matrix on a device here, against the reference")
+    p_check.add_argument("--device", required=True, choices=["webgpu", "cpu"], help="wgpu-py's adapter, or wasmtime")
+    p_check.set_defaults(func=check)
     p_compile = sub.add_parser("compile", help="validate a program JSON file and print every stage's artifact")
     p_compile.add_argument("program", help="program JSON (format scellis.program/1)")
     p_compile.add_argument("--stage", default=None, help="print only this stage, e.g. 'typed IR'")

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from scellis.checks.cases import CASES, Case, run_case
-from scellis.checks.measure import Record, case_inputs, measure, to_bytes
+from scellis.checks.cases import CASES, Case
+from scellis.checks.measure import Record, check_case, failures
 from scellis.levels import Level
 from scellis.runtime.cpu_device import CpuDevice
 from scellis.runtime.wgpu_native import WgpuDevice
@@ -33,29 +33,16 @@ def device(request: pytest.FixtureRequest) -> Iterator[tuple[object, Record]]:
     yield dev, record
     if {row.case for row in record.rows} != {case.name for case in CASES}:
         return  # a partial run (-k, -x): keep the last whole record
-    repeat = {(row.case, row.level): row.repeat_identical for row in record.rows}
-    for level in Level:
-        same = [ok for (_, lvl), ok in repeat.items() if lvl == level.value]
-        record.identity.append(
-            {"check": "second compile and run", "level": level.value, "cases": len(same), "identical": all(same)}
-        )
+    record.note_repeats()
     record.write(RECORDS)
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
 def test_case_within_declared_tolerance_at_every_level(device: tuple[object, Record], case: Case) -> None:
     dev, record = device
-    fn = case.build()
-    values = case_inputs(case, fn, seed=sum(map(ord, case.name)))
-    failures = []
-    for level in Level:
-        schedule, outputs, repeat = asyncio.run(run_case(dev, fn, level, to_bytes(fn, values)))
-        rows = measure(case, fn, level, schedule=schedule, values=values, outputs=outputs, repeat=repeat)
-        record.rows.extend(rows)
-        failures += [f"{r.level} {r.check} ({r.kernel}): {r.error:.3g} > {r.tolerance:.3g}" for r in rows if not r.ok]
-        if level is not Level.FAST and not repeat:
-            failures.append(f"{level.value}: a second compile and run gave different bytes")
-    assert not failures, failures
+    rows = check_case(dev, case)
+    record.rows.extend(rows)
+    assert not failures(rows), failures(rows)
 
 
 def test_fast_says_what_it_uses_where_a_feature_is_missing() -> None:

@@ -4,6 +4,7 @@ per-device record that the build merges into correctness.json."""
 
 from __future__ import annotations
 
+import asyncio
 import datetime
 import json
 import math
@@ -12,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from scellis.checks.cases import Case
+from scellis.checks.cases import Case, run_case
 from scellis.engine import installed_engine_version
 from scellis.ir import Function
 from scellis.ir.function import input_name
@@ -97,6 +98,55 @@ def measure(
     return rows
 
 
+def case_seed(case: Case) -> int:
+    """The seed of a case's inputs: fixed by its name, so every device and environment gets the same."""
+    return sum(map(ord, case.name))
+
+
+def check_case(device: object, case: Case) -> list[Row]:
+    """`case` at every level on `device` (a CPython device), measured against the reference."""
+    fn = case.build()
+    values = case_inputs(case, fn, seed=case_seed(case))
+    rows = []
+    for level in Level:
+        schedule, outputs, repeat = asyncio.run(run_case(device, fn, level, to_bytes(fn, values)))
+        rows += measure(case, fn, level, schedule=schedule, values=values, outputs=outputs, repeat=repeat)
+    return rows
+
+
+def share(row: Row) -> float:
+    """A row's error as a share of its tolerance (exact rows: 0 when exact, infinite otherwise)."""
+    if row.tolerance:
+        return row.error / row.tolerance
+    return 0.0 if row.error == 0 else math.inf
+
+
+def failures(rows: list[Row]) -> list[str]:
+    """Every broken promise: an error over its tolerance, or (debug, prod) a repeat that differed."""
+    out = [
+        f"{r.level} {r.case}: {r.check} ({r.kernel}) error {r.error:.3g} > {r.tolerance:.3g}" for r in rows if not r.ok
+    ]
+    repeats = {(r.level, r.case) for r in rows if not r.repeat_identical and r.level != Level.FAST.value}
+    return out + [f"{level} {case}: a second compile and run gave different bytes" for level, case in sorted(repeats)]
+
+
+def summary(rows: list[Row]) -> list[str]:
+    """One line per level: checks within tolerance, the error nearest its tolerance, repeat identity."""
+    lines = []
+    for level in Level:
+        at = [r for r in rows if r.level == level.value]
+        if not at:
+            continue
+        worst = max(at, key=share)
+        repeat = "yes" if all(r.repeat_identical for r in at) else "no"
+        lines.append(
+            f"{level.value}: {sum(r.ok for r in at)}/{len(at)} within tolerance; nearest its tolerance "
+            f"{100 * share(worst):.1f} % ({worst.case}: {worst.check}, {worst.kernel}, error {worst.error:.3g}); "
+            f"second run identical: {repeat}"
+        )
+    return lines
+
+
 @dataclass
 class Record:
     """What one device measured: the rows of every case and level, and the bit-identity checks."""
@@ -107,6 +157,13 @@ class Record:
     features: list[str]
     rows: list[Row]
     identity: list[dict]  # {"check", "level", "cases", "identical"}
+
+    def note_repeats(self) -> None:
+        """One identity check per level, from the rows: did every case's second compile and run match."""
+        for level in Level:
+            same = {row.case: row.repeat_identical for row in self.rows if row.level == level.value}
+            check = {"check": "second compile and run", "level": level.value, "cases": len(same)}
+            self.identity.append({**check, "identical": all(same.values())})
 
     def to_json(self) -> dict:
         return {

@@ -1,0 +1,24 @@
+"""`scellis check`: the correctness matrix on a device of this machine, summarised per level."""
+
+from __future__ import annotations
+
+import pytest
+
+from scellis import cli
+from scellis.lower import variants
+
+
+def test_check_on_the_cpu_path_passes_every_level(capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["check", "--device", "cpu"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("correctness matrix on CPU path (WebAssembly) via wasmtime")
+    for level in ("debug", "prod", "fast"):
+        assert f"  {level}: 64/64 within tolerance" in out
+    assert "FAILED" not in out
+
+
+def test_a_broken_promise_fails_the_check(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(variants.TOLERANCE, "tile64", 1e-12)  # no float32 matmul is this close
+    assert cli.main(["check", "--device", "cpu"]) == 1
+    out = capsys.readouterr().out
+    assert "FAILED debug matmul 33x47x29: matmul (matmul [tile64])" in out
