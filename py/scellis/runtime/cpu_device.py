@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from scellis.lower.kernels import ACC, Kernel, Kind, Schedule, View
 from scellis.ops import Op
 from scellis.ops import defs as d
+from scellis.plan import plan_memory
 from scellis.runtime.cpu import CpuPath
 from scellis.runtime.cpu_tape import Source, encode, merge_axes, padded
 from scellis.runtime.ready import Synchronous
@@ -79,6 +80,8 @@ class CompiledCpu(Synchronous):
         self.instance = cpu.instance
         self.buffers = buffers  # name -> (byte address, bytes)
         self.calls = calls
+        self.allocated = 0  # bytes of the schedule's buffers (set by compile_schedule)
+        self.workspace = 0  # bytes beyond them: kernels' temporaries and alignment
         entries = [w for call in calls for w in call.entry]
         self.program = cpu.reserve(4 * len(entries))
         self.instance.write(self.program, struct.pack(f"<{len(entries)}I", *entries))
@@ -121,20 +124,26 @@ class CpuDevice:
 
 
 class _Memory:
-    """Byte addresses of the schedule's buffers, then of the temporaries some kernels need (numbered
-    after the schedule's buffers, so views of them resolve alike)."""
+    """Byte addresses of the schedule's buffers, placed by the memory plan (buffers sharing a slot share
+    an address), then of the temporaries some kernels need (numbered after the schedule's buffers, so
+    views of them resolve alike)."""
 
     def __init__(self, cpu: CpuPath, schedule: Schedule) -> None:
         count = len(schedule.buffers)
         needing = [i for i, k in enumerate(schedule.kernels) if _needs_temp(k)]
         self.temp = {kernel: count + j for j, kernel in enumerate(needing)}  # kernel index -> buffer number
-        sizes = [b.nbytes for b in schedule.buffers] + [4 * schedule.kernels[i].out.size for i in needing]
+        plan = plan_memory(schedule)
+        self.slot_bytes = plan.allocated
+        self.temp_bytes = sum(4 * schedule.kernels[i].out.size for i in needing)
         offsets, end = [], 0
-        for size in sizes:
+        for size in (*plan.slot_bytes, *(4 * schedule.kernels[i].out.size for i in needing)):
             offsets.append(end)
             end += _aligned(size)
+        self.reserved = end
         base = cpu.reserve(end)
-        self.buffer_at = [base + o for o in offsets]
+        slots = [base + o for o in offsets[: len(plan.slot_bytes)]]
+        temps = [base + o for o in offsets[len(plan.slot_bytes) :]]
+        self.buffer_at = [slots[plan.slot_of[b]] for b in range(count)] + temps
 
     def address(self, view: View) -> int:
         return self.buffer_at[view.buffer] + 4 * view.offset
@@ -155,7 +164,10 @@ def compile_schedule(cpu: CpuPath, schedule: Schedule) -> CompiledCpu:
     )
     names = dict((*schedule.inputs, *schedule.outputs))
     buffers = {name: (memory.buffer_at[b], schedule.buffer(b).nbytes) for name, b in names.items()}
-    return CompiledCpu(cpu, buffers, calls + carry)
+    compiled = CompiledCpu(cpu, buffers, calls + carry)
+    compiled.allocated = memory.slot_bytes  # the schedule's buffers, exactly as planned
+    compiled.workspace = memory.reserved - memory.slot_bytes  # kernels' temporaries and 16-byte alignment
+    return compiled
 
 
 def _place_parts(cpu: CpuPath, parts: list[Part]) -> tuple[Call, ...]:

@@ -46,6 +46,7 @@ class CompiledWgpu(Synchronous):
         self.device, self.plan, self.names = device, plan, plan["names"]
         usage = wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_SRC | wgpu.BufferUsage.COPY_DST
         self.buffers = [dev.create_buffer(size=size, usage=usage) for size in plan["buffers"]]
+        self.allocated = sum(b.size for b in self.buffers)  # what the device was asked for, by the buffers
         self.steps = []
         for kernel in plan["kernels"]:
             pipeline = device.pipeline(kernel["source"], kernel["label"])

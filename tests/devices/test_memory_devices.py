@@ -1,0 +1,41 @@
+"""The devices allocate exactly what the memory plan assigns: the bytes of buffers each compiled step
+asked its device for equal the plan's, for every example's training step, evaluation and init, on
+lavapipe (wgpu-py) and on the CPU path (wasmtime)."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from scellis.examples import digits_cnn, digits_mlp, mlp
+from scellis.levels import Level
+from scellis.lower import lower
+from scellis.pipeline import compile_program
+from scellis.plan import plan_memory
+from scellis.runtime.cpu_device import CpuDevice
+from scellis.runtime.wgpu_native import WgpuDevice
+
+PROGRAMS = {
+    "digits MLP": digits_mlp,
+    "digits CNN": digits_cnn,
+    "MLP 784-512-512-10": lambda: mlp(784, [512, 512], 10, 256),
+}
+
+
+@pytest.fixture(scope="module")
+def devices() -> dict[str, object]:
+    return {"lavapipe": WgpuDevice(), "wasmtime": asyncio.run(CpuDevice.open())}
+
+
+@pytest.mark.parametrize("name", PROGRAMS)
+def test_allocated_bytes_equal_the_plan(devices: dict[str, object], name: str) -> None:
+    compiled = compile_program(PROGRAMS[name]())
+    for fn in (compiled.step, compiled.evaluate, compiled.init):
+        schedule = lower(fn, Level.PROD)
+        planned = plan_memory(schedule).allocated
+        for device_name, device in devices.items():
+            step = device.compile(schedule)  # type: ignore[attr-defined]
+            assert step.allocated == planned, (device_name, fn.name)
+    cpu = devices["wasmtime"].compile(lower(compiled.step, Level.PROD))  # type: ignore[attr-defined]
+    assert 0 <= cpu.workspace < 0.1 * cpu.allocated  # the CPU path's temporaries and alignment, beyond the plan
