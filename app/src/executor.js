@@ -10,6 +10,7 @@ export class CompiledStep {
     this.device = device;
     this.names = plan.names;
     this.buffers = plan.buffers.map((size) => device.createBuffer({ size, usage: STORAGE() }));
+    this.allocated = this.buffers.reduce((sum, buffer) => sum + buffer.size, 0);
     this.steps = plan.kernels.map((kernel) => {
       const pipeline = pipelines.get(kernel.source, kernel.label);
       const entries = kernel.bindings.map((b, binding) => ({ binding, resource: { buffer: this.buffers[b] } }));
