@@ -35,7 +35,7 @@ def _loads(kernel: Kernel, schedule: Schedule, b: w.Bindings, coords: list[str],
     """WGSL for each Load(i): inputs from `first` on are read at the output coordinates."""
     out = [""] * len(kernel.inputs)
     for i, view in enumerate(kernel.inputs[first:], start=first):
-        out[i] = w.load_expr(view, b.slot(view.buffer), schedule.buffer(view.buffer).dtype, coords)
+        out[i] = w.load_expr(view, b.array(view.buffer), schedule.buffer(view.buffer).dtype, coords)
     return out
 
 

@@ -67,6 +67,10 @@ class Bindings:
     def slot(self, buffer: int) -> int:
         return self.reads.index(buffer)
 
+    def array(self, buffer: int) -> str:
+        """The WGSL array holding `buffer`: the output itself for a kernel that updates in place."""
+        return "out" if buffer == self.out else f"in{self.slot(buffer)}"
+
     def declarations(self, schedule: Schedule, vec4: frozenset[int] = frozenset()) -> str:
         """`vec4` lists buffers read four floats at a time (their binding is an array<vec4<f32>>)."""
         lines = []
@@ -127,8 +131,8 @@ def decode(flat: str, shape: tuple[int, ...], prefix: str = "c") -> tuple[list[s
     return lines, list(reversed(names))
 
 
-def load_expr(view: View, slot: int, dtype: DType, coords: list[str]) -> str:
-    raw = f"in{slot}[{index_expr(view, coords)}]"
+def load_expr(view: View, array: str, dtype: DType, coords: list[str]) -> str:
+    raw = f"{array}[{index_expr(view, coords)}]"
     return f"({raw} != 0u)" if dtype is DType.BOOL else raw
 
 

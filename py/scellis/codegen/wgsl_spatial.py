@@ -50,7 +50,7 @@ def _epilogue(kernel: Kernel, schedule: Schedule, b: w.Bindings, coords: list[st
     expr = _value_expr(kernel, schedule)
     first = MAIN_INPUTS.get(kernel.kind, len(kernel.inputs))
     loads = [""] * first + [
-        w.load_expr(view, b.slot(view.buffer), schedule.buffer(view.buffer).dtype, coords)
+        w.load_expr(view, b.array(view.buffer), schedule.buffer(view.buffer).dtype, coords)
         for view in kernel.inputs[first:]
     ]
     lines, value = w.expression(expr, loads, acc, coords)

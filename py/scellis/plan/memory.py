@@ -10,13 +10,19 @@ reads them between steps, and the carry copies read outputs after the last kerne
 
 Assignment is greedy in order of first write: a temporary takes the free slot that fits it most tightly,
 else the largest free slot (grown to fit), else a new slot. Devices allocate exactly the slots.
+
+`update_in_place` (schedule -> schedule, run by the devices before they plan) writes a carried output
+(`param/w`, copied into `w` after the step) straight into its input when one elementwise kernel writes
+all of it, reading the input only at the element it writes, and no later kernel reads the input: the
+optimizer then updates parameters and state where they are, with no second copy and no carry copy.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
-from scellis.lower.kernels import Schedule
+from scellis.lower.kernels import Copy, Kind, Schedule, View
 
 Lifetime = tuple[int, int]  # first and last kernel index, both included
 
@@ -70,6 +76,50 @@ def _peak_live(schedule: Schedule, spans: list[Lifetime | None]) -> int:
         live += change
         peak = max(peak, live)
     return named + peak
+
+
+def in_place(schedule: Schedule) -> dict[int, int]:
+    """Carried outputs that can share their input's slot (see the module docstring): output -> input."""
+    out = {}
+    for copy in schedule.carry:
+        writers = [i for i, k in enumerate(schedule.kernels) if k.out.buffer == copy.src]
+        if len(writers) != 1:
+            continue
+        kernel = schedule.kernels[writers[0]]
+        whole = kernel.out.is_contiguous and kernel.out.offset == 0
+        if kernel.kind is not Kind.ELEMENTWISE or not whole or kernel.out.size != schedule.buffer(copy.dst).size:
+            continue
+        at = (kernel.out.shape, kernel.out.strides, kernel.out.offset)
+        same_element = all(v.buffer != copy.dst or (v.shape, v.strides, v.offset) == at for v in kernel.inputs)
+        later = any(v.buffer == copy.dst for k in schedule.kernels[writers[0] + 1 :] for v in k.inputs)
+        if same_element and not later:
+            out[copy.src] = copy.dst
+    return out
+
+
+def update_in_place(schedule: Schedule) -> Schedule:
+    """`schedule` with every carried output that can be written in place merged into its input (the
+    output's name then names the input's buffer) and buffer ids renumbered densely."""
+    merged = in_place(schedule)
+    if not merged:
+        return schedule
+    kept = [b for b in schedule.buffers if b.id not in merged]
+    new_id = {b.id: i for i, b in enumerate(kept)}
+    new_id.update({output: new_id[into] for output, into in merged.items()})
+
+    def view(v: View) -> View:
+        return dataclasses.replace(v, buffer=new_id[v.buffer])
+
+    return dataclasses.replace(
+        schedule,
+        buffers=tuple(dataclasses.replace(b, id=new_id[b.id]) for b in kept),
+        kernels=tuple(
+            dataclasses.replace(k, out=view(k.out), inputs=tuple(view(v) for v in k.inputs)) for k in schedule.kernels
+        ),
+        inputs=tuple((name, new_id[b]) for name, b in schedule.inputs),
+        outputs=tuple((name, new_id[b]) for name, b in schedule.outputs),
+        carry=tuple(Copy(new_id[c.src], new_id[c.dst]) for c in schedule.carry if c.src not in merged),
+    )
 
 
 def plan_memory(schedule: Schedule) -> MemoryPlan:

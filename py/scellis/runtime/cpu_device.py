@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from scellis.lower.kernels import ACC, Kernel, Kind, Schedule, View
 from scellis.ops import Op
 from scellis.ops import defs as d
-from scellis.plan import plan_memory
+from scellis.plan import plan_memory, update_in_place
 from scellis.runtime.cpu import CpuPath
 from scellis.runtime.cpu_tape import Source, encode, merge_axes, padded
 from scellis.runtime.ready import Synchronous
@@ -132,7 +132,7 @@ class _Memory:
         count = len(schedule.buffers)
         needing = [i for i, k in enumerate(schedule.kernels) if _needs_temp(k)]
         self.temp = {kernel: count + j for j, kernel in enumerate(needing)}  # kernel index -> buffer number
-        plan = plan_memory(schedule)
+        self.plan = plan = plan_memory(schedule)
         self.slot_bytes = plan.allocated
         self.temp_bytes = sum(4 * schedule.kernels[i].out.size for i in needing)
         offsets, end = [], 0
@@ -155,6 +155,7 @@ def _aligned(nbytes: int) -> int:
 
 def compile_schedule(cpu: CpuPath, schedule: Schedule) -> CompiledCpu:
     """Place `schedule` in `cpu`'s memory and encode every kernel once (see the module docstring)."""
+    schedule = update_in_place(schedule)
     memory = _Memory(cpu, schedule)
     parts = [p for i, k in enumerate(schedule.kernels) for p in _kernel_parts(k, memory, memory.temp.get(i))]
     calls = _place_parts(cpu, parts)

@@ -9,10 +9,11 @@ from typing import Any
 
 from scellis.codegen import render
 from scellis.lower.kernels import Schedule
-from scellis.plan import plan_memory
+from scellis.plan import plan_memory, update_in_place
 
 
 def step_plan(schedule: Schedule) -> dict[str, Any]:
+    schedule = update_in_place(schedule)
     kernels = [render(k, schedule) for k in schedule.kernels]
     memory = plan_memory(schedule)
     slot, sizes = memory.slot_of, memory.slot_bytes

@@ -1,0 +1,65 @@
+"""plan.breakdown and update_in_place: what the planned bytes are for, checked against what Adam must
+hold per parameter, and the in-place update that keeps no second copy of parameters and state."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import pytest
+
+from scellis.examples import digits_cnn, digits_mlp, mlp
+from scellis.levels import Level
+from scellis.lower import lower
+from scellis.lower.kernels import Schedule
+from scellis.pipeline import Compiled, compile_program
+from scellis.plan import plan_memory, update_in_place
+from scellis.plan.breakdown import CATEGORIES, breakdown, categories
+
+PROGRAMS = {
+    "digits MLP": digits_mlp,
+    "digits CNN": digits_cnn,
+    "MLP 784-512-512-10": lambda: mlp(784, [512, 512], 10, 256),
+}
+
+
+def merged(compiled: Compiled) -> Schedule:
+    return update_in_place(lower(compiled.step, Level.PROD))
+
+
+@pytest.mark.parametrize("name", PROGRAMS)
+def test_adam_holds_12_bytes_per_parameter_plus_at_most_4_of_gradients(name: str) -> None:
+    compiled = compile_program(PROGRAMS[name]())
+    schedule = merged(compiled)
+    kinds = categories(schedule, compiled.step, compiled.forward.fn, compiled.backward)
+    total = Counter()
+    for buffer, kind in zip(schedule.buffers, kinds, strict=True):
+        total[kind] += buffer.nbytes
+    params = sum(n.size for n in compiled.step.inputs if n.arg.role.value == "param")  # type: ignore[attr-defined]
+    assert total["parameters"] == 4 * params
+    assert total["optimizer state"] == 8 * params + 4  # two float32 moments per parameter, and the step count
+    # a gradient the optimizer's kernel computes itself is never stored: at most 4 bytes per parameter
+    assert 3.5 * params <= total["gradients"] <= 4 * params
+    assert total["updated parameters and state"] == 0  # updated in place: no second copy
+
+
+@pytest.mark.parametrize("name", PROGRAMS)
+def test_breakdown_at_the_peak_adds_up_to_the_allocation(name: str) -> None:
+    compiled = compile_program(PROGRAMS[name]())
+    schedule = merged(compiled)
+    plan = plan_memory(schedule)
+    result = breakdown(schedule, plan, categories(schedule, compiled.step, compiled.forward.fn, compiled.backward))
+    assert set(result.bytes) == set(CATEGORIES)
+    assert result.total == plan.allocated and result.bytes["reuse slack"] >= 0
+    assert result.bytes["activations kept for backward"] > 0 and result.bytes["batch inputs"] > 0
+
+
+def test_in_place_updates_drop_the_carry_and_name_the_input() -> None:
+    schedule = lower(compile_program(digits_mlp()).step, Level.PROD)
+    updated = update_in_place(schedule)
+    assert schedule.carry and not updated.carry
+    names = dict((*updated.inputs, *updated.outputs))
+    assert names["param/hidden.weight"] == names["hidden.weight"]
+    assert names["state/opt.m/hidden.weight"] == names["opt.m/hidden.weight"]
+    assert len(updated.buffers) == len(schedule.buffers) - len(schedule.carry)
+    assert plan_memory(updated).allocated < 0.7 * plan_memory(schedule).allocated
+    assert sorted(b.id for b in updated.buffers) == list(range(len(updated.buffers)))
