@@ -1,5 +1,5 @@
 """The `scellis` command: `info` (devices here), `check` (the correctness matrix on them), `compile` (a
-program's stages), `serve` (the app)."""
+program's stages), `plan` (its memory on a device), `serve` (the app)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,12 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from scellis.levels import Level
+
+if TYPE_CHECKING:
+    from scellis.pipeline import Compiled
 
 CHECKOUT = Path(__file__).resolve().parents[2]
 
@@ -42,14 +46,7 @@ def check(args: argparse.Namespace) -> int:
     from scellis.checks.cases import CASES
     from scellis.checks.measure import check_case, failures, summary
 
-    if args.device == "webgpu":
-        from scellis.runtime.wgpu_native import WgpuDevice
-
-        device: object = WgpuDevice()
-    else:
-        from scellis.runtime.cpu_device import CpuDevice
-
-        device = asyncio.run(CpuDevice.open())
+    device = _device(args.device)
     features = ", ".join(sorted(device.features)) or "none"  # type: ignore[attr-defined]
     print(f"correctness matrix on {device.name} (optional features: {features})")  # type: ignore[attr-defined]
     rows = [row for case in CASES for row in check_case(device, case)]
@@ -61,21 +58,55 @@ def check(args: argparse.Namespace) -> int:
     return 1 if broken else 0
 
 
-def compile_cmd(args: argparse.Namespace) -> int:
-    """Print the artifacts of a program's stages (what the app's Guide shows)."""
+def _device(kind: str) -> object:
+    """This machine's WebGPU adapter through wgpu-py, or the CPU path under wasmtime."""
+    if kind == "webgpu":
+        from scellis.runtime.wgpu_native import WgpuDevice
+
+        return WgpuDevice()
+    from scellis.runtime.cpu_device import CpuDevice
+
+    return asyncio.run(CpuDevice.open())
+
+
+def _load_program(path: str, batch: int | None, command: str) -> Compiled | None:
+    """The compiled program, or None after saying what is wrong with the file."""
     from scellis.graph import ProgramError
-    from scellis.levels import parse_level
     from scellis.pipeline import compile_program
 
     try:
-        data = json.loads(Path(args.program).read_text())
+        data = json.loads(Path(path).read_text())
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
-        print(f"scellis compile: cannot read {args.program}: {err}", file=sys.stderr)
-        return 2
+        print(f"scellis {command}: cannot read {path}: {err}", file=sys.stderr)
+        return None
     try:
-        compiled = compile_program(data, batch=args.batch)
+        return compile_program(data, batch=batch)
     except ProgramError as err:
-        print(f"scellis compile: {args.program}: {err}", file=sys.stderr)
+        print(f"scellis {command}: {path}: {err}", file=sys.stderr)
+        return None
+
+
+def plan_cmd(args: argparse.Namespace) -> int:
+    """Print the memory a session of the program holds on a device of this machine."""
+    from scellis.levels import parse_level
+    from scellis.planning import describe, plan_program
+
+    compiled = _load_program(args.program, args.batch, "plan")
+    if compiled is None:
+        return 2
+    device = _device(args.device)
+    print(f"device: {device.name}")  # type: ignore[attr-defined]
+    plan = plan_program(compiled, parse_level(args.level), device.features)  # type: ignore[attr-defined]
+    print("\n".join(describe(plan)))
+    return 0
+
+
+def compile_cmd(args: argparse.Namespace) -> int:
+    """Print the artifacts of a program's stages (what the app's Guide shows)."""
+    from scellis.levels import parse_level
+
+    compiled = _load_program(args.program, args.batch, "compile")
+    if compiled is None:
         return 2
     level = parse_level(args.level)
     features = frozenset(f for f in args.features.split(",") if f)
@@ -134,6 +165,12 @@ def main(argv: list[str] | None = None) -> int:
         help="optional device features to compile for (fast uses shader-f16); default: none",
     )
     p_compile.set_defaults(func=compile_cmd)
+    p_plan = sub.add_parser("plan", help="the memory a session of a program holds on a device here")
+    p_plan.add_argument("program", help="program JSON (format scellis.program/1)")
+    p_plan.add_argument("--device", required=True, choices=["webgpu", "cpu"], help="wgpu-py's adapter, or wasmtime")
+    p_plan.add_argument("--level", required=True, choices=[level.value for level in Level], help="determinism level")
+    p_plan.add_argument("--batch", type=int, default=None, help="batch size (default: the program's loop setting)")
+    p_plan.set_defaults(func=plan_cmd)
     p_serve = sub.add_parser("serve", help="build when stale (in a checkout) and serve the app")
     p_serve.add_argument("--host", default="127.0.0.1")
     p_serve.add_argument("--port", type=int, default=8000, help="0 picks a free port")

@@ -13,8 +13,10 @@ from scellis.levels import Level
 from scellis.lower import lower
 from scellis.pipeline import compile_program
 from scellis.plan import plan_memory, update_in_place
+from scellis.planning import plan_program
 from scellis.runtime.cpu_device import CpuDevice
 from scellis.runtime.wgpu_native import WgpuDevice
+from scellis.session import Session
 
 PROGRAMS = {
     "digits MLP": digits_mlp,
@@ -39,3 +41,12 @@ def test_allocated_bytes_equal_the_plan(devices: dict[str, object], name: str) -
             assert step.allocated == planned, (device_name, fn.name)
     cpu = devices["wasmtime"].compile(lower(compiled.step, Level.PROD))  # type: ignore[attr-defined]
     assert 0 <= cpu.workspace < 0.1 * cpu.allocated  # the CPU path's temporaries and alignment, beyond the plan
+
+
+@pytest.mark.parametrize("name", ["digits MLP", "digits CNN"])
+def test_a_session_holds_what_the_program_plan_says(devices: dict[str, object], name: str) -> None:
+    for device in devices.values():
+        session = Session(PROGRAMS[name](), device, seed=1, level=Level.PROD, eval_batch=8)  # type: ignore[arg-type]
+        asyncio.run(session.start())
+        plan = plan_program(compile_program(PROGRAMS[name](), eval_batch=8), Level.PROD, device.features)  # type: ignore[attr-defined]
+        assert session.step.allocated + session.eval.allocated == plan.total  # type: ignore[attr-defined]

@@ -1,0 +1,87 @@
+"""The memory plan of a compiled program as a device will hold it: each function a session compiles (the
+training step, evaluation, init) lowered for a level and a device's features, updated in place and
+planned, with the step's bytes by category at its peak. What `scellis plan` prints and the app shows."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from scellis.ir.function import input_role
+from scellis.levels import Level
+from scellis.lower import lower
+from scellis.ops.defs import Role
+from scellis.pipeline import Compiled
+from scellis.plan import plan_memory, update_in_place
+from scellis.plan.breakdown import Breakdown, breakdown, categories
+
+
+@dataclass(frozen=True)
+class FunctionPlan:
+    name: str  # "training step", "evaluation" or "init"
+    allocated: int  # bytes the device allocates for its buffers
+    allocations: int
+    naive: int  # bytes with one allocation per buffer and no in-place update
+    largest: int  # the largest single allocation (what the device's per-buffer limits must admit)
+    kernels: int
+
+
+@dataclass(frozen=True)
+class ProgramPlan:
+    program: str
+    level: Level
+    features: frozenset[str]
+    batch: int
+    functions: tuple[FunctionPlan, ...]
+    step: Breakdown  # the training step's bytes by category at its peak
+
+    @property
+    def total(self) -> int:
+        """Bytes a session holds on the device while it trains: the step and evaluation stay compiled.
+        Init runs once before them (WebGPU frees it; the CPU path's memory never shrinks, so there it
+        stays reserved too)."""
+        return sum(f.allocated for f in self.functions if f.name != "init")
+
+
+def plan_program(compiled: Compiled, level: Level, features: frozenset[str]) -> ProgramPlan:
+    """Plan every function a session compiles for `level` on a device with `features`."""
+    step_fn = compiled.step_for(level, features)
+    functions = []
+    step_breakdown = None
+    for title, fn in (
+        ("training step", step_fn),
+        ("evaluation", compiled.evaluate),
+        ("init", compiled.init_for(level, features)),
+    ):
+        logical = lower(fn, level, features)
+        schedule = update_in_place(logical)
+        memory = plan_memory(schedule)
+        naive = memory.naive(logical)
+        functions.append(
+            FunctionPlan(
+                title, memory.allocated, len(memory.slot_bytes), naive, max(memory.slot_bytes), len(schedule.kernels)
+            )
+        )
+        if fn is step_fn:
+            kinds = categories(schedule, step_fn, compiled.forward.fn, compiled.backward_for(level, features))
+            step_breakdown = breakdown(schedule, memory, kinds)
+    assert step_breakdown is not None
+    data = [n for n in step_fn.inputs if input_role(n) is Role.DATA]
+    batch = data[0].shape[0] if data and data[0].shape else compiled.program.loop.batch_size
+    return ProgramPlan(compiled.program.name, level, features, batch, tuple(functions), step_breakdown)
+
+
+def describe(plan: ProgramPlan) -> list[str]:
+    """The plan as text, a line per fact (bytes with thousands separators, so they can be checked)."""
+    features = ", ".join(sorted(plan.features)) or "none"
+    lines = [f"memory plan: {plan.program} at level {plan.level.value}, batch {plan.batch} (features: {features})"]
+    for f in plan.functions:
+        ratio = f.naive / f.allocated if f.allocated else 1.0
+        lines.append(
+            f"  {f.name}: {f.allocated:,} bytes in {f.allocations} allocations, the largest {f.largest:,} "
+            f"({f.kernels} kernels; one allocation per buffer would take {f.naive:,}: {ratio:.2f}x)"
+        )
+    lines.append(f"  held while training (step and evaluation): {plan.total:,} bytes")
+    where = f"kernel {plan.step.peak_kernel}" if plan.step.peak_kernel >= 0 else "the step's start"
+    lines.append(f"  training step at its peak ({where}), by category:")
+    lines += [f"    {name}: {size:,}" for name, size in plan.step.bytes.items() if size]
+    return lines

@@ -1,0 +1,38 @@
+"""`scellis plan`: the memory a session of a program holds on a device of this machine."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from scellis import cli
+from scellis.examples import digits_mlp
+from scellis.levels import Level
+from scellis.pipeline import compile_program
+from scellis.planning import plan_program
+
+
+def test_plan_prints_each_function_and_the_step_by_category(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    program = tmp_path / "digits.json"
+    program.write_text(json.dumps(digits_mlp()))
+    assert cli.main(["plan", str(program), "--device", "cpu", "--level", "prod", "--batch", "32"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    plan = plan_program(compile_program(digits_mlp(), batch=32), Level.PROD, frozenset())
+    assert out[0].startswith("device: CPU path (WebAssembly)")
+    assert out[1] == "memory plan: digits-mlp at level prod, batch 32 (features: none)"
+    step = plan.functions[0]
+    assert out[2].startswith(f"  training step: {step.allocated:,} bytes in {step.allocations} allocations")
+    assert f"  held while training (step and evaluation): {plan.total:,} bytes" in out
+    assert f"    parameters: {4 * 9610:,}" in out  # 64*128 + 128 + 128*10 + 10 float32 parameters
+
+
+def test_plan_names_what_is_wrong_with_the_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    missing = tmp_path / "missing.json"
+    assert cli.main(["plan", str(missing), "--device", "cpu", "--level", "prod"]) == 2
+    assert f"scellis plan: cannot read {missing}" in capsys.readouterr().err
+    broken = tmp_path / "broken.json"
+    broken.write_text(json.dumps({**digits_mlp(), "nodes": []}))
+    assert cli.main(["plan", str(broken), "--device", "cpu", "--level", "prod"]) == 2
+    assert f"scellis plan: {broken}:" in capsys.readouterr().err
