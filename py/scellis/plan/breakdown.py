@@ -10,6 +10,7 @@ are the activations kept for backward.
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 
 from scellis.ir import Function
@@ -101,14 +102,17 @@ def categories(schedule: Schedule, step: Function, forward: Function, backward: 
 def breakdown(schedule: Schedule, plan: MemoryPlan, kinds: list[str]) -> Breakdown:
     """Bytes per category at the kernel where the most bytes are live; what the slots hold beyond that
     (buffers of different sizes sharing a slot) is the reuse slack."""
-    live = [0] * max(len(schedule.kernels), 1)
+    change = [0] * (len(schedule.kernels) + 1)
     for buffer, span in zip(schedule.buffers, plan.lifetimes, strict=True):
         if span is not None:
-            for k in range(span[0], span[1] + 1):
-                live[k] += buffer.nbytes
+            change[span[0]] += buffer.nbytes
+            change[span[1] + 1] -= buffer.nbytes
+    live = list(itertools.accumulate(change[:-1]))
     peak = max(range(len(live)), key=live.__getitem__) if any(live) else -1
     totals = dict.fromkeys(CATEGORIES, 0)
     for buffer, span, kind in zip(schedule.buffers, plan.lifetimes, kinds, strict=True):
+        if plan.slot_of[buffer.id] < 0:
+            continue  # merged away: no slot
         if span is None or span[0] <= peak <= span[1]:
             totals[kind] += buffer.nbytes
     totals["reuse slack"] = plan.allocated - sum(totals.values())

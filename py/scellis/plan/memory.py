@@ -19,17 +19,19 @@ optimizer then updates parameters and state where they are, with no second copy 
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
+import heapq
 from dataclasses import dataclass
 
-from scellis.lower.kernels import Copy, Kind, Schedule, View
+from scellis.lower.kernels import Kind, Schedule, View
 
 Lifetime = tuple[int, int]  # first and last kernel index, both included
 
 
 @dataclass(frozen=True)
 class MemoryPlan:
-    slot_of: tuple[int, ...]  # buffer id -> slot
+    slot_of: tuple[int, ...]  # buffer id -> slot (-1: unused, no slot)
     slot_bytes: tuple[int, ...]  # bytes of each slot
     lifetimes: tuple[Lifetime | None, ...]  # buffer id -> lifetime (None: named, the whole step)
     peak_live: int  # the most bytes live at once (the lower bound any assignment can reach)
@@ -53,8 +55,9 @@ def lifetimes(schedule: Schedule) -> list[Lifetime | None]:
     for i, kernel in enumerate(schedule.kernels):
         for view in kernel.inputs:
             last[view.buffer] = i
-        first.setdefault(kernel.out.buffer, i)
-        last[kernel.out.buffer] = max(last.get(kernel.out.buffer, i), i)
+        if kernel.out.buffer not in first:
+            first[kernel.out.buffer] = i
+        last[kernel.out.buffer] = i  # a kernel reads its inputs before it writes: i is the latest use
     out: list[Lifetime | None] = []
     for buffer in schedule.buffers:
         if buffer.id in named or buffer.id not in first:
@@ -64,8 +67,18 @@ def lifetimes(schedule: Schedule) -> list[Lifetime | None]:
     return out
 
 
-def _peak_live(schedule: Schedule, spans: list[Lifetime | None]) -> int:
-    named = sum(b.nbytes for b, span in zip(schedule.buffers, spans, strict=True) if span is None)
+def unused(schedule: Schedule) -> set[int]:
+    """Buffers no kernel and no name refers to (merged away by `update_in_place`): they get no slot."""
+    used = {b for _, b in (*schedule.inputs, *schedule.outputs)}
+    for kernel in schedule.kernels:
+        used.add(kernel.out.buffer)
+        for view in kernel.inputs:
+            used.add(view.buffer)
+    return {b.id for b in schedule.buffers} - used
+
+
+def _peak_live(schedule: Schedule, spans: list[Lifetime | None], dead: set[int]) -> int:
+    named = sum(b.nbytes for b, span in zip(schedule.buffers, spans, strict=True) if span is None and b.id not in dead)
     delta = [0] * (len(schedule.kernels) + 1)
     for buffer, span in zip(schedule.buffers, spans, strict=True):
         if span is not None:
@@ -80,45 +93,49 @@ def _peak_live(schedule: Schedule, spans: list[Lifetime | None]) -> int:
 
 def in_place(schedule: Schedule) -> dict[int, int]:
     """Carried outputs that can share their input's slot (see the module docstring): output -> input."""
+    writers: dict[int, list[int]] = {}
+    last_read: dict[int, int] = {}
+    for i, kernel in enumerate(schedule.kernels):
+        writers.setdefault(kernel.out.buffer, []).append(i)
+        for view in kernel.inputs:
+            last_read[view.buffer] = i
     out = {}
     for copy in schedule.carry:
-        writers = [i for i, k in enumerate(schedule.kernels) if k.out.buffer == copy.src]
-        if len(writers) != 1:
+        written = writers.get(copy.src, [])
+        if len(written) != 1:
             continue
-        kernel = schedule.kernels[writers[0]]
+        kernel = schedule.kernels[written[0]]
         whole = kernel.out.is_contiguous and kernel.out.offset == 0
         if kernel.kind is not Kind.ELEMENTWISE or not whole or kernel.out.size != schedule.buffer(copy.dst).size:
             continue
         at = (kernel.out.shape, kernel.out.strides, kernel.out.offset)
         same_element = all(v.buffer != copy.dst or (v.shape, v.strides, v.offset) == at for v in kernel.inputs)
-        later = any(v.buffer == copy.dst for k in schedule.kernels[writers[0] + 1 :] for v in k.inputs)
-        if same_element and not later:
+        if same_element and last_read.get(copy.dst, -1) <= written[0]:
             out[copy.src] = copy.dst
     return out
 
 
 def update_in_place(schedule: Schedule) -> Schedule:
-    """`schedule` with every carried output that can be written in place merged into its input (the
-    output's name then names the input's buffer) and buffer ids renumbered densely."""
+    """`schedule` with every carried output that can be written in place merged into its input: the
+    output's name then names the input's buffer, and the output's own buffer is left unused (no kernel
+    or name refers to it, and it gets no slot)."""
     merged = in_place(schedule)
     if not merged:
         return schedule
-    kept = [b for b in schedule.buffers if b.id not in merged]
-    new_id = {b.id: i for i, b in enumerate(kept)}
-    new_id.update({output: new_id[into] for output, into in merged.items()})
 
     def view(v: View) -> View:
-        return dataclasses.replace(v, buffer=new_id[v.buffer])
+        return View(merged[v.buffer], v.shape, v.strides, v.offset) if v.buffer in merged else v
 
+    kernels, sources = list(schedule.kernels), set(merged)
+    for i, kernel in enumerate(kernels):
+        buffers = {kernel.out.buffer, *(v.buffer for v in kernel.inputs)}
+        if not buffers.isdisjoint(sources):
+            kernels[i] = dataclasses.replace(kernel, out=view(kernel.out), inputs=tuple(map(view, kernel.inputs)))
     return dataclasses.replace(
         schedule,
-        buffers=tuple(dataclasses.replace(b, id=new_id[b.id]) for b in kept),
-        kernels=tuple(
-            dataclasses.replace(k, out=view(k.out), inputs=tuple(view(v) for v in k.inputs)) for k in schedule.kernels
-        ),
-        inputs=tuple((name, new_id[b]) for name, b in schedule.inputs),
-        outputs=tuple((name, new_id[b]) for name, b in schedule.outputs),
-        carry=tuple(Copy(new_id[c.src], new_id[c.dst]) for c in schedule.carry if c.src not in merged),
+        kernels=tuple(kernels),
+        outputs=tuple((name, merged.get(b, b)) for name, b in schedule.outputs),
+        carry=tuple(c for c in schedule.carry if c.src not in merged),
     )
 
 
@@ -127,20 +144,24 @@ def plan_memory(schedule: Schedule) -> MemoryPlan:
     spans = lifetimes(schedule)
     slot_of = [-1] * len(schedule.buffers)
     sizes: list[int] = []
+    dead = unused(schedule)
     for buffer, span in zip(schedule.buffers, spans, strict=True):
-        if span is None:
+        if span is None and buffer.id not in dead:
             slot_of[buffer.id] = len(sizes)
             sizes.append(buffer.nbytes)
-    busy_until: dict[int, int] = {}  # slot -> last kernel of the temporary it holds
+    busy: list[tuple[int, int]] = []  # heap of (last kernel of the temporary it holds, slot)
+    free: list[tuple[int, int]] = []  # sorted (bytes, slot) of slots no live temporary holds
     order = sorted((span[0], b.id) for b, span in zip(schedule.buffers, spans, strict=True) if span is not None)
     for start, buffer_id in order:
+        while busy and busy[0][0] < start:
+            slot = heapq.heappop(busy)[1]
+            bisect.insort(free, (sizes[slot], slot))
         need = schedule.buffers[buffer_id].nbytes
-        free = [s for s, end in busy_until.items() if end < start]
-        fitting = [s for s in free if sizes[s] >= need]
-        if fitting:
-            slot = min(fitting, key=lambda s: (sizes[s], s))
-        elif free:
-            slot = max(free, key=lambda s: (sizes[s], -s))
+        at = bisect.bisect_left(free, (need, -1))
+        if at < len(free):  # the tightest fit
+            slot = free.pop(at)[1]
+        elif free:  # none fits: grow the largest
+            slot = free.pop()[1]
             sizes[slot] = need
         else:
             slot = len(sizes)
@@ -148,5 +169,5 @@ def plan_memory(schedule: Schedule) -> MemoryPlan:
         slot_of[buffer_id] = slot
         span = spans[buffer_id]
         assert span is not None
-        busy_until[slot] = span[1]
-    return MemoryPlan(tuple(slot_of), tuple(sizes), tuple(spans), _peak_live(schedule, spans))
+        heapq.heappush(busy, (span[1], slot))
+    return MemoryPlan(tuple(slot_of), tuple(sizes), tuple(spans), _peak_live(schedule, spans, dead))

@@ -143,7 +143,7 @@ class _Memory:
         base = cpu.reserve(end)
         slots = [base + o for o in offsets[: len(plan.slot_bytes)]]
         temps = [base + o for o in offsets[len(plan.slot_bytes) :]]
-        self.buffer_at = [slots[plan.slot_of[b]] for b in range(count)] + temps
+        self.buffer_at = [slots[plan.slot_of[b]] if plan.slot_of[b] >= 0 else -1 for b in range(count)] + temps
 
     def address(self, view: View) -> int:
         return self.buffer_at[view.buffer] + 4 * view.offset
