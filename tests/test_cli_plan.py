@@ -26,6 +26,8 @@ def test_plan_prints_each_function_and_the_step_by_category(tmp_path: Path, caps
     assert out[2].startswith(f"  training step: {step.allocated:,} bytes in {step.allocations} allocations")
     assert f"  held while training (step and evaluation): {plan.total:,} bytes" in out
     assert f"    parameters: {4 * 9610:,}" in out  # 64*128 + 128 + 128*10 + 10 float32 parameters
+    verdict = out.index("verdict: green")  # the CPU path measures its budget: the wasm32 memory left
+    assert out[verdict + 1].startswith(f"  - takes {plan.total:,} of a budget of ")
 
 
 def test_plan_names_what_is_wrong_with_the_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -36,3 +38,13 @@ def test_plan_names_what_is_wrong_with_the_file(tmp_path: Path, capsys: pytest.C
     broken.write_text(json.dumps({**digits_mlp(), "nodes": []}))
     assert cli.main(["plan", str(broken), "--device", "cpu", "--level", "prod"]) == 2
     assert f"scellis plan: {broken}:" in capsys.readouterr().err
+
+
+def test_plan_on_webgpu_is_at_best_yellow_without_a_measured_budget(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    program = tmp_path / "digits.json"
+    program.write_text(json.dumps(digits_mlp()))
+    assert cli.main(["plan", str(program), "--device", "webgpu", "--level", "prod"]) == 0
+    out = capsys.readouterr().out
+    assert "verdict: yellow\n  - the device's memory could not be measured: WebGPU does not report" in out

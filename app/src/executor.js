@@ -102,7 +102,12 @@ class PipelineCache {
 export async function openDevice(adapter) {
   // the optional features the fast level can use, enabled when the adapter has them
   const features = ["shader-f16"].filter((f) => adapter.features.has(f));
-  const device = await adapter.requestDevice({ requiredFeatures: features });
+  // the adapter's largest buffers, not WebGPU's defaults (256 MiB buffers, 128 MiB bindings)
+  const requiredLimits = {};
+  for (const key of ["maxBufferSize", "maxStorageBufferBindingSize", "maxStorageBuffersPerShaderStage"]) {
+    requiredLimits[key] = adapter.limits[key];
+  }
+  const device = await adapter.requestDevice({ requiredFeatures: features, requiredLimits });
   const pipelines = new PipelineCache(device);
   let failure = null;
   device.addEventListener("uncapturederror", (event) => {
@@ -115,6 +120,11 @@ export async function openDevice(adapter) {
   return {
     device,
     features,
+    limits: {
+      max_buffer_size: device.limits.maxBufferSize,
+      max_storage_binding: device.limits.maxStorageBufferBindingSize,
+      max_storage_buffers: device.limits.maxStorageBuffersPerShaderStage,
+    },
     name: info.description || [info.vendor, info.architecture].filter(Boolean).join(" ") || "WebGPU adapter",
     async compile(plan) {
       check();

@@ -89,7 +89,7 @@ def _load_program(path: str, batch: int | None, command: str) -> Compiled | None
 def plan_cmd(args: argparse.Namespace) -> int:
     """Print the memory a session of the program holds on a device of this machine."""
     from scellis.levels import parse_level
-    from scellis.planning import describe, plan_program
+    from scellis.planning import describe, judge, plan_program
 
     compiled = _load_program(args.program, args.batch, "plan")
     if compiled is None:
@@ -98,7 +98,11 @@ def plan_cmd(args: argparse.Namespace) -> int:
     print(f"device: {device.name}")  # type: ignore[attr-defined]
     plan = plan_program(compiled, parse_level(args.level), device.features)  # type: ignore[attr-defined]
     print("\n".join(describe(plan)))
-    return 0
+    judged = judge(plan, device.limits, device.budget())  # type: ignore[attr-defined]
+    print(f"verdict: {judged.color}")
+    for reason in judged.reasons:
+        print(f"  - {reason}")
+    return 0 if judged.color != "red" else 1
 
 
 def compile_cmd(args: argparse.Namespace) -> int:

@@ -13,6 +13,7 @@ from scellis.ops.defs import Role
 from scellis.pipeline import Compiled
 from scellis.plan import plan_memory, update_in_place
 from scellis.plan.breakdown import Breakdown, breakdown, categories
+from scellis.plan.budget import Budget, DeviceLimits, Verdict, verdict
 
 
 @dataclass(frozen=True)
@@ -23,6 +24,7 @@ class FunctionPlan:
     naive: int  # bytes with one allocation per buffer and no in-place update
     largest: int  # the largest single allocation (what the device's per-buffer limits must admit)
     kernels: int
+    bindings: int  # the most buffers one kernel binds
 
 
 @dataclass(frozen=True)
@@ -56,11 +58,9 @@ def plan_program(compiled: Compiled, level: Level, features: frozenset[str]) -> 
         schedule = update_in_place(logical)
         memory = plan_memory(schedule)
         naive = memory.naive(logical)
-        functions.append(
-            FunctionPlan(
-                title, memory.allocated, len(memory.slot_bytes), naive, max(memory.slot_bytes), len(schedule.kernels)
-            )
-        )
+        slots, kernels = memory.slot_bytes, schedule.kernels
+        bindings = max((len({k.out.buffer, *(v.buffer for v in k.inputs)}) for k in kernels), default=0)
+        functions.append(FunctionPlan(title, memory.allocated, len(slots), naive, max(slots), len(kernels), bindings))
         if fn is step_fn:
             kinds = categories(schedule, step_fn, compiled.forward.fn, compiled.backward_for(level, features))
             step_breakdown = breakdown(schedule, memory, kinds)
@@ -68,6 +68,13 @@ def plan_program(compiled: Compiled, level: Level, features: frozenset[str]) -> 
     data = [n for n in step_fn.inputs if input_role(n) is Role.DATA]
     batch = data[0].shape[0] if data and data[0].shape else compiled.program.loop.batch_size
     return ProgramPlan(compiled.program.name, level, features, batch, tuple(functions), step_breakdown)
+
+
+def judge(plan: ProgramPlan, limits: DeviceLimits, budget: Budget) -> Verdict:
+    """The plan's verdict on a device with `limits` and `budget` (thresholds: plan.budget)."""
+    largest = max(f.largest for f in plan.functions)
+    bindings = max(f.bindings for f in plan.functions)
+    return verdict(plan.total, largest, bindings, limits, budget)
 
 
 def describe(plan: ProgramPlan) -> list[str]:

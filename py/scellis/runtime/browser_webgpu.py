@@ -10,6 +10,7 @@ import js  # only importable in Pyodide
 from pyodide.ffi import to_js
 
 from scellis.lower.kernels import Schedule
+from scellis.plan.budget import Budget, DeviceLimits
 from scellis.runtime.step_plan import step_plan
 
 
@@ -56,6 +57,14 @@ class BrowserWebGPU:
         self.gpu = js.globalThis.scellisGpu
         self.name = str(self.gpu.name)
         self.features = frozenset(str(f) for f in self.gpu.features)
+        limits = self.gpu.limits
+        self.limits = DeviceLimits(
+            int(limits.max_buffer_size), int(limits.max_storage_binding), int(limits.max_storage_buffers)
+        )
+
+    def budget(self) -> Budget:
+        """WebGPU does not say how much memory its device has; without a probe there is no figure."""
+        return Budget(None, "WebGPU does not report the device's memory and no allocation probe has run")
 
     async def compile(self, schedule: Schedule) -> BrowserCompiled:
         plan = step_plan(schedule)

@@ -16,7 +16,9 @@ buffer when their output is a strided part of a buffer (concat, slice_grad), and
 from __future__ import annotations
 
 import math
+import os
 import struct
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -24,6 +26,7 @@ from scellis.lower.kernels import ACC, Kernel, Kind, Schedule, View
 from scellis.ops import Op
 from scellis.ops import defs as d
 from scellis.plan import plan_memory, update_in_place
+from scellis.plan.budget import Budget, DeviceLimits
 from scellis.runtime.cpu import CpuPath
 from scellis.runtime.cpu_tape import Source, encode, merge_axes, padded
 from scellis.runtime.ready import Synchronous
@@ -119,8 +122,40 @@ class CpuDevice:
     async def open(cls) -> CpuDevice:
         return cls(await CpuPath.open())
 
+    @property
+    def limits(self) -> DeviceLimits:
+        """One wasm32 memory holds everything: no limit but its 4 GiB on one buffer or on bindings."""
+        return DeviceLimits(WASM32_BYTES, WASM32_BYTES, 2**31 - 1)
+
+    def budget(self) -> Budget:
+        """What is left of the 4 GiB a wasm32 memory can reach, capped by the host's memory."""
+        used = self.cpu.free_base
+        left = WASM32_BYTES - used
+        host = host_memory()
+        how = f"wasm32 memory: 4 GiB, {used:,} bytes in use"
+        if host is None:
+            return Budget(left, how + "; the host's memory is not known here")
+        return Budget(min(left, host), how + f"; host memory {host:,} bytes")
+
     def compile(self, schedule: Schedule) -> CompiledCpu:
         return compile_schedule(self.cpu, schedule)
+
+
+WASM32_BYTES = 4 * 2**30  # 65,536 pages of 64 KiB: all a wasm32 memory can address
+
+
+def host_memory() -> int | None:
+    """The host's physical memory in bytes: from the OS under CPython; in a browser only the rough
+    figure `navigator.deviceMemory` gives (GiB, rounded down and capped at 8), or None."""
+    if sys.platform == "emscripten":
+        import js  # type: ignore[import-not-found]
+
+        gib = getattr(js.navigator, "deviceMemory", None)
+        return int(float(gib) * 2**30) if gib else None
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return None
 
 
 class _Memory:

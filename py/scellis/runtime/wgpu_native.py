@@ -7,8 +7,11 @@ from __future__ import annotations
 from typing import Any
 
 from scellis.lower.kernels import Schedule
+from scellis.plan.budget import Budget, DeviceLimits
 from scellis.runtime.ready import Synchronous
 from scellis.runtime.step_plan import step_plan
+
+LIMIT_KEYS = ("max-buffer-size", "max-storage-buffer-binding-size", "max-storage-buffers-per-shader-stage")
 
 
 class WgpuDevice:
@@ -24,9 +27,20 @@ class WgpuDevice:
         self.adapter = adapters[0]
         # the optional features the fast level can use, enabled when the adapter has them
         self.features = frozenset(f for f in ("shader-f16",) if f in self.adapter.features)
-        self.device = self.adapter.request_device_sync(required_features=sorted(self.features))
+        # the adapter's largest buffers, not WebGPU's defaults (256 MiB buffers, 128 MiB bindings)
+        wanted = {k: self.adapter.limits[k] for k in LIMIT_KEYS}
+        self.device = self.adapter.request_device_sync(required_features=sorted(self.features), required_limits=wanted)
+        self.limits = DeviceLimits(
+            max_buffer_size=int(self.device.limits["max-buffer-size"]),
+            max_storage_binding=int(self.device.limits["max-storage-buffer-binding-size"]),
+            max_storage_buffers=int(self.device.limits["max-storage-buffers-per-shader-stage"]),
+        )
         self.name = self.adapter.info["device"]
         self._pipelines: dict[str, Any] = {}
+
+    def budget(self) -> Budget:
+        """WebGPU does not say how much memory its device has; without a probe there is no figure."""
+        return Budget(None, "WebGPU does not report the device's memory and no allocation probe has run")
 
     def pipeline(self, source: str, label: str) -> Any:
         if source not in self._pipelines:
