@@ -40,11 +40,11 @@ def test_plan_names_what_is_wrong_with_the_file(tmp_path: Path, capsys: pytest.C
     assert f"scellis plan: {broken}:" in capsys.readouterr().err
 
 
-def test_plan_on_webgpu_is_at_best_yellow_without_a_measured_budget(
+def test_plan_on_webgpu_measures_its_budget_with_the_allocation_probe(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     program = tmp_path / "digits.json"
     program.write_text(json.dumps(digits_mlp()))
     assert cli.main(["plan", str(program), "--device", "webgpu", "--level", "prod"]) == 0
     out = capsys.readouterr().out
-    assert "verdict: yellow\n  - the device's memory could not be measured: WebGPU does not report" in out
+    assert "verdict: green\n  - takes " in out and "at least: the allocation probe allocated and released" in out

@@ -98,7 +98,7 @@ def plan_cmd(args: argparse.Namespace) -> int:
     print(f"device: {device.name}")  # type: ignore[attr-defined]
     plan = plan_program(compiled, parse_level(args.level), device.features)  # type: ignore[attr-defined]
     print("\n".join(describe(plan)))
-    judged = judge(plan, device.limits, device.budget())  # type: ignore[attr-defined]
+    judged = judge(plan, device.limits, device.budget(plan.total))  # type: ignore[attr-defined]
     print(f"verdict: {judged.color}")
     for reason in judged.reasons:
         print(f"  - {reason}")

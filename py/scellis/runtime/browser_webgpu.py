@@ -62,8 +62,9 @@ class BrowserWebGPU:
             int(limits.max_buffer_size), int(limits.max_storage_binding), int(limits.max_storage_buffers)
         )
 
-    def budget(self) -> Budget:
-        """WebGPU does not say how much memory its device has; without a probe there is no figure."""
+    def budget(self, need: int) -> Budget:
+        """WebGPU does not say how much memory its device has, and the page runs no allocation probe:
+        there is no figure, so a verdict here is at best yellow."""
         return Budget(None, "WebGPU does not report the device's memory and no allocation probe has run")
 
     async def compile(self, schedule: Schedule) -> BrowserCompiled:

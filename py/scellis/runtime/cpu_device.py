@@ -127,8 +127,9 @@ class CpuDevice:
         """One wasm32 memory holds everything: no limit but its 4 GiB on one buffer or on bindings."""
         return DeviceLimits(WASM32_BYTES, WASM32_BYTES, 2**31 - 1)
 
-    def budget(self) -> Budget:
-        """What is left of the 4 GiB a wasm32 memory can reach, capped by the host's memory."""
+    def budget(self, need: int) -> Budget:
+        """What is left of the 4 GiB a wasm32 memory can reach, capped by the host's memory (`need`
+        plays no part: both are known without trying)."""
         used = self.cpu.free_base
         left = WASM32_BYTES - used
         host = host_memory()

@@ -4,10 +4,11 @@ and carry copy recorded into one command encoder, one submission per step."""
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from scellis.lower.kernels import Schedule
-from scellis.plan.budget import Budget, DeviceLimits
+from scellis.plan.budget import GREEN_SHARE, Budget, DeviceLimits
 from scellis.runtime.ready import Synchronous
 from scellis.runtime.step_plan import step_plan
 
@@ -37,10 +38,39 @@ class WgpuDevice:
         )
         self.name = self.adapter.info["device"]
         self._pipelines: dict[str, Any] = {}
+        self._probes: dict[int, bool] = {}
 
-    def budget(self) -> Budget:
-        """WebGPU does not say how much memory its device has; without a probe there is no figure."""
-        return Budget(None, "WebGPU does not report the device's memory and no allocation probe has run")
+    def probe(self, nbytes: int) -> bool:
+        """Whether `nbytes` can be allocated now, in buffers no larger than the device's largest; every
+        buffer is destroyed before this returns, whatever happens. Results are kept per size."""
+        if nbytes not in self._probes:
+            chunk = self.limits.max_buffer_size // 4 * 4
+            buffers = []
+            try:
+                for start in range(0, nbytes, chunk):
+                    size = -(-min(chunk, nbytes - start) // 4) * 4
+                    buffers.append(self.device.create_buffer(size=size, usage=self.wgpu.BufferUsage.STORAGE))
+                self._probes[nbytes] = True
+            except self.wgpu.GPUError:
+                self._probes[nbytes] = False
+            finally:
+                for buffer in buffers:
+                    buffer.destroy()
+        return self._probes[nbytes]
+
+    def budget(self, need: int) -> Budget:
+        """WebGPU does not say how much memory its device has, so the allocation probe measures around
+        `need`: what a plan needing `need` bytes could allocate, with the headroom green asks for."""
+        ample = math.ceil(need / GREEN_SHARE)
+        lazily = "drivers may commit memory only when it is used"
+        if self.probe(ample):
+            return Budget(ample, f"at least: the allocation probe allocated and released {ample:,} bytes; {lazily}")
+        if self.probe(need):
+            return Budget(need, f"the allocation probe allocated {need:,} bytes but not {ample:,}")
+        size = need // 2
+        while size >= max(need // 1024, 1) and not self.probe(size):
+            size //= 2
+        return Budget(size, f"the allocation probe could allocate {size:,} bytes, not {2 * size:,}")
 
     def pipeline(self, source: str, label: str) -> Any:
         if source not in self._pipelines:
