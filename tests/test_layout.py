@@ -12,7 +12,18 @@ PACKAGE = ROOT / "py" / "scellis"
 # Pipeline stages, upstream first: a stage may import only stages before it (and base modules).
 STAGES = ["graph", "ir", "autodiff", "optim", "loop", "lower", "plan", "codegen", "runtime"]
 BASE = {"assets", "engine", "rng", "ops", "datasets", "levels"}  # below every stage; they import only each other
-TOP = {"cli", "serve", "__main__", "pipeline", "examples", "session", "app", "checks", "planning"}  # above every stage
+TOP = {
+    "cli",
+    "serve",
+    "__main__",
+    "pipeline",
+    "examples",
+    "session",
+    "app",
+    "checks",
+    "planning",
+    "remedies",
+}  # above every stage
 BROWSER_MODULES = {"js", "pyodide"}
 
 

@@ -9,7 +9,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from scellis.levels import Level
 
@@ -69,8 +69,8 @@ def _device(kind: str) -> object:
     return asyncio.run(CpuDevice.open())
 
 
-def _load_program(path: str, batch: int | None, command: str) -> Compiled | None:
-    """The compiled program, or None after saying what is wrong with the file."""
+def _load_program(path: str, batch: int | None, command: str) -> tuple[Any, Compiled] | None:
+    """The program's JSON and the compiled program, or None after saying what is wrong with the file."""
     from scellis.graph import ProgramError
     from scellis.pipeline import compile_program
 
@@ -80,38 +80,54 @@ def _load_program(path: str, batch: int | None, command: str) -> Compiled | None
         print(f"scellis {command}: cannot read {path}: {err}", file=sys.stderr)
         return None
     try:
-        return compile_program(data, batch=batch)
+        return data, compile_program(data, batch=batch)
     except ProgramError as err:
         print(f"scellis {command}: {path}: {err}", file=sys.stderr)
         return None
 
 
 def plan_cmd(args: argparse.Namespace) -> int:
-    """Print the memory a session of the program holds on a device of this machine."""
+    """Print the memory a session of the program holds on a device of this machine, the verdict, and
+    when it is not green the remedies (exit 1 on red)."""
     from scellis.levels import parse_level
+    from scellis.plan.budget import Budget
     from scellis.planning import describe, judge, plan_program
+    from scellis.remedies import capacity, device_judge, smaller_batch
 
-    compiled = _load_program(args.program, args.batch, "plan")
-    if compiled is None:
+    loaded = _load_program(args.program, args.batch, "plan")
+    if loaded is None:
         return 2
-    device = _device(args.device)
-    print(f"device: {device.name}")  # type: ignore[attr-defined]
-    plan = plan_program(compiled, parse_level(args.level), device.features)  # type: ignore[attr-defined]
+    data, compiled = loaded
+    device: Any = _device(args.device)
+    level = parse_level(args.level)
+
+    def budget(need: int) -> Budget:
+        given = args.budget
+        return device.budget(need) if given is None else Budget(given, f"given with --budget {given:,}")
+
+    print(f"device: {device.name}")
+    plan = plan_program(compiled, level, device.features)
     print("\n".join(describe(plan)))
-    judged = judge(plan, device.limits, device.budget(plan.total))  # type: ignore[attr-defined]
+    judged = judge(plan, device.limits, budget(plan.total))
     print(f"verdict: {judged.color}")
-    for reason in judged.reasons:
-        print(f"  - {reason}")
-    return 0 if judged.color != "red" else 1
+    print("\n".join(f"  - {reason}" for reason in judged.reasons))
+    if judged.color != "green":
+        remedy = smaller_batch(data, level, device.features, plan.batch, device_judge(device.limits, budget))
+        lines = [f"{remedy.name}: {remedy.plan.total:,} bytes, {remedy.verdict.color}"] if remedy else []
+        lines += capacity(compiled, plan, budget(plan.total))
+        print("remedies:" if lines else "remedies: none found")
+        print("\n".join(f"  - {line}" for line in lines))
+    return 1 if judged.color == "red" else 0
 
 
 def compile_cmd(args: argparse.Namespace) -> int:
     """Print the artifacts of a program's stages (what the app's Guide shows)."""
     from scellis.levels import parse_level
 
-    compiled = _load_program(args.program, args.batch, "compile")
-    if compiled is None:
+    loaded = _load_program(args.program, args.batch, "compile")
+    if loaded is None:
         return 2
+    compiled = loaded[1]
     level = parse_level(args.level)
     features = frozenset(f for f in args.features.split(",") if f)
     stages = compiled.stages(level, features)
@@ -174,6 +190,7 @@ def main(argv: list[str] | None = None) -> int:
     p_plan.add_argument("--device", required=True, choices=["webgpu", "cpu"], help="wgpu-py's adapter, or wasmtime")
     p_plan.add_argument("--level", required=True, choices=[level.value for level in Level], help="determinism level")
     p_plan.add_argument("--batch", type=int, default=None, help="batch size (default: the program's loop setting)")
+    p_plan.add_argument("--budget", type=int, default=None, help="bytes the device may use, instead of measuring it")
     p_plan.set_defaults(func=plan_cmd)
     p_serve = sub.add_parser("serve", help="build when stale (in a checkout) and serve the app")
     p_serve.add_argument("--host", default="127.0.0.1")

@@ -35,6 +35,7 @@ class ProgramPlan:
     batch: int
     functions: tuple[FunctionPlan, ...]
     step: Breakdown  # the training step's bytes by category at its peak
+    totals: dict[str, int]  # the training step's bytes by category over the whole step
 
     @property
     def total(self) -> int:
@@ -64,10 +65,14 @@ def plan_program(compiled: Compiled, level: Level, features: frozenset[str]) -> 
         if fn is step_fn:
             kinds = categories(schedule, step_fn, compiled.forward.fn, compiled.backward_for(level, features))
             step_breakdown = breakdown(schedule, memory, kinds)
+            totals: dict[str, int] = {}
+            for buffer, kind in zip(schedule.buffers, kinds, strict=True):
+                if memory.slot_of[buffer.id] >= 0:
+                    totals[kind] = totals.get(kind, 0) + buffer.nbytes
     assert step_breakdown is not None
     data = [n for n in step_fn.inputs if input_role(n) is Role.DATA]
     batch = data[0].shape[0] if data and data[0].shape else compiled.program.loop.batch_size
-    return ProgramPlan(compiled.program.name, level, features, batch, tuple(functions), step_breakdown)
+    return ProgramPlan(compiled.program.name, level, features, batch, tuple(functions), step_breakdown, totals)
 
 
 def judge(plan: ProgramPlan, limits: DeviceLimits, budget: Budget) -> Verdict:

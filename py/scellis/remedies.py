@@ -1,0 +1,82 @@
+"""What to do when a plan does not fit: each remedy re-planned with its new peak, and, when nothing that
+depends on the batch can help, the capacity facts stated plainly. What `scellis plan` prints after a
+verdict that is not green, and the app's plan panel offers as buttons.
+
+Remedies here: a smaller batch (the largest batch whose plan is green). Capacity: when parameters,
+gradients and optimizer state alone exceed the budget, no batch size fits; the figures for QLoRA-style
+adapters, optimizer-state sharding and pooling devices follow."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from scellis.ir.function import input_role
+from scellis.levels import Level
+from scellis.ops.defs import Role
+from scellis.pipeline import Compiled, compile_program
+from scellis.plan.budget import Budget, DeviceLimits, Verdict
+from scellis.planning import ProgramPlan, judge, plan_program
+
+FIXED = ("parameters", "gradients", "optimizer state", "mixed-precision master copy")
+LORA_RANK = 8
+QUANT_BLOCK = 64  # 4-bit weights in blocks of 64 with one float16 scale each
+
+
+@dataclass(frozen=True)
+class Remedy:
+    name: str
+    change: dict[str, Any]  # what to apply, e.g. {"batch": 32}
+    plan: ProgramPlan
+    verdict: Verdict
+
+
+Judge = Callable[[ProgramPlan], Verdict]
+
+
+def device_judge(limits: DeviceLimits, budget: Callable[[int], Budget]) -> Judge:
+    """A plan's verdict on a device: its limits, and its budget measured for the plan's need."""
+    return lambda plan: judge(plan, limits, budget(plan.total))
+
+
+def smaller_batch(data: Any, level: Level, features: frozenset[str], batch: int, verdict_of: Judge) -> Remedy | None:
+    """The largest batch below `batch` whose plan is green (binary search: memory grows with the batch)."""
+    low, high, best = 1, batch - 1, None
+    while low <= high:
+        middle = (low + high) // 2
+        plan = plan_program(compile_program(data, batch=middle), level, features)
+        judged = verdict_of(plan)
+        if judged.color == "green":
+            best, low = Remedy(f"batch {middle}", {"batch": middle}, plan, judged), middle + 1
+        else:
+            high = middle - 1
+    return best
+
+
+def capacity(compiled: Compiled, plan: ProgramPlan, budget: Budget) -> list[str]:
+    """When the batch-independent bytes alone exceed the budget: say no batch fits, and what would."""
+    fixed = sum(plan.totals.get(name, 0) for name in FIXED)
+    if budget.bytes is None or fixed <= budget.bytes:
+        return []
+    weights = [n.shape for n in compiled.step.inputs if input_role(n) is Role.PARAM]
+    count = sum(math.prod(s) for s in weights)
+    matrices = [s for s in weights if len(s) >= 2]
+    lora = sum(LORA_RANK * (s[0] + math.prod(s[1:])) for s in matrices)
+    base = sum(math.prod(s) for s in matrices)
+    quantized = base // 2 + 2 * -(-base // QUANT_BLOCK) + 16 * (count - base) + 16 * lora
+    state = plan.totals.get("optimizer state", 0)
+    shards = math.ceil(state / max(budget.bytes - (fixed - state), 1)) if budget.bytes > fixed - state else None
+    lines = [
+        f"no batch size fits: parameters, gradients and optimizer state alone need {fixed:,} bytes, "
+        f"more than the budget of {budget.bytes:,}",
+        f"QLoRA-style adapters (4-bit base weights in blocks of {QUANT_BLOCK}, LoRA of rank {LORA_RANK} trained with "
+        f"Adam, other parameters as now): about {quantized:,} bytes before activations",
+    ]
+    if shards is not None:
+        lines.append(f"optimizer state sharded over {shards} devices: {fixed - state + state // shards:,} bytes each")
+    else:
+        lines.append("sharding the optimizer state cannot help: parameters and gradients alone exceed the budget")
+    lines.append("pooling N devices multiplies throughput by about N; each device still needs all of the above")
+    return lines

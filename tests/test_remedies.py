@@ -1,0 +1,60 @@
+"""Remedies: the largest batch that plans green on a budget-limited device, and the capacity facts when
+no batch fits (no device: budgets are given)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from scellis import cli
+from scellis.examples import digits_cnn
+from scellis.levels import Level
+from scellis.pipeline import compile_program
+from scellis.plan.budget import GREEN_SHARE, Budget, DeviceLimits
+from scellis.planning import plan_program
+from scellis.remedies import Judge, capacity, device_judge, smaller_batch
+
+LIMITS = DeviceLimits(1 << 30, 1 << 30, 32)
+
+
+def fixed(budget: int) -> Judge:
+    return device_judge(LIMITS, lambda need: Budget(budget, "a test budget"))
+
+
+def test_the_largest_green_batch_is_found_and_one_more_is_not() -> None:
+    data = digits_cnn()
+    full = plan_program(compile_program(data), Level.PROD, frozenset())
+    budget = int(full.total * 0.7)  # batch 64 does not fit
+    remedy = smaller_batch(data, Level.PROD, frozenset(), full.batch, fixed(budget))
+    assert remedy is not None and remedy.verdict.color == "green" and remedy.change == {"batch": remedy.plan.batch}
+    assert remedy.plan.total <= GREEN_SHARE * budget
+    above = plan_program(compile_program(data, batch=remedy.plan.batch + 1), Level.PROD, frozenset())
+    assert above.total > GREEN_SHARE * budget  # re-planned at batch + 1: no longer green
+
+
+def test_capacity_when_no_batch_can_fit() -> None:
+    compiled = compile_program(digits_cnn())
+    plan = plan_program(compiled, Level.PROD, frozenset())
+    fixed_bytes = sum(plan.totals.get(k, 0) for k in ("parameters", "gradients", "optimizer state"))
+    assert capacity(compiled, plan, Budget(fixed_bytes, "enough for the fixed part")) == []
+    lines = capacity(compiled, plan, Budget(fixed_bytes - 1, "too little"))
+    assert lines[0] == (
+        f"no batch size fits: parameters, gradients and optimizer state alone need {fixed_bytes:,} bytes, "
+        f"more than the budget of {fixed_bytes - 1:,}"
+    )
+    assert lines[1].startswith("QLoRA-style adapters") and "sharded over 2 devices" in lines[2]
+    assert "each device still needs all of the above" in lines[3]
+    assert smaller_batch(digits_cnn(), Level.PROD, frozenset(), 64, fixed(fixed_bytes - 1)) is None
+
+
+def test_cli_plan_with_a_budget_offers_the_remedy(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    program = tmp_path / "cnn.json"
+    program.write_text(json.dumps(digits_cnn()))
+    total = plan_program(compile_program(digits_cnn()), Level.PROD, frozenset()).total
+    budget = int(total * 0.7)
+    assert cli.main(["plan", str(program), "--device", "cpu", "--level", "prod", "--budget", str(budget)]) == 1
+    out = capsys.readouterr().out
+    assert f"verdict: red\n  - needs {total:,} bytes, more than the budget of {budget:,}" in out
+    assert "remedies:\n  - batch " in out and ", green" in out
