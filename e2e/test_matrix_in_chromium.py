@@ -1,7 +1,8 @@
-"""The correctness matrix in Chromium: every case at every level on WebGPU (SwiftShader) and on the CPU
+"""Checks in Chromium. The correctness matrix: every case at every level on WebGPU (SwiftShader) and on the CPU
 path, computed in the page and compared here with the float64 reference against each kernel's declared
 tolerance; the CPU path's bytes in Chromium equal its bytes under wasmtime. The figures are written to
-build/correctness/chromium-<kind>.json; the build ships them, and the Correctness page shows them."""
+build/correctness/chromium-<kind>.json; the build ships them, and the Correctness page shows them. And a session in the page allocates
+exactly what the memory plan says, on both devices."""
 
 from __future__ import annotations
 
@@ -135,3 +136,38 @@ def test_correctness_page_shows_the_shipped_record(loaded: LoadedApp, build_scri
     # this record is this build's engine's (another device's may be older: the page says so for it)
     assert f"chromium-{kind} was measured with engine" not in page.locator("#report").inner_text()
     page.close()
+
+
+ALLOCATED = """
+import json
+from scellis.examples import digits_cnn, digits_mlp
+from scellis.levels import Level
+from scellis.planning import plan_program
+from scellis.pipeline import compile_program
+from scellis.session import Session
+if KIND == "webgpu":
+    from scellis.runtime.browser_webgpu import BrowserWebGPU
+    device = BrowserWebGPU()
+else:
+    from scellis.runtime.cpu_device import CpuDevice
+    device = await CpuDevice.open()
+out = {}
+for name, program in (("mlp", digits_mlp()), ("cnn", digits_cnn())):
+    session = Session(program, device, seed=1, level=Level.PROD, eval_batch=8)
+    await session.start()
+    plan = plan_program(compile_program(program, eval_batch=8), Level.PROD, device.features)
+    out[name] = [session.step.allocated + session.eval.allocated, plan.total]
+json.dumps(out)
+"""
+
+
+def test_a_session_in_the_page_allocates_what_the_plan_says(loaded: LoadedApp) -> None:
+    kind = loaded.page.evaluate("() => document.body.dataset.device")
+    script = """async ([code, kind]) => {
+        if (kind === "webgpu") await window.scellis.prepareDevice("webgpu");
+        const globals = window.scellis.pyodide.toPy({ KIND: kind });
+        return window.scellis.pyodide.runPythonAsync(code, { globals });
+    }"""
+    allocated = json.loads(loaded.page.evaluate(script, [ALLOCATED, kind]))
+    for name, (got, planned) in allocated.items():
+        assert got == planned, (kind, name, got, planned)

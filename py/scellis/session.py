@@ -19,8 +19,14 @@ from scellis.levels import Level
 from scellis.lower import Schedule, lower
 from scellis.ops.defs import Role
 from scellis.pipeline import Compiled, compile_program
+from scellis.plan.budget import Verdict
+from scellis.planning import judge, plan_program
 from scellis.rng import RngState, permutation, position_substream
 from scellis.runtime.device import CompiledStep, Device
+
+
+class PlanRefused(RuntimeError):
+    """The memory plan is red on this device: nothing was sent to it."""
 
 
 @dataclass(frozen=True)
@@ -80,9 +86,21 @@ class Session:
         compiled = self.device.compile(schedule)
         return await compiled if inspect.isawaitable(compiled) else compiled
 
+    def check_memory(self) -> Verdict:
+        """The memory plan's verdict on this device; a red plan is refused here, before any work
+        reaches the device (PlanRefused names every reason)."""
+        plan = plan_program(self.compiled, self.level, self.device.features)
+        self.plan = plan
+        self.verdict = judge(plan, self.device.limits, self.device.budget(plan.total))
+        if self.verdict.color == "red":
+            raise PlanRefused(f"{plan.program} does not fit on {self.device.name}: " + "; ".join(self.verdict.reasons))
+        return self.verdict
+
     async def start(self) -> None:
-        """Compile on the device; initialise parameters and state there (the init function's draws and,
-        at fast, the loss scale); other optimizer state starts at zero (device buffers are created zeroed)."""
+        """Check the memory plan (a red one is refused); compile on the device; initialise parameters and
+        state there (the init function's draws and, at fast, the loss scale); other optimizer state
+        starts at zero (device buffers are created zeroed)."""
+        self.check_memory()
         self.step = await self._compile(self.schedule)
         self.eval = await self._compile(lower(self.compiled.evaluate, self.level, self.device.features))
         init_fn = self.compiled.init_for(self.level, self.device.features)

@@ -8,9 +8,12 @@ import asyncio
 import pytest
 import wgpu
 
-from scellis.plan.budget import verdict
+from scellis.examples import digits_cnn
+from scellis.levels import Level
+from scellis.plan.budget import Budget, verdict
 from scellis.runtime.cpu_device import WASM32_BYTES, CpuDevice
 from scellis.runtime.wgpu_native import WgpuDevice
+from scellis.session import PlanRefused, Session
 
 
 def live_buffers() -> tuple[int, int]:
@@ -61,3 +64,17 @@ def test_the_cpu_path_budget_is_the_wasm32_memory_left() -> None:
     budget = device.budget(1)
     assert budget.bytes is not None and 0 < budget.bytes <= WASM32_BYTES - device.cpu.free_base
     assert budget.how.startswith("wasm32 memory: 4 GiB")
+
+
+def test_a_session_refuses_a_red_plan_before_anything_reaches_the_device(monkeypatch: pytest.MonkeyPatch) -> None:
+    device = asyncio.run(CpuDevice.open())
+    monkeypatch.setattr(device, "budget", lambda need: Budget(100_000, "a small test budget"))
+    session = Session(digits_cnn(), device, seed=1, level=Level.PROD, eval_batch=8)
+    before = device.cpu.free_base
+    with pytest.raises(PlanRefused, match=r"digits-cnn does not fit on CPU path .*: needs [\d,]+ bytes, more than"):
+        asyncio.run(session.start())
+    assert device.cpu.free_base == before and not hasattr(session, "step")  # nothing was placed
+    assert session.verdict.color == "red"
+    ok = Session(digits_cnn(), asyncio.run(CpuDevice.open()), seed=1, level=Level.PROD, eval_batch=8)
+    asyncio.run(ok.start())
+    assert ok.verdict.color == "green"

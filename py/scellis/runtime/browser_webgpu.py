@@ -28,6 +28,7 @@ class Reads:
 class BrowserCompiled:
     def __init__(self, handle: Any) -> None:
         self.handle = handle
+        self.allocated = int(handle.allocated)  # bytes of the buffers the page's executor created
 
     def write(self, name: str, data: bytes) -> None:
         self.handle.write(name, to_js(data))

@@ -117,15 +117,12 @@ class CpuDevice:
         self.cpu = cpu
         self.name = f"CPU path (WebAssembly) via {cpu.host}"
         self.features: frozenset[str] = frozenset()  # no float16 arithmetic: fast runs prod's kernels
+        # one wasm32 memory holds everything: no limit but its 4 GiB on one buffer or on bindings
+        self.limits = DeviceLimits(WASM32_BYTES, WASM32_BYTES, 2**31 - 1)
 
     @classmethod
     async def open(cls) -> CpuDevice:
         return cls(await CpuPath.open())
-
-    @property
-    def limits(self) -> DeviceLimits:
-        """One wasm32 memory holds everything: no limit but its 4 GiB on one buffer or on bindings."""
-        return DeviceLimits(WASM32_BYTES, WASM32_BYTES, 2**31 - 1)
 
     def budget(self, need: int) -> Budget:
         """What is left of the 4 GiB a wasm32 memory can reach, capped by the host's memory (`need`

@@ -18,6 +18,7 @@ from __future__ import annotations
 from typing import Any, Protocol
 
 from scellis.lower.kernels import Schedule
+from scellis.plan.budget import Budget, DeviceLimits
 
 
 class CompiledStep(Protocol):
@@ -37,6 +38,10 @@ class CompiledStep(Protocol):
 class Device(Protocol):
     name: str
     features: frozenset[str]  # optional WebGPU features enabled on it (shader-f16); the fast level reads them
+    limits: DeviceLimits  # the largest buffer and binding, and how many buffers a kernel may bind
+
+    def budget(self, need: int) -> Budget:
+        """The memory a run may allocate, measured (for WebGPU, by probing around `need`), or why not."""
 
     def compile(self, schedule: Schedule) -> Any:
         """A CompiledStep, or an awaitable of one (the browser checks its pipelines asynchronously)."""

@@ -14,6 +14,7 @@ from numpy.lib.stride_tricks import as_strided
 from scellis.lower.kernels import Acc, Apply, Const, Coord, Expr, Kernel, Kind, Load, Schedule, View
 from scellis.ops import DType, Op
 from scellis.ops import defs as d
+from scellis.plan.budget import Budget, DeviceLimits
 from scellis.runtime import reference as ref
 from scellis.runtime.ready import Synchronous
 
@@ -46,6 +47,11 @@ class _Shaped:
 class ReferenceDevice:
     name = "reference (numpy, float64)"
     features: frozenset[str] = frozenset()
+    limits = DeviceLimits(2**62, 2**62, 2**31 - 1)  # host memory holds numpy arrays of any size
+
+    def budget(self, need: int) -> Budget:
+        """The reference computes in host memory; its float64 arrays are not what the plan counts."""
+        return Budget(None, "the reference computes in float64 in host memory, not in the planned buffers")
 
     def compile(self, schedule: Schedule) -> CompiledReference:
         return CompiledReference(schedule)
