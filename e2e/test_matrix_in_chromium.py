@@ -1,8 +1,8 @@
-"""Checks in Chromium. The correctness matrix: every case at every level on WebGPU (SwiftShader) and on the CPU
-path, computed in the page and compared here with the float64 reference against each kernel's declared
-tolerance; the CPU path's bytes in Chromium equal its bytes under wasmtime. The figures are written to
-build/correctness/chromium-<kind>.json; the build ships them, and the Correctness page shows them. And a session in the page allocates
-exactly what the memory plan says, on both devices."""
+"""Checks in Chromium. The correctness matrix: every case at every level on WebGPU (SwiftShader) and on
+the CPU path, computed in the page and compared here with the float64 reference against each kernel's
+declared tolerance; the CPU path's bytes in Chromium equal its bytes under wasmtime. The figures are
+written to build/correctness/chromium-<kind>.json; the build ships them, and the Correctness page shows
+them. And a session in the page allocates exactly what the memory plan says, on both devices."""
 
 from __future__ import annotations
 
