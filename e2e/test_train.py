@@ -28,6 +28,7 @@ def train(app: LoadedApp, level: str) -> dict:
             " device: document.getElementById('train-device').textContent,"
             " status: document.getElementById('train-status').textContent,"
             " rows: document.querySelectorAll('#train-log tbody tr').length,"
+            " memory: document.getElementById('train-memory').textContent,"
             " scales: [...document.querySelectorAll('#train-log tbody tr td:last-child')].map((td) => td.textContent)})"
         )
     )
@@ -46,5 +47,10 @@ def test_digits_mlp_trains_to_95_percent(loaded: LoadedApp, request: pytest.Fixt
     assert result["rows"] == 20
     assert float(result["accuracy"]) >= 0.95
     assert result["status"].startswith("done: test accuracy") and result["status"].endswith(f"level {level}")
+    # WebGPU's budget is unmeasured in the page (yellow); the CPU path's is the wasm32 memory left (green)
+    assert (
+        result["memory"].startswith("Memory: ")
+        and f"verdict {'yellow' if kind == 'webgpu' else 'green'}" in result["memory"]
+    )
     # the digits MLP's matmuls are too small for float16 tiles (and the CPU path has none): no level scales
     assert set(result["scales"]) == {"—"}, result["scales"]

@@ -19,6 +19,8 @@ def test_train_example_reports_every_epoch_with_level_and_notes() -> None:
     assert last["level"] == "fast" and last["notes"] == []  # the digits MLP runs no float16 kernel
     assert "loss_scale" not in last  # so fast does not scale its loss
     assert last["test"]["metric/accuracy"] > 0.8
+    memory = last["memory"]  # the CPU path measures its budget: the plan is green
+    assert memory["verdict"] == "green" and memory["bytes"] > 0 and memory["reasons"][0].startswith("takes ")
 
 
 def test_unknown_level_and_device_are_named() -> None:

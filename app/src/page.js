@@ -1,6 +1,6 @@
 // DOM rendering of the start-up state; the only module that touches the document.
 
-import { deviceFacts, engineFacts } from "./format.js";
+import { deviceFacts, engineFacts, formatBytes } from "./format.js";
 
 const STAGES = 4;
 
@@ -109,6 +109,8 @@ export function showEpoch(row) {
     tr.append(td);
   }
   document.querySelector("#train-log tbody").append(tr);
+  const memory = `Memory: ${formatBytes(row.memory.bytes)} on the device, verdict ${row.memory.verdict}`;
+  document.getElementById("train-memory").textContent = `${memory}: ${row.memory.reasons.join("; ")}`;
   const notes = document.getElementById("train-notes");
   notes.textContent = row.notes.join(" ");
   notes.hidden = row.notes.length === 0;

@@ -44,8 +44,9 @@ async def train_example(
 
 def _epoch_json(result: EpochResult, session: Session) -> dict[str, Any]:
     """Epochs count from 1 on screen; metrics are the held-out split's (`loss`, `metric/<node>`); `notes`
-    say what the level could not use on this device; where fast scales its loss, `loss_scale` is the
-    scale the epoch's last step used."""
+    say what the level could not use on this device; `memory` is what the session holds on the device
+    and the memory plan's verdict; where fast scales its loss, `loss_scale` is the scale the epoch's last
+    step used."""
     out = {
         "epoch": result.epoch + 1,
         "steps": result.steps,
@@ -53,5 +54,6 @@ def _epoch_json(result: EpochResult, session: Session) -> dict[str, Any]:
         "test": result.metrics,
         "level": session.level.value,
         "notes": list(session.schedule.notes),
+        "memory": {"bytes": session.plan.total, "verdict": session.verdict.color, "reasons": session.verdict.reasons},
     }
     return out if result.loss_scale is None else {**out, "loss_scale": result.loss_scale}
