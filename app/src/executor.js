@@ -126,6 +126,25 @@ export async function openDevice(adapter) {
       max_storage_buffers: device.limits.maxStorageBuffersPerShaderStage,
     },
     name: info.description || [info.vendor, info.architecture].filter(Boolean).join(" ") || "WebGPU adapter",
+    // Whether `nbytes` can be allocated now, in buffers no larger than the largest; every buffer is
+    // destroyed before this resolves, whatever happens.
+    async probe(nbytes) {
+      const chunk = Math.floor(device.limits.maxBufferSize / 4) * 4;
+      const buffers = [];
+      device.pushErrorScope("out-of-memory");
+      let thrown = false;
+      try {
+        for (let start = 0; start < nbytes; start += chunk) {
+          const size = Math.ceil(Math.min(chunk, nbytes - start) / 4) * 4;
+          buffers.push(device.createBuffer({ size, usage: GPUBufferUsage.STORAGE }));
+        }
+      } catch {
+        thrown = true;
+      }
+      const error = await device.popErrorScope();
+      for (const buffer of buffers) buffer.destroy();
+      return !thrown && error === null;
+    },
     async compile(plan) {
       check();
       device.pushErrorScope("validation");

@@ -86,12 +86,14 @@ class Session:
         compiled = self.device.compile(schedule)
         return await compiled if inspect.isawaitable(compiled) else compiled
 
-    def check_memory(self) -> Verdict:
+    async def check_memory(self) -> Verdict:
         """The memory plan's verdict on this device; a red plan is refused here, before any work
         reaches the device (PlanRefused names every reason)."""
         plan = plan_program(self.compiled, self.level, self.device.features)
         self.plan = plan
-        self.verdict = judge(plan, self.device.limits, self.device.budget(plan.total))
+        budget = self.device.budget(plan.total)  # the page's WebGPU probes asynchronously
+        budget = await budget if inspect.isawaitable(budget) else budget
+        self.verdict = judge(plan, self.device.limits, budget)
         if self.verdict.color == "red":
             raise PlanRefused(f"{plan.program} does not fit on {self.device.name}: " + "; ".join(self.verdict.reasons))
         return self.verdict
@@ -100,7 +102,7 @@ class Session:
         """Check the memory plan (a red one is refused); compile on the device; initialise parameters and
         state there (the init function's draws and, at fast, the loss scale); other optimizer state
         starts at zero (device buffers are created zeroed)."""
-        self.check_memory()
+        await self.check_memory()
         self.step = await self._compile(self.schedule)
         self.eval = await self._compile(lower(self.compiled.evaluate, self.level, self.device.features))
         init_fn = self.compiled.init_for(self.level, self.device.features)

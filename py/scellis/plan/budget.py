@@ -11,6 +11,8 @@ Thresholds (documented in the verdict's reasons too):
 
 from __future__ import annotations
 
+import math
+from collections.abc import Callable, Generator
 from dataclasses import dataclass
 
 GREEN_SHARE = 0.8  # green leaves at least 20 % of the measured budget free
@@ -63,3 +65,34 @@ def verdict(total: int, largest: int, bindings: int, limits: DeviceLimits, budge
     if share > GREEN_SHARE:
         return Verdict("yellow", (f"{takes}: less than {1 - GREEN_SHARE:.0%} of it left free",))
     return Verdict("green", (takes,))
+
+
+Search = Generator[int, bool, Budget]
+
+
+def probe_search(need: int) -> Search:
+    """The allocation probe's questions for a plan needing `need` bytes, for devices that do not report
+    their memory (WebGPU): yields a size to try allocating, is sent whether it fitted, and returns the
+    budget that shows. First the need plus the headroom green asks for, then the need, then halves."""
+    ample = math.ceil(need / GREEN_SHARE)
+    lazily = "drivers may commit memory only when it is used"
+    if (yield ample):
+        return Budget(ample, f"at least: the allocation probe allocated and released {ample:,} bytes; {lazily}")
+    if (yield need):
+        return Budget(need, f"the allocation probe allocated {need:,} bytes but not {ample:,}")
+    size = need // 2
+    while size >= max(need // 1024, 1):
+        if (yield size):
+            return Budget(size, f"the allocation probe could allocate {size:,} bytes, not {2 * size:,}")
+        size //= 2
+    return Budget(0, f"the allocation probe could not allocate even {2 * size:,} bytes")
+
+
+def run_search(search: Search, fits: Callable[[int], bool]) -> Budget:
+    """Answer a probe search with a synchronous probe."""
+    size = next(search)
+    try:
+        while True:
+            size = search.send(fits(size))
+    except StopIteration as done:
+        return done.value

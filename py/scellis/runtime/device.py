@@ -18,7 +18,7 @@ from __future__ import annotations
 from typing import Any, Protocol
 
 from scellis.lower.kernels import Schedule
-from scellis.plan.budget import Budget, DeviceLimits
+from scellis.plan.budget import DeviceLimits
 
 
 class CompiledStep(Protocol):
@@ -40,8 +40,9 @@ class Device(Protocol):
     features: frozenset[str]  # optional WebGPU features enabled on it (shader-f16); the fast level reads them
     limits: DeviceLimits  # the largest buffer and binding, and how many buffers a kernel may bind
 
-    def budget(self, need: int) -> Budget:
-        """The memory a run may allocate, measured (for WebGPU, by probing around `need`), or why not."""
+    def budget(self, need: int) -> Any:
+        """The memory a run may allocate (a Budget, or an awaitable of one: the page probes
+        asynchronously), measured (for WebGPU, by probing around `need`), or why not."""
 
     def compile(self, schedule: Schedule) -> Any:
         """A CompiledStep, or an awaitable of one (the browser checks its pipelines asynchronously)."""

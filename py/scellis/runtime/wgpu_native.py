@@ -4,11 +4,10 @@ and carry copy recorded into one command encoder, one submission per step."""
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 from scellis.lower.kernels import Schedule
-from scellis.plan.budget import GREEN_SHARE, Budget, DeviceLimits
+from scellis.plan.budget import Budget, DeviceLimits, probe_search, run_search
 from scellis.runtime.ready import Synchronous
 from scellis.runtime.step_plan import step_plan
 
@@ -59,18 +58,9 @@ class WgpuDevice:
         return self._probes[nbytes]
 
     def budget(self, need: int) -> Budget:
-        """WebGPU does not say how much memory its device has, so the allocation probe measures around
-        `need`: what a plan needing `need` bytes could allocate, with the headroom green asks for."""
-        ample = math.ceil(need / GREEN_SHARE)
-        lazily = "drivers may commit memory only when it is used"
-        if self.probe(ample):
-            return Budget(ample, f"at least: the allocation probe allocated and released {ample:,} bytes; {lazily}")
-        if self.probe(need):
-            return Budget(need, f"the allocation probe allocated {need:,} bytes but not {ample:,}")
-        size = need // 2
-        while size >= max(need // 1024, 1) and not self.probe(size):
-            size //= 2
-        return Budget(size, f"the allocation probe could allocate {size:,} bytes, not {2 * size:,}")
+        """WebGPU does not say how much memory its device has: the allocation probe measures around
+        `need` (plan.budget.probe_search)."""
+        return run_search(probe_search(need), self.probe)
 
     def pipeline(self, source: str, label: str) -> Any:
         if source not in self._pipelines:
