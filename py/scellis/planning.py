@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from scellis.ir.function import input_role
 from scellis.levels import Level
-from scellis.lower import lower
+from scellis.lower import Schedule, lower
 from scellis.ops.defs import Role
 from scellis.pipeline import Compiled
 from scellis.plan import plan_memory, update_in_place
@@ -25,6 +25,7 @@ class FunctionPlan:
     largest: int  # the largest single allocation (what the device's per-buffer limits must admit)
     kernels: int
     bindings: int  # the most buffers one kernel binds
+    schedule: Schedule  # what the device compiles: lowered for the level and features, updated in place
 
 
 @dataclass(frozen=True)
@@ -61,7 +62,9 @@ def plan_program(compiled: Compiled, level: Level, features: frozenset[str]) -> 
         naive = memory.naive(logical)
         slots, kernels = memory.slot_bytes, schedule.kernels
         bindings = max((len({k.out.buffer, *(v.buffer for v in k.inputs)}) for k in kernels), default=0)
-        functions.append(FunctionPlan(title, memory.allocated, len(slots), naive, max(slots), len(kernels), bindings))
+        functions.append(
+            FunctionPlan(title, memory.allocated, len(slots), naive, max(slots), len(kernels), bindings, schedule)
+        )
         if fn is step_fn:
             kinds = categories(schedule, step_fn, compiled.forward.fn, compiled.backward_for(level, features))
             step_breakdown = breakdown(schedule, memory, kinds)

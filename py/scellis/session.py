@@ -16,7 +16,7 @@ from typing import Any
 from scellis.datasets import Split
 from scellis.ir.function import Function, input_name, input_role
 from scellis.levels import Level
-from scellis.lower import Schedule, lower
+from scellis.lower import Schedule
 from scellis.ops.defs import Role
 from scellis.pipeline import Compiled, compile_program
 from scellis.plan.budget import Verdict
@@ -55,7 +55,9 @@ class Session:
         self.loss_scale: float | None = None
         self.batch = self.compiled.program.loop.batch_size
         self.features, self.labels = _role_input(step_fn, Role.DATA), _role_input(step_fn, Role.LABEL)
-        self.schedule = lower(step_fn, level, device.features)
+        # the memory plan lowers every function a session compiles; start compiles those very schedules
+        self.plan = plan_program(self.compiled, level, device.features)
+        self.schedule = self.plan.functions[0].schedule
         self.step: CompiledStep
         self.eval: CompiledStep
         self.carried = [
@@ -89,8 +91,7 @@ class Session:
     async def check_memory(self) -> Verdict:
         """The memory plan's verdict on this device; a red plan is refused here, before any work
         reaches the device (PlanRefused names every reason)."""
-        plan = plan_program(self.compiled, self.level, self.device.features)
-        self.plan = plan
+        plan = self.plan
         budget = self.device.budget(plan.total)  # the page's WebGPU probes asynchronously
         budget = await budget if inspect.isawaitable(budget) else budget
         self.verdict = judge(plan, self.device.limits, budget)
@@ -104,9 +105,10 @@ class Session:
         starts at zero (device buffers are created zeroed)."""
         await self.check_memory()
         self.step = await self._compile(self.schedule)
-        self.eval = await self._compile(lower(self.compiled.evaluate, self.level, self.device.features))
+        _, evaluation, init_plan = self.plan.functions
+        self.eval = await self._compile(evaluation.schedule)
         init_fn = self.compiled.init_for(self.level, self.device.features)
-        init = await self._compile(lower(init_fn, self.level, self.device.features))
+        init = await self._compile(init_plan.schedule)
         names = [name for name, _ in init_fn.outputs]
         values = await init.step(self._keys(init_fn), names)
         self.rng.take("init")  # the init function draws at position 0
