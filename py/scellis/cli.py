@@ -80,7 +80,11 @@ def _load_program(path: str, batch: int | None, command: str) -> tuple[Any, Comp
         print(f"scellis {command}: cannot read {path}: {err}", file=sys.stderr)
         return None
     try:
-        return data, compile_program(data, batch=batch)
+        if batch is not None:  # validated by apply: the file's problems are named as the file has them
+            from scellis.remedies import apply
+
+            data = apply(data, {"batch": batch})
+        return data, compile_program(data)
     except ProgramError as err:
         print(f"scellis {command}: {path}: {err}", file=sys.stderr)
         return None
@@ -92,7 +96,7 @@ def plan_cmd(args: argparse.Namespace) -> int:
     from scellis.levels import parse_level
     from scellis.plan.budget import Budget
     from scellis.planning import describe, judge, plan_program
-    from scellis.remedies import capacity, device_judge, smaller_batch
+    from scellis.remedies import advise, device_judge
 
     loaded = _load_program(args.program, args.batch, "plan")
     if loaded is None:
@@ -112,12 +116,16 @@ def plan_cmd(args: argparse.Namespace) -> int:
     print(f"verdict: {judged.color}")
     print("\n".join(f"  - {reason}" for reason in judged.reasons))
     if judged.color != "green":
-        remedy = smaller_batch(data, level, device.features, plan.batch, device_judge(device.limits, budget))
-        lines = [f"{remedy.name}: {remedy.plan.total:,} bytes, {remedy.verdict.color}"] if remedy else []
-        lines += capacity(compiled, plan, budget(plan.total))
+        advice = advise(data, level, device.features, budget(plan.total), device_judge(device.limits, budget))
+        lines = [f"{r.name}: {r.plan.total:,} bytes, {r.verdict.color} ({_change(r.change)})" for r in advice.remedies]
+        lines += advice.capacity
         print("remedies:" if lines else "remedies: none found")
         print("\n".join(f"  - {line}" for line in lines))
     return 1 if judged.color == "red" else 0
+
+
+def _change(change: dict[str, Any]) -> str:
+    return ", ".join(f"{key} {json.dumps(value)}" for key, value in change.items())
 
 
 def compile_cmd(args: argparse.Namespace) -> int:

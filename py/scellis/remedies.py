@@ -2,17 +2,21 @@
 depends on the batch can help, the capacity facts stated plainly. What `scellis plan` prints after a
 verdict that is not green, and the app's plan panel offers as buttons.
 
-Remedies here: a smaller batch (the largest batch whose plan is green). Capacity: when parameters,
+Remedies here: activation checkpointing, and a smaller batch (the largest batch whose plan is green).
+Each is a change to the program JSON (`apply`), so applying one is one call and its plan is exactly
+what was promised. Capacity: when parameters,
 gradients and optimizer state alone exceed the budget, no batch size fits; the figures for QLoRA-style
 adapters, optimizer-state sharding and pooling devices follow."""
 
 from __future__ import annotations
 
+import copy
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from scellis.graph import validate
 from scellis.ir.function import input_role
 from scellis.levels import Level
 from scellis.ops.defs import Role
@@ -23,6 +27,28 @@ from scellis.planning import ProgramPlan, judge, plan_program
 FIXED = ("parameters", "gradients", "optimizer state", "mixed-precision master copy")
 LORA_RANK = 8
 QUANT_BLOCK = 64  # 4-bit weights in blocks of 64 with one float16 scale each
+
+
+CHANGES = {  # a remedy's change -> where it goes in the program JSON
+    "batch": ("loop", "batch_size"),
+    "checkpoint": ("memory", "checkpoint"),
+}
+
+
+def apply(program: dict[str, Any], change: dict[str, Any]) -> dict[str, Any]:
+    """The program with a remedy's change applied: a new program JSON (the given one is not touched),
+    validated, so what a remedy's plan promised is what the program now plans."""
+    unknown = sorted(set(change) - set(CHANGES))
+    if unknown:
+        raise ValueError(f"unknown remedy change {', '.join(unknown)} (known: {', '.join(CHANGES)})")
+    out = copy.deepcopy(program)
+    for key, value in change.items():
+        section, field = CHANGES[key]
+        if not isinstance(out.get(section, {}), dict):
+            raise ValueError(f"the program's {section!r} must be an object to apply {key!r}")
+        out.setdefault(section, {})[field] = value
+    validate(out)
+    return out
 
 
 @dataclass(frozen=True)
@@ -41,18 +67,48 @@ def device_judge(limits: DeviceLimits, budget: Callable[[int], Budget]) -> Judge
     return lambda plan: judge(plan, limits, budget(plan.total))
 
 
+def replan(
+    data: dict[str, Any], change: dict[str, Any], name: str, *, level: Level, features: frozenset[str], judge: Judge
+) -> Remedy:
+    """A remedy: the program with `change` applied, planned again and judged on the device."""
+    plan = plan_program(compile_program(apply(data, change)), level, features)
+    return Remedy(name, change, plan, judge(plan))
+
+
 def smaller_batch(data: Any, level: Level, features: frozenset[str], batch: int, verdict_of: Judge) -> Remedy | None:
     """The largest batch below `batch` whose plan is green (binary search: memory grows with the batch)."""
     low, high, best = 1, batch - 1, None
     while low <= high:
         middle = (low + high) // 2
-        plan = plan_program(compile_program(data, batch=middle), level, features)
-        judged = verdict_of(plan)
-        if judged.color == "green":
-            best, low = Remedy(f"batch {middle}", {"batch": middle}, plan, judged), middle + 1
+        remedy = replan(data, {"batch": middle}, f"batch {middle}", level=level, features=features, judge=verdict_of)
+        if remedy.verdict.color == "green":
+            best, low = remedy, middle + 1
         else:
             high = middle - 1
     return best
+
+
+@dataclass(frozen=True)
+class Advice:
+    remedies: tuple[Remedy, ...]  # each lowers the peak; green ones first, then by bytes
+    capacity: tuple[str, ...]  # when no batch fits: the figures that would
+
+
+def advise(data: dict[str, Any], level: Level, features: frozenset[str], budget: Budget, verdict_of: Judge) -> Advice:
+    """What could make `data` fit: every remedy that lowers its plan's bytes, each re-planned and judged,
+    and the capacity facts when the batch-independent bytes alone exceed `budget`."""
+    compiled = compile_program(data)
+    plan = plan_program(compiled, level, features)
+    found: list[Remedy] = []
+    if not compiled.program.memory.checkpoint:
+        name = "activation checkpointing"
+        found.append(replan(data, {"checkpoint": True}, name, level=level, features=features, judge=verdict_of))
+    batch = smaller_batch(data, level, features, plan.batch, verdict_of)
+    if batch is not None:
+        found.append(batch)
+    useful = [r for r in found if r.plan.total < plan.total]
+    useful.sort(key=lambda r: (r.verdict.color != "green", r.plan.total))
+    return Advice(tuple(useful), tuple(capacity(compiled, plan, budget)))
 
 
 def capacity(compiled: Compiled, plan: ProgramPlan, budget: Budget) -> list[str]:

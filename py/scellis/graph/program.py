@@ -41,6 +41,7 @@ class Program:
         self.metrics: list[str] = []
         self.optimizer: dict[str, Any] = {"kind": "adam", "lr": 1e-3}
         self.loop: dict[str, Any] = {"epochs": 10, "batch_size": 64}
+        self.memory: dict[str, Any] = {}
         self._counts: dict[str, int] = {}
 
     def _new_id(self, op: str) -> str:
@@ -98,6 +99,9 @@ class Program:
     def set_loop(self, **settings: Any) -> None:
         self.loop = dict(settings)
 
+    def set_memory(self, **settings: Any) -> None:
+        self.memory = dict(settings)
+
     def to_json(self) -> dict[str, Any]:
         return copy.deepcopy(
             {
@@ -109,6 +113,7 @@ class Program:
                 "metrics": self.metrics,
                 "optimizer": self.optimizer,
                 "loop": self.loop,
+                **({"memory": self.memory} if self.memory else {}),
             }
         )
 
@@ -123,6 +128,7 @@ class Program:
         p.metrics = list(data.get("metrics", []))
         p.optimizer = copy.deepcopy(data.get("optimizer", p.optimizer))
         p.loop = copy.deepcopy(data.get("loop", p.loop))
+        p.memory = copy.deepcopy(data.get("memory", p.memory))
         return p
 
     def validate(self) -> ValidProgram:

@@ -65,6 +65,15 @@ class Loop:
     shuffle: bool = True
 
 
+@dataclass(frozen=True)
+class Memory:
+    """How a training step holds its memory; the memory plan's remedies change these. `checkpoint`:
+    keep only the activations at segment boundaries and recompute the others segment by segment in
+    backward (same gradients, less memory, more compute)."""
+
+    checkpoint: bool = False
+
+
 SCHEDULE_PARAMS = (
     Param("kind", "str", "constant", choices=SCHEDULES),
     Param("warmup_steps", "int", 0, low=0),
@@ -96,6 +105,8 @@ LOOP_PARAMS = (
     Param("batch_size", "int", 64, low=1, high=65536),
     Param("shuffle", "bool", True),
 )
+
+MEMORY_PARAMS = (Param("checkpoint", "bool", False),)
 
 
 def read_fields(data: Any, specs: tuple[Param, ...], path: str, issues: list[Issue]) -> dict[str, Any]:
@@ -141,6 +152,10 @@ def read_optimizer(data: Any, path: str, issues: list[Issue]) -> Optimizer:
 
 def read_loop(data: Any, path: str, issues: list[Issue]) -> Loop:
     return _build(Loop, read_fields(data, LOOP_PARAMS, path, issues))
+
+
+def read_memory(data: Any, path: str, issues: list[Issue]) -> Memory:
+    return _build(Memory, read_fields(data, MEMORY_PARAMS, path, issues))
 
 
 def _build(cls: type, values: dict[str, Any]) -> Any:

@@ -17,12 +17,12 @@ from scellis.graph.catalog import CATALOG, OpSpec
 from scellis.graph.errors import Issue, ProgramError, show
 from scellis.graph.lowering import Lowering, Mode
 from scellis.graph.params import REQUIRED, check
-from scellis.graph.settings import Loop, Optimizer, read_loop, read_optimizer
+from scellis.graph.settings import Loop, Memory, Optimizer, read_loop, read_memory, read_optimizer
 from scellis.ops import DType, Node, ShapeError
 
 FORMAT = "scellis.program/1"
 ID = re.compile(r"[A-Za-z_][A-Za-z0-9_\-]{0,63}\Z")
-TOP_KEYS = ("format", "name", "nodes", "edges", "loss", "metrics", "optimizer", "loop")
+TOP_KEYS = ("format", "name", "nodes", "edges", "loss", "metrics", "optimizer", "loop", "memory")
 NODE_KEYS = ("id", "op", "params", "label", "position")
 PORT_DTYPES = {"float": DType.F32, "int": DType.I32, "bool": DType.BOOL}
 
@@ -44,6 +44,7 @@ class ValidProgram:
     optimizer: Optimizer
     loop: Loop
     source: dict[str, Any]  # the JSON as given
+    memory: Memory
 
     def node(self, node_id: str) -> ValidNode:
         return next(n for n in self.nodes if n.id == node_id)
@@ -61,6 +62,7 @@ def validate(data: Any) -> ValidProgram:
     broken = {i.node for i in issues if i.node is not None} | {nid for nid, _ in cut}
     loop = read_loop(data.get("loop", {}), "loop", issues)
     optimizer = read_optimizer(data.get("optimizer", {"kind": "adam"}), "optimizer", issues)
+    memory = read_memory(data.get("memory", {}), "memory", issues)
     valid = tuple(ValidNode(n, nodes[n][0].name, nodes[n][1], inputs.get(n, {})) for n in order)
     outputs = _check_types(valid, broken, loop.batch_size, issues)
     readable = isinstance(data.get("nodes"), list) and bool(data["nodes"])
@@ -68,7 +70,7 @@ def validate(data: Any) -> ValidProgram:
     if issues:
         raise ProgramError(issues)
     name = data.get("name", "program")
-    return ValidProgram(name, valid, loss, metrics, optimizer, loop, data)
+    return ValidProgram(name, valid, loss, metrics, optimizer, loop, data, memory)
 
 
 def _check_top(data: dict[str, Any], issues: list[Issue]) -> None:
