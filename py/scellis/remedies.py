@@ -68,19 +68,32 @@ def device_judge(limits: DeviceLimits, budget: Callable[[int], Budget]) -> Judge
 
 
 def replan(
-    data: dict[str, Any], change: dict[str, Any], name: str, *, level: Level, features: frozenset[str], judge: Judge
+    data: dict[str, Any],
+    change: dict[str, Any],
+    name: str,
+    *,
+    level: Level,
+    features: frozenset[str],
+    judge: Judge,
+    eval_batch: int | None = None,
 ) -> Remedy:
-    """A remedy: the program with `change` applied, planned again and judged on the device."""
-    plan = plan_program(compile_program(apply(data, change)), level, features)
+    """A remedy: the program with `change` applied, planned again and judged on the device (evaluation
+    compiled for `eval_batch` rows, as the session that would run it compiles it)."""
+    plan = plan_program(compile_program(apply(data, change), eval_batch=eval_batch), level, features)
     return Remedy(name, change, plan, judge(plan))
 
 
-def smaller_batch(data: Any, level: Level, features: frozenset[str], batch: int, verdict_of: Judge) -> Remedy | None:
+def smaller_batch(
+    data: Any, level: Level, features: frozenset[str], batch: int, verdict_of: Judge, *, eval_batch: int | None = None
+) -> Remedy | None:
     """The largest batch below `batch` whose plan is green (binary search: memory grows with the batch)."""
     low, high, best = 1, batch - 1, None
     while low <= high:
         middle = (low + high) // 2
-        remedy = replan(data, {"batch": middle}, f"batch {middle}", level=level, features=features, judge=verdict_of)
+        name = f"batch {middle}"
+        remedy = replan(
+            data, {"batch": middle}, name, level=level, features=features, judge=verdict_of, eval_batch=eval_batch
+        )
         if remedy.verdict.color == "green":
             best, low = remedy, middle + 1
         else:
@@ -94,16 +107,35 @@ class Advice:
     capacity: tuple[str, ...]  # when no batch fits: the figures that would
 
 
-def advise(data: dict[str, Any], level: Level, features: frozenset[str], budget: Budget, verdict_of: Judge) -> Advice:
+def advise(
+    data: dict[str, Any],
+    level: Level,
+    features: frozenset[str],
+    budget: Budget,
+    verdict_of: Judge,
+    *,
+    eval_batch: int | None = None,
+) -> Advice:
     """What could make `data` fit: every remedy that lowers its plan's bytes, each re-planned and judged,
-    and the capacity facts when the batch-independent bytes alone exceed `budget`."""
-    compiled = compile_program(data)
+    and the capacity facts when the batch-independent bytes alone exceed `budget`. `eval_batch`: the rows
+    a session evaluates at once (the whole held-out split, in the app), so every plan is the session's."""
+    compiled = compile_program(data, eval_batch=eval_batch)
     plan = plan_program(compiled, level, features)
     found: list[Remedy] = []
     if not compiled.program.memory.checkpoint:
         name = "activation checkpointing"
-        found.append(replan(data, {"checkpoint": True}, name, level=level, features=features, judge=verdict_of))
-    batch = smaller_batch(data, level, features, plan.batch, verdict_of)
+        found.append(
+            replan(
+                data,
+                {"checkpoint": True},
+                name,
+                level=level,
+                features=features,
+                judge=verdict_of,
+                eval_batch=eval_batch,
+            )
+        )
+    batch = smaller_batch(data, level, features, plan.batch, verdict_of, eval_batch=eval_batch)
     if batch is not None:
         found.append(batch)
     useful = [r for r in found if r.plan.total < plan.total]
