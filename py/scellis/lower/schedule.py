@@ -282,11 +282,12 @@ def lower(fn: Function, level: Level, features: frozenset[str] = frozenset()) ->
             if isinstance(value, Pending) and low.uses.get(id(node), 0) > 1 and not _recomputable(value):
                 value = low.write(value, None)
             low.values[id(node)] = value
-    outputs = _outputs(low, fn, dict(inputs))
+    by_name = dict(inputs)
+    outputs = _outputs(low, fn, by_name)
     carry = tuple(
-        Copy(buffer, dict(inputs)[name.split("/", 1)[1]])
+        Copy(buffer, by_name[name.split("/", 1)[1]])
         for name, buffer in outputs
-        if "/" in name and name.split("/", 1)[0] in ("param", "state") and name.split("/", 1)[1] in dict(inputs)
+        if "/" in name and name.split("/", 1)[0] in ("param", "state") and name.split("/", 1)[1] in by_name
     )
     kernels = with_variants(low.kernels, level, features)
     return Schedule(

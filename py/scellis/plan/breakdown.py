@@ -10,7 +10,6 @@ are the activations kept for backward.
 
 from __future__ import annotations
 
-import itertools
 from dataclasses import dataclass
 
 from scellis.ir import Function
@@ -57,9 +56,8 @@ class Breakdown:
 
 def _phase_of(step: Function, forward: Function, backward: Function) -> list[str]:
     """Each node position of `step`: forward, backward or optimizer."""
-    fwd = {id(n) for n in forward.nodes()}
-    bwd = {id(n) for n in backward.nodes()}
-    return ["forward" if id(n) in fwd else "backward" if id(n) in bwd else "optimizer" for n in step.nodes()]
+    fwd, bwd = set(map(id, forward.nodes())), set(map(id, backward.nodes()))
+    return ["forward" if i in fwd else "backward" if i in bwd else "optimizer" for i in map(id, step.nodes())]
 
 
 def categories(schedule: Schedule, step: Function, forward: Function, backward: Function) -> list[str]:
@@ -73,9 +71,9 @@ def categories(schedule: Schedule, step: Function, forward: Function, backward: 
     writer: dict[int, int] = {}
     for kernel in schedule.kernels:
         writer.setdefault(kernel.out.buffer, kernel.covers[-1] if kernel.covers else -1)
-    read_in_backward = {
-        v.buffer for k in schedule.kernels if any(phase[c] == "backward" for c in k.covers) for v in k.inputs
-    }
+    backward_at = [p == "backward" for p in phase]
+    in_backward = (k for k in schedule.kernels if any(map(backward_at.__getitem__, k.covers)))
+    read_in_backward = {v.buffer for k in in_backward for v in k.inputs}
     out = []
     for buffer in schedule.buffers:
         if buffer.id in named:
@@ -102,13 +100,7 @@ def categories(schedule: Schedule, step: Function, forward: Function, backward: 
 def breakdown(schedule: Schedule, plan: MemoryPlan, kinds: list[str]) -> Breakdown:
     """Bytes per category at the kernel where the most bytes are live; what the slots hold beyond that
     (buffers of different sizes sharing a slot) is the reuse slack."""
-    change = [0] * (len(schedule.kernels) + 1)
-    for buffer, span in zip(schedule.buffers, plan.lifetimes, strict=True):
-        if span is not None:
-            change[span[0]] += buffer.nbytes
-            change[span[1] + 1] -= buffer.nbytes
-    live = list(itertools.accumulate(change[:-1]))
-    peak = max(range(len(live)), key=live.__getitem__) if any(live) else -1
+    peak = plan.peak_kernel
     totals = dict.fromkeys(CATEGORIES, 0)
     for buffer, span, kind in zip(schedule.buffers, plan.lifetimes, kinds, strict=True):
         if plan.slot_of[buffer.id] < 0:

@@ -24,7 +24,7 @@ import dataclasses
 import heapq
 from dataclasses import dataclass
 
-from scellis.lower.kernels import Kind, Schedule, View
+from scellis.lower.kernels import Kernel, Kind, Schedule, View
 
 Lifetime = tuple[int, int]  # first and last kernel index, both included
 
@@ -35,6 +35,7 @@ class MemoryPlan:
     slot_bytes: tuple[int, ...]  # bytes of each slot
     lifetimes: tuple[Lifetime | None, ...]  # buffer id -> lifetime (None: named, the whole step)
     peak_live: int  # the most bytes live at once (the lower bound any assignment can reach)
+    peak_kernel: int  # the first kernel where that happens (-1: no temporary is ever live)
 
     @property
     def allocated(self) -> int:
@@ -46,71 +47,83 @@ class MemoryPlan:
         return sum(b.nbytes for b in schedule.buffers)
 
 
-def lifetimes(schedule: Schedule) -> list[Lifetime | None]:
+@dataclass(frozen=True)
+class _Uses:
+    """One pass over a schedule's kernels, per buffer id: the first kernel that writes it, the last that
+    reads it, the last that touches it, and how many kernels write it (-1 or 0: none)."""
+
+    first_write: list[int]
+    last_read: list[int]
+    last_use: list[int]
+    writes: list[int]
+
+
+def _uses(schedule: Schedule) -> _Uses:
+    n = len(schedule.buffers)
+    first_write, last_read, last_use, writes = [-1] * n, [-1] * n, [-1] * n, [0] * n
+    for i, kernel in enumerate(schedule.kernels):  # in order: the latest assignment is the last use
+        for view in kernel.inputs:
+            last_read[view.buffer] = last_use[view.buffer] = i
+        out = kernel.out.buffer
+        if first_write[out] < 0:
+            first_write[out] = i
+        writes[out] += 1
+        last_use[out] = i
+    return _Uses(first_write, last_read, last_use, writes)
+
+
+def lifetimes(schedule: Schedule, uses: _Uses | None = None) -> list[Lifetime | None]:
     """Each buffer's lifetime in kernel indices; None for named buffers (live for the whole step).
     A temporary no kernel reads lives only at its writer."""
+    uses = uses or _uses(schedule)
     named = {b for _, b in (*schedule.inputs, *schedule.outputs)}
-    first: dict[int, int] = {}
-    last: dict[int, int] = {}
-    for i, kernel in enumerate(schedule.kernels):
-        for view in kernel.inputs:
-            last[view.buffer] = i
-        if kernel.out.buffer not in first:
-            first[kernel.out.buffer] = i
-        last[kernel.out.buffer] = i  # a kernel reads its inputs before it writes: i is the latest use
-    out: list[Lifetime | None] = []
-    for buffer in schedule.buffers:
-        if buffer.id in named or buffer.id not in first:
-            out.append(None)
-        else:
-            out.append((first[buffer.id], last[buffer.id]))
-    return out
+    first, last = uses.first_write, uses.last_use
+    return [None if b in named or first[b] < 0 else (first[b], last[b]) for b in range(len(schedule.buffers))]
 
 
-def unused(schedule: Schedule) -> set[int]:
+def unused(schedule: Schedule, uses: _Uses | None = None) -> set[int]:
     """Buffers no kernel and no name refers to (merged away by `update_in_place`): they get no slot."""
-    used = {b for _, b in (*schedule.inputs, *schedule.outputs)}
-    for kernel in schedule.kernels:
-        used.add(kernel.out.buffer)
-        for view in kernel.inputs:
-            used.add(view.buffer)
-    return {b.id for b in schedule.buffers} - used
+    uses = uses or _uses(schedule)
+    named = {b for _, b in (*schedule.inputs, *schedule.outputs)}
+    return {
+        b for b in range(len(schedule.buffers)) if b not in named and uses.first_write[b] < 0 and uses.last_read[b] < 0
+    }
 
 
-def _peak_live(schedule: Schedule, spans: list[Lifetime | None], dead: set[int]) -> int:
-    named = sum(b.nbytes for b, span in zip(schedule.buffers, spans, strict=True) if span is None and b.id not in dead)
+def _peak(schedule: Schedule, spans: list[Lifetime | None], dead: set[int], nbytes: list[int]) -> tuple[int, int]:
+    """The most bytes live at once (named buffers included) and the first kernel where the temporaries
+    live then are the most (-1 when no temporary is ever live)."""
+    named = sum(
+        size for b, (size, span) in enumerate(zip(nbytes, spans, strict=True)) if span is None and b not in dead
+    )
     delta = [0] * (len(schedule.kernels) + 1)
-    for buffer, span in zip(schedule.buffers, spans, strict=True):
+    for size, span in zip(nbytes, spans, strict=True):
         if span is not None:
-            delta[span[0]] += buffer.nbytes
-            delta[span[1] + 1] -= buffer.nbytes
-    live, peak = 0, 0
-    for change in delta:
+            delta[span[0]] += size
+            delta[span[1] + 1] -= size
+    live, peak, at = 0, 0, -1
+    for i, change in enumerate(delta):
         live += change
-        peak = max(peak, live)
-    return named + peak
+        if live > peak:
+            peak, at = live, i
+    return named + peak, at
 
 
-def in_place(schedule: Schedule) -> dict[int, int]:
+def in_place(schedule: Schedule, uses: _Uses | None = None) -> dict[int, int]:
     """Carried outputs that can share their input's slot (see the module docstring): output -> input."""
-    writers: dict[int, list[int]] = {}
-    last_read: dict[int, int] = {}
-    for i, kernel in enumerate(schedule.kernels):
-        writers.setdefault(kernel.out.buffer, []).append(i)
-        for view in kernel.inputs:
-            last_read[view.buffer] = i
+    uses = uses or _uses(schedule)
     out = {}
     for copy in schedule.carry:
-        written = writers.get(copy.src, [])
-        if len(written) != 1:
+        if uses.writes[copy.src] != 1:
             continue
-        kernel = schedule.kernels[written[0]]
+        written = uses.first_write[copy.src]
+        kernel = schedule.kernels[written]
         whole = kernel.out.is_contiguous and kernel.out.offset == 0
         if kernel.kind is not Kind.ELEMENTWISE or not whole or kernel.out.size != schedule.buffer(copy.dst).size:
             continue
         at = (kernel.out.shape, kernel.out.strides, kernel.out.offset)
         same_element = all(v.buffer != copy.dst or (v.shape, v.strides, v.offset) == at for v in kernel.inputs)
-        if same_element and last_read.get(copy.dst, -1) <= written[0]:
+        if same_element and uses.last_read[copy.dst] <= written:
             out[copy.src] = copy.dst
     return out
 
@@ -126,11 +139,13 @@ def update_in_place(schedule: Schedule) -> Schedule:
     def view(v: View) -> View:
         return View(merged[v.buffer], v.shape, v.strides, v.offset) if v.buffer in merged else v
 
-    kernels, sources = list(schedule.kernels), set(merged)
+    kernels = list(schedule.kernels)
     for i, kernel in enumerate(kernels):
-        buffers = {kernel.out.buffer, *(v.buffer for v in kernel.inputs)}
-        if not buffers.isdisjoint(sources):
-            kernels[i] = dataclasses.replace(kernel, out=view(kernel.out), inputs=tuple(map(view, kernel.inputs)))
+        if kernel.out.buffer in merged or any(v.buffer in merged for v in kernel.inputs):
+            inputs = tuple(map(view, kernel.inputs))
+            kernels[i] = Kernel(
+                kernel.kind, view(kernel.out), inputs, kernel.arg, kernel.expr, kernel.variant, kernel.covers
+            )
     return dataclasses.replace(
         schedule,
         kernels=tuple(kernels),
@@ -141,22 +156,24 @@ def update_in_place(schedule: Schedule) -> Schedule:
 
 def plan_memory(schedule: Schedule) -> MemoryPlan:
     """Slots for every buffer of `schedule` (see the module docstring)."""
-    spans = lifetimes(schedule)
+    uses = _uses(schedule)
+    spans = lifetimes(schedule, uses)
     slot_of = [-1] * len(schedule.buffers)
     sizes: list[int] = []
-    dead = unused(schedule)
-    for buffer, span in zip(schedule.buffers, spans, strict=True):
-        if span is None and buffer.id not in dead:
-            slot_of[buffer.id] = len(sizes)
-            sizes.append(buffer.nbytes)
+    dead = unused(schedule, uses)
+    nbytes = [b.nbytes for b in schedule.buffers]
+    for b, span in enumerate(spans):
+        if span is None and b not in dead:
+            slot_of[b] = len(sizes)
+            sizes.append(nbytes[b])
     busy: list[tuple[int, int]] = []  # heap of (last kernel of the temporary it holds, slot)
     free: list[tuple[int, int]] = []  # sorted (bytes, slot) of slots no live temporary holds
-    order = sorted((span[0], b.id) for b, span in zip(schedule.buffers, spans, strict=True) if span is not None)
+    order = sorted((span[0], b) for b, span in enumerate(spans) if span is not None)
     for start, buffer_id in order:
         while busy and busy[0][0] < start:
             slot = heapq.heappop(busy)[1]
             bisect.insort(free, (sizes[slot], slot))
-        need = schedule.buffers[buffer_id].nbytes
+        need = nbytes[buffer_id]
         at = bisect.bisect_left(free, (need, -1))
         if at < len(free):  # the tightest fit
             slot = free.pop(at)[1]
@@ -170,4 +187,4 @@ def plan_memory(schedule: Schedule) -> MemoryPlan:
         span = spans[buffer_id]
         assert span is not None
         heapq.heappush(busy, (span[1], slot))
-    return MemoryPlan(tuple(slot_of), tuple(sizes), tuple(spans), _peak_live(schedule, spans, dead))
+    return MemoryPlan(tuple(slot_of), tuple(sizes), tuple(spans), *_peak(schedule, spans, dead, nbytes))
