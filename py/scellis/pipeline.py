@@ -98,9 +98,13 @@ def wgsl_text(schedule: Schedule) -> str:
     return "\n\n".join(parts)
 
 
-def compile_program(data: Any, batch: int | None = None, eval_batch: int | None = None) -> Compiled:
+def compile_program(
+    data: Any, batch: int | None = None, eval_batch: int | None = None, examples: int | None = None
+) -> Compiled:
+    """The program's stages. A program that keeps its data set on the device (`memory.data` resident)
+    needs `examples`, the training split's size; one that streams its batches ignores it."""
     program = validate(data)  # drawn program: JSON checked against the catalog, all problems at once
-    fwd = forward(program, Mode.TRAIN, batch)  # typed IR: every node lowered, shapes inferred
+    fwd = forward(program, Mode.TRAIN, batch, resident_examples(program, examples))  # typed IR: shapes inferred
     backward = grad(fwd.fn, "loss", fwd.trainable)  # gradients: reverse mode, trainable parameters only
     step = apply_optimizer(backward, program.optimizer, fwd.trainable)  # update: optimizer as IR
     evaluate = forward(program, Mode.EVAL, eval_batch or batch).fn
@@ -109,6 +113,23 @@ def compile_program(data: Any, batch: int | None = None, eval_batch: int | None 
     for fn in (step, evaluate, init, scaled_step, scaled_init):  # steps hold every forward and backward node
         verify(fn, types=False)  # built with `make`: typed by construction (tests verify types too)
     return Compiled(program, fwd, backward, step, evaluate, init, scaled_backward, scaled_step, scaled_init)
+
+
+def resident_examples(program: ValidProgram, examples: int | None) -> int | None:
+    """The resident data set's size for the training step, or None when the program streams its batches."""
+    if program.memory.data != "resident":
+        return None
+    if examples is None or examples < 1:
+        raise ValueError(
+            f"{program.name} keeps its training split on the device (memory.data 'resident'), so planning it "
+            f"needs the number of training examples; got {examples}"
+        )
+    if examples < program.loop.batch_size:
+        raise ValueError(
+            f"{program.name}: the training split has {examples} examples, fewer than one batch of "
+            f"{program.loop.batch_size}"
+        )
+    return examples
 
 
 def _loss_scaled(fwd: Lowered, program: ValidProgram, init: Function, settings: LossScaling) -> tuple[Function, ...]:

@@ -2,11 +2,11 @@
 depends on the batch can help, the capacity facts stated plainly. What `scellis plan` prints after a
 verdict that is not green, and the app's plan panel offers as buttons.
 
-Remedies here: activation checkpointing, and a smaller batch (the largest batch whose plan is green).
-Each is a change to the program JSON (`apply`), so applying one is one call and its plan is exactly
-what was promised. Capacity: when parameters,
-gradients and optimizer state alone exceed the budget, no batch size fits; the figures for QLoRA-style
-adapters, optimizer-state sharding and pooling devices follow."""
+Remedies here: streaming a resident data set, activation checkpointing, and a smaller batch (the largest
+batch whose plan is green); float16 storage where the device has shader-f16. Each is a change to the
+program JSON (`apply`), so applying one is one call and its plan is exactly what was promised. Capacity:
+when parameters, gradients and optimizer state alone exceed the budget, no batch size fits; the figures
+for QLoRA-style adapters, optimizer-state sharding and pooling devices follow."""
 
 from __future__ import annotations
 
@@ -32,6 +32,7 @@ QUANT_BLOCK = 64  # 4-bit weights in blocks of 64 with one float16 scale each
 CHANGES = {  # a remedy's change -> where it goes in the program JSON
     "batch": ("loop", "batch_size"),
     "checkpoint": ("memory", "checkpoint"),
+    "data": ("memory", "data"),
 }
 
 
@@ -67,6 +68,28 @@ def device_judge(limits: DeviceLimits, budget: Callable[[int], Budget]) -> Judge
     return lambda plan: judge(plan, limits, budget(plan.total))
 
 
+@dataclass(frozen=True)
+class Target:
+    """Where and how the remedied program would run: the level, the device's features and its verdict,
+    and what the session compiles besides the program (`eval_batch`: rows evaluated at once, the whole
+    held-out split in the app; `examples`: the training split's size, for a resident data set)."""
+
+    level: Level
+    features: frozenset[str]
+    judge: Judge
+    eval_batch: int | None = None
+    examples: int | None = None
+
+    def plan(self, data: dict[str, Any]) -> ProgramPlan:
+        compiled = compile_program(data, eval_batch=self.eval_batch, examples=self.examples)
+        return plan_program(compiled, self.level, self.features)
+
+    def remedy(self, data: dict[str, Any], change: dict[str, Any], name: str) -> Remedy:
+        """A remedy: the program with `change` applied, planned again and judged on the device."""
+        plan = self.plan(apply(data, change))
+        return Remedy(name, change, plan, self.judge(plan))
+
+
 def replan(
     data: dict[str, Any],
     change: dict[str, Any],
@@ -76,29 +99,29 @@ def replan(
     features: frozenset[str],
     judge: Judge,
     eval_batch: int | None = None,
+    examples: int | None = None,
 ) -> Remedy:
-    """A remedy: the program with `change` applied, planned again and judged on the device (evaluation
-    compiled for `eval_batch` rows, as the session that would run it compiles it)."""
-    plan = plan_program(compile_program(apply(data, change), eval_batch=eval_batch), level, features)
-    return Remedy(name, change, plan, judge(plan))
+    """A remedy: the program with `change` applied, planned again and judged on the device (see Target)."""
+    return Target(level, features, judge, eval_batch, examples).remedy(data, change, name)
+
+
+def _largest_green_batch(data: dict[str, Any], batch: int, target: Target) -> Remedy | None:
+    low, high, best = 1, batch - 1, None
+    while low <= high:
+        middle = (low + high) // 2
+        remedy = target.remedy(data, {"batch": middle}, f"batch {middle}")
+        if remedy.verdict.color == "green":
+            best, low = remedy, middle + 1
+        else:
+            high = middle - 1
+    return best
 
 
 def smaller_batch(
     data: Any, level: Level, features: frozenset[str], batch: int, verdict_of: Judge, *, eval_batch: int | None = None
 ) -> Remedy | None:
     """The largest batch below `batch` whose plan is green (binary search: memory grows with the batch)."""
-    low, high, best = 1, batch - 1, None
-    while low <= high:
-        middle = (low + high) // 2
-        name = f"batch {middle}"
-        remedy = replan(
-            data, {"batch": middle}, name, level=level, features=features, judge=verdict_of, eval_batch=eval_batch
-        )
-        if remedy.verdict.color == "green":
-            best, low = remedy, middle + 1
-        else:
-            high = middle - 1
-    return best
+    return _largest_green_batch(data, batch, Target(level, features, verdict_of, eval_batch))
 
 
 @dataclass(frozen=True)
@@ -115,27 +138,21 @@ def advise(
     verdict_of: Judge,
     *,
     eval_batch: int | None = None,
+    examples: int | None = None,
 ) -> Advice:
     """What could make `data` fit: every remedy that lowers its plan's bytes, each re-planned and judged,
-    and the capacity facts when the batch-independent bytes alone exceed `budget`. `eval_batch`: the rows
-    a session evaluates at once (the whole held-out split, in the app), so every plan is the session's."""
-    compiled = compile_program(data, eval_batch=eval_batch)
+    and the capacity facts when the batch-independent bytes alone exceed `budget` (see Target for
+    `eval_batch` and `examples`)."""
+    target = Target(level, features, verdict_of, eval_batch, examples)
+    compiled = compile_program(data, eval_batch=eval_batch, examples=examples)
     plan = plan_program(compiled, level, features)
+    memory = compiled.program.memory
     found: list[Remedy] = []
-    if not compiled.program.memory.checkpoint:
-        name = "activation checkpointing"
-        found.append(
-            replan(
-                data,
-                {"checkpoint": True},
-                name,
-                level=level,
-                features=features,
-                judge=verdict_of,
-                eval_batch=eval_batch,
-            )
-        )
-    batch = smaller_batch(data, level, features, plan.batch, verdict_of, eval_batch=eval_batch)
+    if memory.data == "resident":
+        found.append(target.remedy(data, {"data": "stream"}, "stream the data set"))
+    if not memory.checkpoint:
+        found.append(target.remedy(data, {"checkpoint": True}, "activation checkpointing"))
+    batch = _largest_green_batch(data, plan.batch, target)
     if batch is not None:
         found.append(batch)
     useful = [r for r in found if r.plan.total < plan.total]

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from scellis.datasets import Split
+from scellis.graph.lowering import BATCH_ROWS, dataset_input
 from scellis.ir.function import Function, input_name, input_role
 from scellis.levels import Level
 from scellis.lower import Schedule
@@ -47,14 +48,28 @@ def _f32(data: bytes) -> float:
 
 
 class Session:
-    def __init__(self, program: dict[str, Any], device: Device, *, seed: int, level: Level, eval_batch: int) -> None:
-        self.compiled: Compiled = compile_program(program, eval_batch=eval_batch)
+    def __init__(
+        self,
+        program: dict[str, Any],
+        device: Device,
+        *,
+        seed: int,
+        level: Level,
+        eval_batch: int,
+        examples: int | None = None,
+    ) -> None:
+        """`examples`: the training split's size, which a program keeping its data set on the device
+        (`memory.data` resident) is compiled and planned for."""
+        self.compiled: Compiled = compile_program(program, eval_batch=eval_batch, examples=examples)
+        self.examples = examples
         self.device, self.rng, self.steps, self.level = device, RngState(seed), 0, level
         self.step_fn = step_fn = self.compiled.step_for(level, device.features)
         self.reported = [name for name, _ in step_fn.outputs if name in ("loss", "loss_scale")]
         self.loss_scale: float | None = None
         self.batch = self.compiled.program.loop.batch_size
-        self.features, self.labels = _role_input(step_fn, Role.DATA), _role_input(step_fn, Role.LABEL)
+        evaluate = self.compiled.evaluate  # evaluation streams its rows, as a streaming step does
+        self.features, self.labels = _role_input(evaluate, Role.DATA), _role_input(evaluate, Role.LABEL)
+        self.resident = any(input_role(n) is Role.DATASET for n in step_fn.inputs)
         # the memory plan lowers every function a session compiles; start compiles those very schedules
         self.plan = plan_program(self.compiled, level, device.features)
         self.schedule = self.plan.functions[0].schedule
@@ -99,10 +114,14 @@ class Session:
             raise PlanRefused(f"{plan.program} does not fit on {self.device.name}: " + "; ".join(self.verdict.reasons))
         return self.verdict
 
-    async def start(self) -> None:
+    async def start(self, train: Split | None = None) -> None:
         """Check the memory plan (a red one is refused); compile on the device; initialise parameters and
         state there (the init function's draws and, at fast, the loss scale); other optimizer state
-        starts at zero (device buffers are created zeroed)."""
+        starts at zero (device buffers are created zeroed). A resident data set is written to the
+        device here, once: `train` is the split it holds."""
+        if self.resident and (train is None or train.n != self.examples):
+            got = "none" if train is None else f"{train.n} examples"
+            raise ValueError(f"the resident data set was planned for {self.examples} examples, got {got}")
         await self.check_memory()
         self.step = await self._compile(self.schedule)
         _, evaluation, init_plan = self.plan.functions
@@ -116,6 +135,9 @@ class Session:
             self.step.write(name.split("/", 1)[1], data)
         for name, data in self._keys(self.step_fn).items():
             self.step.write(name, data)
+        if self.resident and train is not None:
+            self.step.write(dataset_input(self.features), train.features)
+            self.step.write(dataset_input(self.labels), train.labels)
 
     async def train_epoch(self, train: Split) -> float:
         """One epoch of full batches in the order of the `shuffle` substream's next position; returns
@@ -124,8 +146,12 @@ class Session:
         pending = None
         starts = range(0, train.n - self.batch + 1, self.batch)
         for start in starts:
-            x, y = train.rows(order[start : start + self.batch])
-            writes = {self.features: x, self.labels: y, **self._positions()}
+            rows = order[start : start + self.batch]
+            if self.resident:  # the batch is gathered on the device: only its example indices travel
+                writes = {BATCH_ROWS: struct.pack(f"<{len(rows)}i", *rows), **self._positions()}
+            else:
+                x, y = train.rows(rows)
+                writes = {self.features: x, self.labels: y, **self._positions()}
             self.steps += 1
             pending = self.step.submit(writes, self.reported if start == starts[-1] else [])
         if pending is None:
@@ -144,7 +170,7 @@ class Session:
         return {name: _f32(data) for name, data in out.items()}
 
     async def fit(self, train: Split, test: Split, epochs: int, report: Any = None) -> list[EpochResult]:
-        await self.start()
+        await self.start(train)
         results = []
         for epoch in range(epochs):
             loss = await self.train_epoch(train)

@@ -144,11 +144,13 @@ def _pools() -> Function:
 
 def _rows() -> Function:
     table, indices, g = _x("table", (11, 7)), _x("indices", (5, 3), DType.I32), _x("g", (5, 3, 7))
+    labels = _x("labels", (11,), DType.I32)  # a resident data set's labels, gathered by example
     outs = (
         ("gather", make(Op.GATHER, table, indices)),
+        ("gather int32", make(Op.GATHER, labels, indices)),
         ("scatter_add", make(Op.SCATTER_ADD, indices, g, arg=d.RowsArg(11))),
     )
-    return Function("gather and scatter", (table, indices, g), outs)
+    return Function("gather and scatter", (table, labels, indices, g), outs)
 
 
 def _augment() -> Function:
@@ -195,7 +197,7 @@ CASES = (
     ),
     Case("conv2d", _conv, {"x": UNIT, "w": UNIT, "g": UNIT}),
     Case("pools", _pools, {"x": UNIT, "g": UNIT}),
-    Case("gather and scatter", _rows, {"table": UNIT, "indices": (0, 11), "g": UNIT}),
+    Case("gather and scatter", _rows, {"table": UNIT, "labels": (-(2**31), 2**31 - 1), "indices": (0, 11), "g": UNIT}),
     Case("augmentation", _augment, {"x": UNIT, "s": (0, 7), "f": UNIT}),
     Case("random", _random, {"key": (0, 2**32), "position": (0, 2**32)}),
 )

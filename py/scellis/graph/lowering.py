@@ -10,10 +10,17 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
-from scellis.ops import DType, Node
+from scellis.ops import DType, Node, Op, make
 from scellis.ops.defs import Role
 from scellis.ops.node import input_node
 from scellis.rng import key_input, position_input
+
+BATCH_ROWS = "batch.rows"  # with a resident data set: the examples of this step's batch, int32 [batch]
+
+
+def dataset_input(node_id: str) -> str:
+    """The name of the whole split of a program input held on the device (a resident data set)."""
+    return f"dataset.{node_id}"
 
 
 class Mode(enum.Enum):
@@ -44,9 +51,10 @@ class Slot:
 class Lowering:
     """Collects the IR inputs that lowering creates, in creation order (which is program order)."""
 
-    def __init__(self, batch: int, mode: Mode) -> None:
+    def __init__(self, batch: int, mode: Mode, examples: int | None = None) -> None:
         self.batch = batch
         self.mode = mode
+        self.examples = examples  # a resident data set's number of examples; None: batches are streamed
         self.inputs: list[Node] = []
         self.params: list[Slot] = []
         self.states: list[Slot] = []
@@ -61,8 +69,13 @@ class Lowering:
         return self._named[name]
 
     def data(self, node_id: str, role: Role, dtype: DType, shape: tuple[int, ...]) -> Node:
-        """A batch input: the program's own input node, with the batch axis in front."""
-        return self._input(node_id, role, dtype, (self.batch, *shape))
+        """A batch input: the program's own input node, with the batch axis in front. With a resident data
+        set, the batch is gathered on the device from the whole split (`dataset.<node id>`, written once)
+        by the batch's example indices (`batch.rows`, the one input written every step)."""
+        if self.examples is None:
+            return self._input(node_id, role, dtype, (self.batch, *shape))
+        table = self._input(dataset_input(node_id), Role.DATASET, dtype, (self.examples, *shape))
+        return make(Op.GATHER, table, self._input(BATCH_ROWS, Role.DATA, DType.I32, (self.batch,)))
 
     def param(self, node_id: str, name: str, shape: tuple[int, ...], init: Init, trainable: bool) -> Node:
         full = f"{node_id}.{name}"

@@ -72,6 +72,7 @@ class Memory:
     backward (same gradients, less memory, more compute)."""
 
     checkpoint: bool = False
+    data: str = "stream"  # "resident": the training split is held on the device, batches gathered there
 
 
 SCHEDULE_PARAMS = (
@@ -106,7 +107,8 @@ LOOP_PARAMS = (
     Param("shuffle", "bool", True),
 )
 
-MEMORY_PARAMS = (Param("checkpoint", "bool", False),)
+DATA_PLACEMENTS = ("stream", "resident")
+MEMORY_PARAMS = (Param("checkpoint", "bool", False), Param("data", "str", "stream", choices=DATA_PLACEMENTS),)
 
 
 def read_fields(data: Any, specs: tuple[Param, ...], path: str, issues: list[Issue]) -> dict[str, Any]:

@@ -40,9 +40,10 @@ def state_name(name: str) -> str:
     return f"state/{name}"
 
 
-def forward(program: ValidProgram, mode: Mode, batch: int | None = None) -> Lowered:
-    """The program's forward pass for one batch (of the program's batch size unless given)."""
-    ctx = Lowering(batch or program.loop.batch_size, mode)
+def forward(program: ValidProgram, mode: Mode, batch: int | None = None, examples: int | None = None) -> Lowered:
+    """The program's forward pass for one batch (of the program's batch size unless given). With
+    `examples`, the batch is gathered from a resident data set of that many examples."""
+    ctx = Lowering(batch or program.loop.batch_size, mode, examples)
     values: dict[str, Node] = {}
     for node in program.nodes:
         values[node.id] = lower_node(ctx, CATALOG[node.op], node, values)

@@ -15,7 +15,8 @@ from scellis.ops.dtypes import DType
 class Role(enum.Enum):
     """What an IR function input is, so later stages know who supplies it and what it may alias."""
 
-    DATA = "data"  # features of a batch
+    DATA = "data"  # features of a batch (or, with a resident data set, the rows of the batch)
+    DATASET = "dataset"  # a whole split held on the device (a resident data set), written once
     LABEL = "label"  # targets of a batch
     PARAM = "param"  # trainable or frozen parameters
     STATE = "state"  # optimizer state, running statistics, step counter

@@ -400,7 +400,8 @@ def _gather(arg: object, src: tuple[Node, ...]) -> tuple[DType, Shape]:
     _arity(Op.GATHER, src, 2)
     table, indices = src
     _int_indices(Op.GATHER, indices, 1)
-    _float(Op.GATHER, src, 0)
+    if table.dtype not in (DType.F32, DType.I32):  # rows are copied: floats, or int32 labels and tokens
+        raise ShapeError(f"gather needs a float32 or int32 table, got {table.dtype.value}", 0)
     if not table.shape:
         raise ShapeError("gather's table needs at least one dimension", 0)
     return table.dtype, indices.shape + table.shape[1:]
