@@ -67,6 +67,7 @@ BUILDERS: dict[str, Callable[[Program], Ref]] = {
     "input": lambda p: p.sum(p.input("x", [4])),
     "constant": lambda p: p.mul(p.sum(p.input("x", [4])), p.constant(0.5)),
     "linear": lambda p: p.sum(p.linear(p.input("x", [4]), 3)),
+    "parameter": lambda p: p.sum(p.add(p.input("x", [2, 3]), p.parameter([2, 3], "uniform", 0.1))),
     "matmul": lambda p: p.sum(p.matmul(p.input("a", [2, 3]), p.input("b", [3, 5]))),
     "conv2d": lambda p: p.sum(p.conv2d(_image(p), 4, 3, padding=1, stride=[1, 2])),
     "max_pool2d": lambda p: p.sum(p.max_pool2d(_image(p), 2)),

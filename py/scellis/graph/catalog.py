@@ -246,6 +246,13 @@ def _gaussian_noise(ctx: Lowering, nid: str, p: dict[str, Any], x: Inputs) -> No
     return add(inp, scale(_augment(ctx, d.Distribution.NORMAL, inp.shape), p["std"]))
 
 
+def _parameter(ctx: Lowering, nid: str, p: dict[str, Any], x: Inputs) -> Node:
+    """A batch axis of size 1 in front: the shape ops see one example, and arithmetic broadcasts it."""
+    shape = tuple(p["shape"])
+    value = ctx.param(nid, "value", shape, Init(p["init"], p["scale"]), p["trainable"])
+    return reshape(value, (1, *shape))
+
+
 def _embedding(ctx: Lowering, nid: str, p: dict[str, Any], x: Inputs) -> Node:
     table = ctx.param(nid, "weight", (p["num_embeddings"], p["dim"]), Init("normal", 1.0), p["trainable"])
     return make(Op.GATHER, table, x["indices"])
@@ -366,6 +373,12 @@ SPECS: tuple[OpSpec, ...] = (
     ), _input),
     OpSpec("constant", "math", "a scalar constant", (), (Param("value", "float", REQUIRED),),
           lambda ctx, nid, p, x: const(p["value"])),
+    OpSpec("parameter", "layers", "a learned tensor, the same for every example (e.g. a positional embedding "
+          "to add)", (), (
+        Param("shape", "ints", REQUIRED, low=1, doc="shape of the tensor, without a batch axis (it broadcasts)"),
+        Param("init", "str", "normal", choices=("normal", "uniform", "zeros", "ones")),
+        Param("scale", "float", 0.02, low=0, doc="standard deviation (normal) or bound (uniform) of the start values"),
+        TRAINABLE), _parameter),
     OpSpec("linear", "layers", "x @ weight + bias", X, (
         Param("features", "int", REQUIRED, low=1, doc="output features"), BIAS, TRAINABLE), _linear),
     OpSpec("matmul", "math", "batched matrix product a @ b", AB, (),
