@@ -2,7 +2,8 @@
 the CPU path, computed in the page and compared here with the float64 reference against each kernel's
 declared tolerance; the CPU path's bytes in Chromium equal its bytes under wasmtime. The figures are
 written to build/correctness/chromium-<kind>.json; the build ships them, and the Correctness page shows
-them. And a session in the page allocates exactly what the memory plan says, on both devices."""
+them. And a session in the page allocates exactly what the memory plan says, on both devices, for the
+digits MLP, the digits CNN and the character transformer block."""
 
 from __future__ import annotations
 
@@ -140,7 +141,7 @@ def test_correctness_page_shows_the_shipped_record(loaded: LoadedApp, build_scri
 
 ALLOCATED = """
 import json
-from scellis.examples import digits_cnn, digits_mlp
+from scellis.examples import char_transformer, digits_cnn, digits_mlp
 from scellis.levels import Level
 from scellis.planning import plan_program
 from scellis.pipeline import compile_program
@@ -152,7 +153,7 @@ else:
     from scellis.runtime.cpu_device import CpuDevice
     device = await CpuDevice.open()
 out = {}
-for name, program in (("mlp", digits_mlp()), ("cnn", digits_cnn())):
+for name, program in (("mlp", digits_mlp()), ("cnn", digits_cnn()), ("transformer", char_transformer())):
     session = Session(program, device, seed=1, level=Level.PROD, eval_batch=8)
     await session.start()
     plan = plan_program(compile_program(program, eval_batch=8), Level.PROD, device.features)
@@ -169,5 +170,6 @@ def test_a_session_in_the_page_allocates_what_the_plan_says(loaded: LoadedApp) -
         return window.scellis.pyodide.runPythonAsync(code, { globals });
     }"""
     allocated = json.loads(loaded.page.evaluate(script, [ALLOCATED, kind]))
+    assert sorted(allocated) == ["cnn", "mlp", "transformer"]
     for name, (got, planned) in allocated.items():
         assert got == planned, (kind, name, got, planned)

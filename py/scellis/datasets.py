@@ -1,8 +1,11 @@
-"""Data sets the app ships: scikit-learn's 8x8 digits, extracted at build time from the package's own
-file into little-endian float32 features and int32 labels (pure Python, so the browser reads them too)."""
+"""Data sets: scikit-learn's 8x8 digits, which the app ships, extracted at build time from the package's
+own file into little-endian float32 features and int32 labels; and next-character windows of a text, such
+as the Zen of Python the standard library holds. Pure Python, so the browser reads them too."""
 
 from __future__ import annotations
 
+import codecs
+import contextlib
 import csv
 import gzip
 import io
@@ -13,11 +16,13 @@ from pathlib import Path
 DIGITS_FEATURES = 64
 DIGITS_CLASSES = 10
 TEST_EVERY = 5  # example i is held out for testing when i % 5 == 4: a fixed split, no randomness
+CHARS_CONTEXT = 16  # characters a next-character example sees
 
 
 @dataclass(frozen=True)
 class Split:
-    """n examples: `features` holds n * width float32 values row by row, `labels` n int32 values."""
+    """n examples: `features` holds n * width 4-byte values row by row (float32, or int32 indices), `labels`
+    n int32 values."""
 
     features: bytes
     labels: bytes
@@ -70,3 +75,25 @@ def from_files(files: dict[str, bytes]) -> tuple[Split, Split]:
     """(train, test) from the served files."""
     tx, ty, vx, vy = (files[name] for name in DATA_FILES)
     return Split(tx, ty, DIGITS_FEATURES), Split(vx, vy, DIGITS_FEATURES)
+
+
+def zen_of_python() -> str:
+    """PEP 20, lowercased (32 distinct characters): CPython and Pyodide both ship it as the module `this`."""
+    with contextlib.redirect_stdout(io.StringIO()):  # the first import prints the text
+        import this
+    return codecs.decode(this.s, "rot13").lower()
+
+
+def read_chars(text: str, context: int = CHARS_CONTEXT) -> tuple[Split, Split, str]:
+    """(train, test, alphabet): window i is text[i : i + context] as int32 indices into the alphabet (the
+    text's distinct characters, sorted), labelled by the character after it; held out when i % 5 == 4."""
+    alphabet = "".join(sorted(set(text)))
+    index = {c: i for i, c in enumerate(alphabet)}
+    codes = [index[c] for c in text]
+    train_x, train_y, test_x, test_y = bytearray(), bytearray(), bytearray(), bytearray()
+    for i in range(len(codes) - context):
+        xs, ys = (test_x, test_y) if i % TEST_EVERY == TEST_EVERY - 1 else (train_x, train_y)
+        xs += struct.pack(f"<{context}i", *codes[i : i + context])
+        ys += struct.pack("<i", codes[i + context])
+    train = Split(bytes(train_x), bytes(train_y), context)
+    return train, Split(bytes(test_x), bytes(test_y), context), alphabet

@@ -3,9 +3,11 @@ compile them."""
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
-from scellis.graph import Program
+from scellis.datasets import CHARS_CONTEXT
+from scellis.graph import Program, Ref
 from scellis.ir import Function
 from scellis.ops import DType, Op, const, make
 from scellis.ops.defs import Distribution, RandomArg, Role
@@ -66,6 +68,40 @@ def digits_cnn() -> dict[str, Any]:
     p.add_metric(p.accuracy(logits, y, id="accuracy"))
     p.set_optimizer("adam", lr=3e-3)
     p.set_loop(epochs=20, batch_size=64)
+    return p.to_json()
+
+
+def char_transformer(
+    vocab: int = 32, context: int = CHARS_CONTEXT, dim: int = 32, heads: int = 2, batch: int = 32
+) -> dict[str, Any]:
+    """The next character after `context` characters (the Zen of Python's alphabet has 32): token and
+    learned positional embeddings, one pre-norm transformer block (multi-head self-attention over the
+    window, a GELU MLP of 4 * dim, residuals), the last position's features to the logits; Adam."""
+    if dim % heads:
+        raise ValueError(f"heads={heads} must divide dim={dim}")
+    width = dim // heads
+    p = Program("char-transformer")
+    tokens = p.input("context", [context], dtype="int32")
+    y = p.input("next", [], dtype="int32", role="labels")
+    x = p.add(p.embedding(tokens, vocab, dim, id="embed"), p.parameter([context, dim], id="position"), id="tokens")
+
+    def split_heads(v: Ref, name: str) -> Ref:  # [context, dim] -> [heads, context, width]
+        return p.permute(p.reshape(v, [context, heads, width], id=f"{name}_heads"), [1, 0, 2], id=f"{name}_split")
+
+    h = p.layer_norm(x, id="norm1")
+    q, k, v = (split_heads(p.linear(h, dim, id=name), name) for name in ("query", "key", "value"))
+    scores = p.mul(p.matmul(q, p.permute(k, [0, 2, 1], id="key_t")), p.constant(1 / math.sqrt(width)), id="scores")
+    attended = p.matmul(p.softmax(scores, -1, id="attention"), v, id="attended")
+    merged = p.reshape(p.permute(attended, [1, 0, 2], id="merge"), [context, dim], id="merged")
+    x = p.add(x, p.linear(merged, dim, id="project"), id="residual1")
+    hidden = p.gelu(p.linear(p.layer_norm(x, id="norm2"), 4 * dim, id="expand"), id="gelu")
+    x = p.add(x, p.linear(hidden, dim, id="contract"), id="residual2")
+    last = p.reshape(p.slice(x, [context - 1, 0], [context, dim], id="last"), [dim], id="features")
+    logits = p.linear(last, vocab, id="logits")
+    p.set_loss(p.cross_entropy(logits, y, id="loss"))
+    p.add_metric(p.accuracy(logits, y, id="accuracy"))
+    p.set_optimizer("adam", lr=1e-3)
+    p.set_loop(epochs=10, batch_size=batch)  # 856 characters of text: more epochs memorise it
     return p.to_json()
 
 

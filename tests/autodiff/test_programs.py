@@ -1,11 +1,13 @@
 """Whole programs: gradients of the compiled backward IR against central finite differences (float64),
-for an MLP, a small CNN and a transformer block; and a digits MLP trained on the reference."""
+for an MLP, a small CNN, a transformer block and the character transformer example; and a digits MLP
+trained on the reference."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
+from scellis.examples import char_transformer
 from scellis.graph import Program, Ref
 from scellis.ir.function import input_name, input_role
 from scellis.ops.defs import Role
@@ -68,6 +70,12 @@ def transformer() -> dict:
     return finish(p, p.linear(p.mean(x, [1]), 3), y)
 
 
+def char_block() -> dict:
+    """The character transformer example, shrunk: a learned positional parameter, four heads, the last
+    position sliced out."""
+    return char_transformer(vocab=11, context=5, dim=8, heads=4, batch=BATCH)
+
+
 def random_inputs(compiled: Compiled, rng: np.random.Generator) -> dict:
     values = {}
     state = rt.initial_state(compiled.init, compiled.step, seed=7)
@@ -88,7 +96,7 @@ def random_inputs(compiled: Compiled, rng: np.random.Generator) -> dict:
     return values
 
 
-@pytest.mark.parametrize("build", [mlp, cnn, augmented, transformer], ids=lambda f: f.__name__)
+@pytest.mark.parametrize("build", [mlp, cnn, augmented, transformer, char_block], ids=lambda f: f.__name__)
 def test_program_gradients_match_finite_differences(build) -> None:
     compiled = compile_program(build())
     rng = np.random.default_rng(0)

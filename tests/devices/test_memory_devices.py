@@ -1,6 +1,7 @@
 """The devices allocate exactly what the memory plan assigns: the bytes of buffers each compiled step
-asked its device for equal the plan's, for every example's training step, evaluation and init, on
-lavapipe (wgpu-py) and on the CPU path (wasmtime)."""
+asked its device for equal the plan's, for every example's training step, evaluation and init (the
+digits MLP and CNN, the character transformer block), on lavapipe (wgpu-py) and on the CPU path
+(wasmtime)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import asyncio
 
 import pytest
 
-from scellis.examples import digits_cnn, digits_mlp, mlp
+from scellis.examples import char_transformer, digits_cnn, digits_mlp, mlp
 from scellis.levels import Level
 from scellis.lower import lower
 from scellis.pipeline import compile_program
@@ -21,6 +22,7 @@ from scellis.session import Session
 PROGRAMS = {
     "digits MLP": digits_mlp,
     "digits CNN": digits_cnn,
+    "char transformer": char_transformer,
     "MLP 784-512-512-10": lambda: mlp(784, [512, 512], 10, 256),
 }
 
@@ -43,7 +45,7 @@ def test_allocated_bytes_equal_the_plan(devices: dict[str, object], name: str) -
     assert 0 <= cpu.workspace < 0.1 * cpu.allocated  # the CPU path's temporaries and alignment, beyond the plan
 
 
-@pytest.mark.parametrize("name", ["digits MLP", "digits CNN"])
+@pytest.mark.parametrize("name", ["digits MLP", "digits CNN", "char transformer"])
 def test_a_session_holds_what_the_program_plan_says(devices: dict[str, object], name: str) -> None:
     for device in devices.values():
         session = Session(PROGRAMS[name](), device, seed=1, level=Level.PROD, eval_batch=8)  # type: ignore[arg-type]

@@ -1,0 +1,46 @@
+"""Next-character windows of a text: indices into the sorted alphabet, the following character as the
+label, the fixed held-out split; and the Zen of Python the character transformer example is sized for."""
+
+from __future__ import annotations
+
+import struct
+
+import pytest
+
+from scellis.datasets import CHARS_CONTEXT, read_chars, zen_of_python
+from scellis.examples import char_transformer
+
+
+def ints(data: bytes) -> list[int]:
+    return list(struct.unpack(f"<{len(data) // 4}i", data))
+
+
+def test_windows_are_indices_labelled_by_the_next_character() -> None:
+    text = "abcabbcaab"  # windows of 3: 7 of them, the fifth (i = 4) held out
+    train, test, alphabet = read_chars(text, context=3)
+    assert alphabet == "abc"
+    assert (train.n, test.n, train.width, test.width) == (6, 1, 3, 3)
+    assert ints(test.features) == [1, 1, 2] and ints(test.labels) == [0]  # "bbc" -> "a"
+    assert ints(train.features)[:6] == [0, 1, 2, 1, 2, 0] and ints(train.labels)[:2] == [0, 1]
+    x, y = train.rows([5, 0])  # i = 6 ("caa" -> "b") and i = 0 ("abc" -> "a")
+    assert ints(x) == [2, 0, 0, 0, 1, 2] and ints(y) == [1, 0]
+
+
+def test_a_text_no_longer_than_the_window_has_no_examples() -> None:
+    train, test, _ = read_chars("abc", context=3)
+    assert train.n == test.n == 0
+
+
+def test_the_zen_of_python_fits_the_example(capsys: pytest.CaptureFixture[str]) -> None:
+    text = zen_of_python()
+    assert text.startswith("the zen of python, by tim peters\n") and text == text.lower()
+    train, test, alphabet = read_chars(text)
+    assert len(alphabet) == 32 and train.n + test.n == len(text) - CHARS_CONTEXT
+    assert test.n == (len(text) - CHARS_CONTEXT) // 5
+    program = char_transformer()
+    embed = next(n for n in program["nodes"] if n["id"] == "embed")
+    context = next(n for n in program["nodes"] if n["id"] == "context")
+    assert embed["params"]["num_embeddings"] == len(alphabet)
+    assert context["params"]["shape"] == [CHARS_CONTEXT]
+    assert zen_of_python() == text
+    assert capsys.readouterr().out == ""  # importing `this` prints the text: not into the caller's output
