@@ -48,3 +48,19 @@ def test_plan_on_webgpu_measures_its_budget_with_the_allocation_probe(
     assert cli.main(["plan", str(program), "--device", "webgpu", "--level", "prod"]) == 0
     out = capsys.readouterr().out
     assert "verdict: green\n  - takes " in out and "at least: the allocation probe allocated and released" in out
+
+
+def test_plan_of_a_resident_data_set_needs_its_size(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from scellis.remedies import apply
+
+    program = tmp_path / "resident.json"
+    program.write_text(json.dumps(apply(digits_mlp(), {"data": "resident"})))
+    assert cli.main(["plan", str(program), "--device", "cpu", "--level", "prod"]) == 2
+    assert "needs the number of training examples; got None" in capsys.readouterr().err
+    examples = 4_000_000  # 1 GiB of pixels: more than the given budget, which the model alone fits in
+    budget = str(512 << 20)
+    argv = ["plan", str(program), "--device", "cpu", "--level", "prod", "--examples", str(examples)]
+    assert cli.main([*argv, "--budget", budget]) == 1
+    out = capsys.readouterr().out
+    assert f"    resident data set: {examples * 65 * 4:,}" in out
+    assert "remedies:\n  - stream the data set: " in out and ', green (data "stream")' in out

@@ -58,6 +58,9 @@ def check(args: argparse.Namespace) -> int:
     return 1 if broken else 0
 
 
+EXAMPLES_HELP = "training examples, for a program that keeps its data set on the device (memory.data resident)"
+
+
 def _device(kind: str) -> object:
     """This machine's WebGPU adapter through wgpu-py, or the CPU path under wasmtime."""
     if kind == "webgpu":
@@ -69,7 +72,9 @@ def _device(kind: str) -> object:
     return asyncio.run(CpuDevice.open())
 
 
-def _load_program(path: str, batch: int | None, command: str) -> tuple[Any, Compiled] | None:
+def _load_program(
+    path: str, batch: int | None, command: str, examples: int | None = None
+) -> tuple[Any, Compiled] | None:
     """The program's JSON and the compiled program, or None after saying what is wrong with the file."""
     from scellis.graph import ProgramError
     from scellis.pipeline import compile_program
@@ -84,8 +89,8 @@ def _load_program(path: str, batch: int | None, command: str) -> tuple[Any, Comp
             from scellis.remedies import apply
 
             data = apply(data, {"batch": batch})
-        return data, compile_program(data)
-    except ProgramError as err:
+        return data, compile_program(data, examples=examples)
+    except (ProgramError, ValueError) as err:
         print(f"scellis {command}: {path}: {err}", file=sys.stderr)
         return None
 
@@ -98,7 +103,7 @@ def plan_cmd(args: argparse.Namespace) -> int:
     from scellis.planning import describe, judge, plan_program
     from scellis.remedies import advise, device_judge
 
-    loaded = _load_program(args.program, args.batch, "plan")
+    loaded = _load_program(args.program, args.batch, "plan", args.examples)
     if loaded is None:
         return 2
     data, compiled = loaded
@@ -116,7 +121,8 @@ def plan_cmd(args: argparse.Namespace) -> int:
     print(f"verdict: {judged.color}")
     print("\n".join(f"  - {reason}" for reason in judged.reasons))
     if judged.color != "green":
-        advice = advise(data, level, device.features, budget(plan.total), device_judge(device.limits, budget))
+        judge_on_device = device_judge(device.limits, budget)
+        advice = advise(data, level, device.features, budget(plan.total), judge_on_device, examples=args.examples)
         lines = [f"{r.name}: {r.plan.total:,} bytes, {r.verdict.color} ({_change(r.change)})" for r in advice.remedies]
         lines += advice.capacity
         print("remedies:" if lines else "remedies: none found")
@@ -132,7 +138,7 @@ def compile_cmd(args: argparse.Namespace) -> int:
     """Print the artifacts of a program's stages (what the app's Guide shows)."""
     from scellis.levels import parse_level
 
-    loaded = _load_program(args.program, args.batch, "compile")
+    loaded = _load_program(args.program, args.batch, "compile", args.examples)
     if loaded is None:
         return 2
     compiled = loaded[1]
@@ -186,6 +192,7 @@ def main(argv: list[str] | None = None) -> int:
         "--level", required=True, choices=[level.value for level in Level], help="determinism level of the kernels"
     )
     p_compile.add_argument("--batch", type=int, default=None, help="batch size (default: the program's loop setting)")
+    p_compile.add_argument("--examples", type=int, default=None, help=EXAMPLES_HELP)
     p_compile.add_argument(
         "--features",
         default="",
@@ -199,6 +206,7 @@ def main(argv: list[str] | None = None) -> int:
     p_plan.add_argument("--level", required=True, choices=[level.value for level in Level], help="determinism level")
     p_plan.add_argument("--batch", type=int, default=None, help="batch size (default: the program's loop setting)")
     p_plan.add_argument("--budget", type=int, default=None, help="bytes the device may use, instead of measuring it")
+    p_plan.add_argument("--examples", type=int, default=None, help=EXAMPLES_HELP)
     p_plan.set_defaults(func=plan_cmd)
     p_serve = sub.add_parser("serve", help="build when stale (in a checkout) and serve the app")
     p_serve.add_argument("--host", default="127.0.0.1")
