@@ -99,39 +99,16 @@ def plan_cmd(args: argparse.Namespace) -> int:
     """Print the memory a session of the program holds on a device of this machine, the verdict, and
     when it is not green the remedies (exit 1 on red)."""
     from scellis.levels import parse_level
-    from scellis.plan.budget import Budget
-    from scellis.planning import describe, judge, plan_program
-    from scellis.remedies import advise, device_judge
+    from scellis.planning import plan
 
     loaded = _load_program(args.program, args.batch, "plan", args.examples)
     if loaded is None:
         return 2
-    data, compiled = loaded
+    data, _ = loaded
     device: Any = _device(args.device)
-    level = parse_level(args.level)
-
-    def budget(need: int) -> Budget:
-        given = args.budget
-        return device.budget(need) if given is None else Budget(given, f"given with --budget {given:,}")
-
-    print(f"device: {device.name}")
-    plan = plan_program(compiled, level, device.features)
-    print("\n".join(describe(plan)))
-    judged = judge(plan, device.limits, budget(plan.total))
-    print(f"verdict: {judged.color}")
-    print("\n".join(f"  - {reason}" for reason in judged.reasons))
-    if judged.color != "green":
-        judge_on_device = device_judge(device.limits, budget)
-        advice = advise(data, level, device.features, budget(plan.total), judge_on_device, examples=args.examples)
-        lines = [f"{r.name}: {r.plan.total:,} bytes, {r.verdict.color} ({_change(r.change)})" for r in advice.remedies]
-        lines += advice.capacity
-        print("remedies:" if lines else "remedies: none found")
-        print("\n".join(f"  - {line}" for line in lines))
-    return 1 if judged.color == "red" else 0
-
-
-def _change(change: dict[str, Any]) -> str:
-    return ", ".join(f"{key} {json.dumps(value)}" for key, value in change.items())
+    report = plan(data, device, parse_level(args.level), examples=args.examples, budget=args.budget)
+    print("\n".join(report.lines()))
+    return 1 if report.verdict.color == "red" else 0
 
 
 def compile_cmd(args: argparse.Namespace) -> int:

@@ -4,7 +4,10 @@ planned, with the step's bytes by category at its peak. What `scellis plan` prin
 
 from __future__ import annotations
 
+import inspect
+import json
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from scellis.ir.function import input_role
 from scellis.levels import Level
@@ -14,6 +17,10 @@ from scellis.pipeline import Compiled
 from scellis.plan import plan_memory, update_in_place
 from scellis.plan.breakdown import Breakdown, breakdown, categories
 from scellis.plan.budget import Budget, DeviceLimits, Verdict, verdict
+
+if TYPE_CHECKING:
+    from scellis.remedies import Advice
+    from scellis.runtime.device import Device
 
 
 @dataclass(frozen=True)
@@ -100,3 +107,70 @@ def describe(plan: ProgramPlan) -> list[str]:
     lines.append(f"  training step at its peak ({where}), by category:")
     lines += [f"    {name}: {size:,}" for name, size in plan.step.bytes.items() if size]
     return lines
+
+
+@dataclass(frozen=True)
+class Report:
+    """A program planned on a device: the plan, the budget it was judged against, the verdict, and when
+    the verdict is not green what could help (remedies re-planned, capacity figures)."""
+
+    device: str
+    plan: ProgramPlan
+    budget: Budget
+    verdict: Verdict
+    advice: Advice | None
+
+    def lines(self) -> list[str]:
+        """The report as text (what `scellis plan` prints)."""
+        out = [f"device: {self.device}", *describe(self.plan), f"verdict: {self.verdict.color}"]
+        out += [f"  - {reason}" for reason in self.verdict.reasons]
+        if self.advice is not None:
+            found = [
+                f"{r.name}: {r.plan.total:,} bytes, {r.verdict.color} ({_change(r.change)})"
+                for r in self.advice.remedies
+            ]
+            found += self.advice.capacity
+            out.append("remedies:" if found else "remedies: none found")
+            out += [f"  - {line}" for line in found]
+        return out
+
+
+def _change(change: dict[str, Any]) -> str:
+    return ", ".join(f"{key} {json.dumps(value)}" for key, value in change.items())
+
+
+def plan(
+    program: dict[str, Any],
+    device: Device,
+    level: Level,
+    *,
+    eval_batch: int | None = None,
+    examples: int | None = None,
+    budget: int | None = None,
+) -> Report:
+    """Plan `program` (JSON) as a session on `device` would hold it, judge it against the device's
+    measured budget (or `budget` bytes, when given: planning for a smaller device), and when the verdict
+    is not green gather the remedies. For devices that measure synchronously (CPython's); the page
+    plans through scellis.app, whose device probes asynchronously."""
+    from scellis.pipeline import compile_program
+    from scellis.remedies import advise, device_judge
+
+    def budget_for(need: int) -> Budget:
+        if budget is not None:
+            return Budget(budget, f"given: {budget:,} bytes")
+        measured = device.budget(need)
+        if inspect.isawaitable(measured):
+            if inspect.iscoroutine(measured):
+                measured.close()  # never started: nothing reached the device
+            raise TypeError(f"{device.name} measures its budget asynchronously: plan in the page (scellis.app)")
+        return measured
+
+    compiled = compile_program(program, eval_batch=eval_batch, examples=examples)
+    planned = plan_program(compiled, level, device.features)
+    given = budget_for(planned.total)
+    judged = judge(planned, device.limits, given)
+    advice = None
+    if judged.color != "green":
+        on_device = device_judge(device.limits, budget_for)
+        advice = advise(program, level, device.features, given, on_device, eval_batch=eval_batch, examples=examples)
+    return Report(device.name, planned, given, judged, advice)

@@ -1,0 +1,52 @@
+"""`scellis.planning.plan`: a program planned and judged on a device of this machine in one call, with
+the remedies when it does not fit (what `scellis plan` prints)."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from scellis.examples import digits_cnn
+from scellis.levels import Level
+from scellis.pipeline import compile_program
+from scellis.planning import plan, plan_program
+from scellis.remedies import apply
+from scellis.runtime.cpu_device import CpuDevice
+
+
+@pytest.fixture(scope="module")
+def cpu() -> CpuDevice:
+    return asyncio.run(CpuDevice.open())
+
+
+def test_a_program_that_fits_is_green_with_no_advice(cpu: CpuDevice) -> None:
+    report = plan(digits_cnn(), cpu, Level.PROD)
+    assert report.verdict.color == "green" and report.advice is None
+    assert report.plan.total == plan_program(compile_program(digits_cnn()), Level.PROD, frozenset()).total
+    assert report.budget.bytes is not None and report.budget.bytes > report.plan.total
+    lines = report.lines()
+    assert lines[0] == f"device: {cpu.name}" and "verdict: green" in lines and not any("remed" in x for x in lines)
+
+
+def test_a_smaller_budget_gets_red_with_remedies_that_each_plan_as_promised(cpu: CpuDevice) -> None:
+    total = plan(digits_cnn(), cpu, Level.PROD).plan.total
+    report = plan(digits_cnn(), cpu, Level.PROD, budget=int(total * 0.7))
+    assert report.verdict.color == "red" and report.advice is not None and report.advice.remedies
+    assert report.budget.how == f"given: {int(total * 0.7):,} bytes"
+    for remedy in report.advice.remedies:  # applying a remedy is one call; its program plans what it said
+        remedied = plan(apply(digits_cnn(), remedy.change), cpu, Level.PROD, budget=int(total * 0.7))
+        assert remedied.plan.total == remedy.plan.total and remedied.verdict.color == remedy.verdict.color
+    assert any(r.verdict.color == "green" for r in report.advice.remedies)
+    assert "remedies:" in report.lines()
+
+
+def test_a_device_that_measures_asynchronously_is_named() -> None:
+    class PageDevice:
+        name, features, limits = "the page's WebGPU", frozenset(), None
+
+        async def budget(self, need: int) -> None:
+            return None
+
+    with pytest.raises(TypeError, match="the page's WebGPU measures its budget asynchronously"):
+        plan(digits_cnn(), PageDevice(), Level.PROD)  # type: ignore[arg-type]
