@@ -163,7 +163,19 @@ def _matmul(node: Node, g: Node, need: tuple[bool, ...]) -> Grads:
         da, db = mm(g, b, False, False), mm(g, a, True, False)
     else:
         da, db = mm(b, g, True, True), mm(g, a, True, True)
+    if need[1] and len(b.shape) == 2 and len(a.shape) > 2 and not ta:
+        db = _shared_weight_grad(a, g, tb)
     return (unbroadcast(da, a.shape) if need[0] else None, unbroadcast(db, b.shape) if need[1] else None)
+
+
+def _shared_weight_grad(a: Node, g: Node, tb: bool) -> Node:
+    """The gradient of a 2-D matrix b that every batch of `a` [..., M, K] is multiplied by (a linear
+    layer on a sequence): the batch axes folded into the rows, one matmul sums the products of every
+    batch, instead of a [batch, K, N] stack of per-batch products summed afterwards."""
+    rows = math.prod(a.shape[:-1])
+    a2, g2 = reshape(a, (rows, a.shape[-1])), reshape(g, (rows, g.shape[-1]))
+    arg = d.MatmulArg(True, False)
+    return make(Op.MATMUL, g2, a2, arg=arg) if tb else make(Op.MATMUL, a2, g2, arg=arg)
 
 
 def _conv2d(node: Node, g: Node, need: tuple[bool, ...]) -> Grads:
