@@ -16,7 +16,7 @@ from types import ModuleType
 
 from appdriver import LoadedApp, wait_ready
 
-from scellis.checks.cases import CASES, run_case
+from scellis.checks.cases import CASES, run_case, unsupported
 from scellis.checks.measure import Record, case_inputs, case_seed, failures, measure, to_bytes
 from scellis.levels import Level
 from scellis.lower import lower
@@ -29,7 +29,7 @@ HOW = {
 }
 PAGE = """
 import base64, json
-from scellis.checks.cases import CASES, run_case
+from scellis.checks.cases import CASES, run_case, unsupported
 from scellis.levels import Level
 if KIND == "webgpu":
     from scellis.runtime.browser_webgpu import BrowserWebGPU
@@ -40,6 +40,8 @@ else:
 inputs = json.loads(INPUTS)
 results = {}
 for case in CASES:
+    if unsupported(case, device.features):
+        continue
     fn = case.build()
     given = {k: base64.b64decode(v) for k, v in inputs[case.name].items()}
     for level in Level:
@@ -70,6 +72,8 @@ def _wasmtime_bytes(values: dict[str, dict]) -> dict[str, dict[str, bytes]]:
         device = await CpuDevice.open()
         out = {}
         for case in CASES:
+            if unsupported(case, device.features):
+                continue
             fn = case.build()
             for level in Level:
                 _, outs, _ = await run_case(device, fn, level, to_bytes(fn, values[case.name]))
@@ -91,6 +95,8 @@ def test_matrix_in_the_page(loaded: LoadedApp) -> None:
     features = frozenset(answer["features"])
     record = Record(f"chromium-{kind}", answer["name"], HOW[kind], sorted(features), [], [])
     for case in CASES:
+        if record.skip(case):
+            continue
         fn = case.build()
         for level in Level:
             got = answer["results"][f"{case.name}|{level.value}"]
@@ -104,7 +110,7 @@ def test_matrix_in_the_page(loaded: LoadedApp) -> None:
     if kind == "cpu":
         wasmtime = _wasmtime_bytes(values)
         for level in Level:
-            keys = [f"{c.name}|{level.value}" for c in CASES]
+            keys = [f"{c.name}|{level.value}" for c in CASES if not unsupported(c, features)]
             equal = [
                 {k: base64.b64decode(v) for k, v in answer["results"][key]["outputs"].items()} == wasmtime[key]
                 for key in keys

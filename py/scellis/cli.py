@@ -43,15 +43,19 @@ def info(args: argparse.Namespace) -> int:
 def check(args: argparse.Namespace) -> int:
     """Run the correctness matrix on one of this machine's devices and say how it went (exit 1 on a
     broken promise)."""
-    from scellis.checks.cases import CASES
+    from scellis.checks.cases import CASES, unsupported
     from scellis.checks.measure import check_case, failures, summary
 
     device = _device(args.device)
     features = ", ".join(sorted(device.features)) or "none"  # type: ignore[attr-defined]
     print(f"correctness matrix on {device.name} (optional features: {features})")  # type: ignore[attr-defined]
-    rows = [row for case in CASES for row in check_case(device, case)]
+    skipped = {case.name: unsupported(case, device.features) for case in CASES}  # type: ignore[attr-defined]
+    rows = [row for case in CASES if not skipped[case.name] for row in check_case(device, case)]
     for line in summary(rows):
         print(f"  {line}")
+    for name, reason in skipped.items():
+        if reason:
+            print(f"  skipped {name}: {reason}")
     broken = failures(rows)
     for line in broken:
         print(f"  FAILED {line}")

@@ -1,7 +1,9 @@
 """The correctness matrix on the CPython devices: every case (scellis.checks.cases) at every level on
 lavapipe (wgpu-py) and the CPU path (wasmtime), each output within its kernel's declared tolerance of the
-float64 reference (lower.variants.TOLERANCE), bit-identical where promised. The measured figures are
-written to build/correctness/<device>.json, which the build merges into the shipped correctness.json."""
+float64 reference (lower.variants.TOLERANCE), bit-identical where promised; a case needing a feature the
+device lacks (float16 storage: shader-f16, which the CPU path has not) is skipped and the reason recorded.
+The measured figures are written to build/correctness/<device>.json, which the build merges into the
+shipped correctness.json."""
 
 from __future__ import annotations
 
@@ -11,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from scellis.checks.cases import CASES, Case
+from scellis.checks.cases import CASES, Case, unsupported
 from scellis.checks.measure import Record, check_case, failures
 from scellis.levels import Level
 from scellis.runtime.cpu_device import CpuDevice
@@ -31,7 +33,7 @@ def device(request: pytest.FixtureRequest) -> Iterator[tuple[object, Record]]:
     dev = WgpuDevice() if request.param == "lavapipe" else asyncio.run(CpuDevice.open())
     record = Record(request.param, dev.name, DEVICES[request.param], sorted(dev.features), [], [])
     yield dev, record
-    if {row.case for row in record.rows} != {case.name for case in CASES}:
+    if record.cases != {case.name for case in CASES}:
         return  # a partial run (-k, -x): keep the last whole record
     record.note_repeats()
     record.write(RECORDS)
@@ -40,6 +42,9 @@ def device(request: pytest.FixtureRequest) -> Iterator[tuple[object, Record]]:
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
 def test_case_within_declared_tolerance_at_every_level(device: tuple[object, Record], case: Case) -> None:
     dev, record = device
+    reason = record.skip(case)
+    if reason is not None:
+        pytest.skip(reason)
     rows = check_case(dev, case)
     record.rows.extend(rows)
     assert not failures(rows), failures(rows)
@@ -55,3 +60,13 @@ def test_fast_says_what_it_uses_where_a_feature_is_missing() -> None:
     with_f16 = lower(large.build(), Level.FAST, frozenset({"shader-f16"}))
     assert [k.variant for k in with_f16.kernels] == ["tile128-vec4-f16"] and not with_f16.notes
     assert not lower(large.build(), Level.PROD).notes
+
+
+def test_a_case_a_device_cannot_run_is_skipped_with_its_reason() -> None:
+    """The CPU path has no shader-f16: the float16 storage case is recorded as skipped, and says why."""
+    case = next(c for c in CASES if c.name == "float16 storage")
+    assert unsupported(case, frozenset({"shader-f16"})) is None
+    record = Record("wasmtime", "CPU path", "test", [], [], [])
+    assert record.skip(case) == "needs the device feature shader-f16, which this device lacks"
+    assert record.to_json()["skipped"] == [{"case": "float16 storage", "reason": record.skipped[0]["reason"]}]
+    assert record.skip(CASES[0]) is None and record.cases == {"float16 storage"}

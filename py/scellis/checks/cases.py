@@ -24,6 +24,13 @@ class Case:
     name: str
     build: Callable[[], Function]
     ranges: dict[str, tuple[float, float]]  # input name -> (low, high)
+    needs: frozenset[str] = frozenset()  # device features it needs (float16 storage: shader-f16)
+
+
+def unsupported(case: Case, features: frozenset[str]) -> str | None:
+    """Why `case` cannot run on a device with `features`, or None when it can."""
+    missing = sorted(case.needs - frozenset(features))
+    return f"needs the device feature {', '.join(missing)}, which this device lacks" if missing else None
 
 
 def _x(name: str, shape: tuple[int, ...], dtype: DType = DType.F32) -> Node:
@@ -163,6 +170,25 @@ def _augment() -> Function:
     return Function("augmentation", (x, s, f), outs)
 
 
+def _float16() -> Function:
+    """Float16 storage: a value cast to float16 is stored so (the output is the stored value), and
+    every kind of kernel reading it widens it on load: elementwise, matmul (small tiles; large ones read
+    it four at a time), reduction and softmax rows."""
+    x, w = _x("x", (9, 37)), _x("w", (37, 21))
+    a, b = _x("a", (768, 16)), _x("b", (16, 768))
+    hx, hw, ha, hb = (make(Op.CAST, v, arg=d.CastArg(DType.F16)) for v in (x, w, a, b))
+    fx, fw, fa, fb = (make(Op.CAST, v, arg=d.CastArg(DType.F32)) for v in (hx, hw, ha, hb))
+    outs = (
+        ("cast (float32 to float16)", hx),
+        ("float16 load (elementwise)", make(Op.MUL, make(Op.ADD, fx, const(0.5)), fx)),
+        ("float16 load (matmul)", make(Op.MATMUL, fx, fw, arg=d.MatmulArg())),
+        ("float16 load (large matmul)", make(Op.MATMUL, fa, fb, arg=d.MatmulArg())),
+        ("float16 load (sum)", make(Op.SUM, fx, arg=d.ReduceArg((1,), False))),
+        ("float16 load (softmax)", make(Op.SOFTMAX, fx, arg=d.AxisArg(1))),
+    )
+    return Function("float16 storage", (x, w, a, b), outs)
+
+
 def _random() -> Function:
     key = input_node("key", d.Role.RNG, DType.U32, (2,))
     position = input_node("position", d.Role.SETTING, DType.U32, ())
@@ -200,6 +226,12 @@ CASES = (
     Case("gather and scatter", _rows, {"table": UNIT, "labels": (-(2**31), 2**31 - 1), "indices": (0, 11), "g": UNIT}),
     Case("augmentation", _augment, {"x": UNIT, "s": (0, 7), "f": UNIT}),
     Case("random", _random, {"key": (0, 2**32), "position": (0, 2**32)}),
+    Case(
+        "float16 storage",
+        _float16,
+        {"x": (-4.0, 4.0), "w": UNIT, "a": UNIT, "b": UNIT},
+        needs=frozenset({"shader-f16"}),
+    ),
 )
 
 

@@ -8,24 +8,24 @@ import asyncio
 import datetime
 import json
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import numpy as np
 
-from scellis.checks.cases import Case, run_case
+from scellis.checks.cases import Case, run_case, unsupported
 from scellis.engine import installed_engine_version
 from scellis.ir import Function
 from scellis.ir.function import input_name
 from scellis.levels import CHECKS, PROMISES, Level
 from scellis.lower.kernels import Kernel, Kind, Schedule
-from scellis.lower.variants import summed_terms, tolerance
+from scellis.lower.variants import float16_roundings, summed_terms, tolerance
 from scellis.ops import DType
 from scellis.ops import defs as d
 from scellis.runtime.reference import run
 
 SCHEMA = "scellis.correctness/1"
-WIRE = {DType.F32: "<f4", DType.I32: "<i4", DType.U32: "<u4", DType.BOOL: "<u4"}
+WIRE = {DType.F32: "<f4", DType.F16: "<f2", DType.I32: "<i4", DType.U32: "<u4", DType.BOOL: "<u4"}
 
 
 def case_inputs(case: Case, fn: Function, seed: int) -> dict[str, np.ndarray]:
@@ -72,7 +72,7 @@ COPIES = {Kind.GATHER, Kind.SHIFT2D, Kind.FLIP_LAST, Kind.MAX_POOL2D}
 
 
 def _exact(kernel: Kernel, dtype: DType) -> bool:
-    if dtype is not DType.F32 or kernel.kind in COPIES:
+    if not (dtype is DType.F32 or dtype is DType.F16) or kernel.kind in COPIES:
         return True
     return kernel.kind is Kind.RANDOM and kernel.arg.distribution is d.Distribution.UNIFORM  # type: ignore[attr-defined]
 
@@ -91,7 +91,8 @@ def measure(
         exact = _exact(kernel, node.dtype)
         diff = float(np.max(np.abs(got - ref))) if ref.size else 0.0
         scale = max(1.0, float(np.max(np.abs(ref)))) if ref.size else 1.0
-        error, bound = (diff, 0.0) if exact else (diff / scale, tolerance(kernel))
+        bound = 0.0 if exact else tolerance(kernel, float16_roundings(kernel, schedule))
+        error = diff if exact else diff / scale
         label = f"{kernel.kind.value} [{kernel.variant}]" if kernel.variant != "default" else kernel.kind.value
         ok = bool(error <= bound) and not math.isnan(error)
         rows.append(Row(case.name, name, level.value, label, summed_terms(kernel), exact, bound, error, ok, repeat))
@@ -157,6 +158,19 @@ class Record:
     features: list[str]
     rows: list[Row]
     identity: list[dict]  # {"check", "level", "cases", "identical"}
+    skipped: list[dict] = field(default_factory=list)  # {"case", "reason"}: cases this device cannot run
+
+    def skip(self, case: Case) -> str | None:
+        """Record why `case` cannot run on this device, if it cannot; returns the reason (None: it can)."""
+        reason = unsupported(case, frozenset(self.features))
+        if reason is not None:
+            self.skipped.append({"case": case.name, "reason": reason})
+        return reason
+
+    @property
+    def cases(self) -> set[str]:
+        """The cases measured or skipped."""
+        return {row.case for row in self.rows} | {s["case"] for s in self.skipped}
 
     def note_repeats(self) -> None:
         """One identity check per level, from the rows: did every case's second compile and run match."""
@@ -174,6 +188,7 @@ class Record:
             "levels": {level.value: {"promise": PROMISES[level], "checked": CHECKS[level]} for level in Level},
             "rows": [asdict(row) for row in self.rows],
             "identity": self.identity,
+            "skipped": self.skipped,
         }
 
     def write(self, folder: Path) -> Path:

@@ -44,7 +44,7 @@ RENDERERS: dict[Kind, Renderer] = {
 
 
 def render(kernel: Kernel, schedule: Schedule) -> WgslKernel:
-    bindings = wgsl_expr.bindings_of(kernel)
+    bindings = wgsl_expr.bindings_of(kernel, schedule)
     renderer = RENDERERS.get(kernel.kind)
     if renderer is None:
         raise ValueError(f"no WGSL renderer for {kernel.kind.value} kernels")

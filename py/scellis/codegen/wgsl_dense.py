@@ -74,7 +74,6 @@ def matmul(kernel: Kernel, schedule: Schedule, b: w.Bindings) -> tuple[str, tupl
     *batch, m, n = kernel.out.shape
     k = a.shape[-1]
     nbatch = math.prod(batch)
-    sa, sb = b.slot(a.buffer), b.slot(bm.buffer)
     decode, bcoords = w.decode("wid.z", tuple(batch), "b")
     a_base = w.index_expr(View(a.buffer, tuple(batch), a.strides[:-2], a.offset), bcoords) if batch else f"{a.offset}u"
     b_base = (
@@ -86,8 +85,8 @@ def matmul(kernel: Kernel, schedule: Schedule, b: w.Bindings) -> tuple[str, tupl
     if kernel.variant.startswith("tile128"):
         vec4, f16 = kernel.variant.startswith("tile128-vec4"), kernel.variant.endswith("-f16")
         source = _matmul_large(kernel, schedule, b, decode=decode, bases=(a_base, b_base), vec4=vec4, f16=f16)
-        declared = b.declarations(schedule, frozenset({a.buffer, bm.buffer}) if vec4 else frozenset())
-        header = ("enable f16;\n" if f16 else "") + declared + "\n" + w.helpers(kernel.expr)
+        declared = b.declarations(schedule, frozenset({a.buffer, bm.buffer}) if vec4 else frozenset(), f16)
+        header = declared + "\n" + w.helpers(kernel.expr)
         return header + source, (-(-n // LARGE), -(-m // LARGE), nbatch)
     r = 4
     tile, tile_k = 16 * r, BLOCKING[r]
@@ -101,6 +100,8 @@ def matmul(kernel: Kernel, schedule: Schedule, b: w.Bindings) -> tuple[str, tupl
         for i in range(r)
     )
     fma = "\n".join(f"      c{i}_{j} = fma(a{i}, b{j}, c{i}_{j});" for i, j in cells)
+    read_a = b.read(a.buffer, f"a_base + (row0 + ra) * {am}u + (k0 + kk) * {ak}u")
+    read_b = b.read(bm.buffer, f"b_base + (k0 + kb) * {bk}u + (col0 + c) * {bn}u")
     stores = []
     for i, j in cells:
         epi = _epilogue(kernel, schedule, b, coords, acc=f"c{i}_{j}", first=2)
@@ -125,12 +126,12 @@ var<workgroup> tile_b: array<array<f32, {tile + PAD}>, {tile_k}>;
       let ra = flat / {tile_k}u;
       let kk = flat % {tile_k}u;
       var va = 0.0;
-      if (row0 + ra < {m}u && k0 + kk < {k}u) {{ va = in{sa}[a_base + (row0 + ra) * {am}u + (k0 + kk) * {ak}u]; }}
+      if (row0 + ra < {m}u && k0 + kk < {k}u) {{ va = {read_a}; }}
       tile_a[kk][ra] = va;
       let kb = flat / {tile}u;
       let c = flat % {tile}u;
       var vb = 0.0;
-      if (k0 + kb < {k}u && col0 + c < {n}u) {{ vb = in{sb}[b_base + (k0 + kb) * {bk}u + (col0 + c) * {bn}u]; }}
+      if (k0 + kb < {k}u && col0 + c < {n}u) {{ vb = {read_b}; }}
       tile_b[kb][c] = vb;
     }}
     workgroupBarrier();
@@ -151,23 +152,24 @@ def _tile_loads(kernel: Kernel, b: w.Bindings, tk: int, vec4: bool, f16: bool = 
     for the f16 variant)."""
     a, bm = kernel.inputs[:2]
     m, n, k = kernel.out.shape[-2], kernel.out.shape[-1], a.shape[-1]
-    sa, sb = b.slot(a.buffer), b.slot(bm.buffer)
     am, ak = a.strides[-2:]
     bk, bn = bm.strides[-2:]
     quads = LARGE // 4
     elem = "f16" if f16 else ""
     if not vec4:
+        read_a = b.read(a.buffer, f"a_base + (row0 + ra) * {am}u + (k0 + ka) * {ak}u")
+        read_b = b.read(bm.buffer, f"b_base + (k0 + kb) * {bk}u + (col0 + cb) * {bn}u")
         return f"""    for (var e = 0u; e < {LARGE * tk // 256}u; e = e + 1u) {{
       let flat = t + e * 256u;
       let ra = flat / {tk}u;
       let ka = flat % {tk}u;
       var va = 0.0;
-      if (row0 + ra < {m}u && k0 + ka < {k}u) {{ va = in{sa}[a_base + (row0 + ra) * {am}u + (k0 + ka) * {ak}u]; }}
+      if (row0 + ra < {m}u && k0 + ka < {k}u) {{ va = {read_a}; }}
       tile_a[ka * {quads}u + ra / 4u][ra % 4u] = {elem}(va);
       let kb = flat / {LARGE}u;
       let cb = flat % {LARGE}u;
       var vb = 0.0;
-      if (k0 + kb < {k}u && col0 + cb < {n}u) {{ vb = in{sb}[b_base + (k0 + kb) * {bk}u + (col0 + cb) * {bn}u]; }}
+      if (k0 + kb < {k}u && col0 + cb < {n}u) {{ vb = {read_b}; }}
       tile_b[kb * {quads}u + cb / 4u][cb % 4u] = {elem}(vb);
     }}"""
     # K and N are multiples of 4 here: a vec4 is either wholly inside the matrix or wholly outside
@@ -180,14 +182,14 @@ def _tile_loads(kernel: Kernel, b: w.Bindings, tk: int, vec4: bool, f16: bool = 
       let kq = flat % {tk // 4}u;
       var va = vec4<f32>(0.0);
       if (row0 + ra < {m}u && k0 + 4u * kq < {k}u) {{
-        va = in{sa}[(a_base + (row0 + ra) * {am}u + k0 + 4u * kq) / 4u];
+        va = {b.read(a.buffer, f"(a_base + (row0 + ra) * {am}u + k0 + 4u * kq) / 4u", vec4=True)};
       }}
 {scatter}
       let kb = flat / {quads}u;
       let cq = flat % {quads}u;
       var vb = vec4<f32>(0.0);
       if (k0 + kb < {k}u && col0 + 4u * cq < {n}u) {{
-        vb = in{sb}[(b_base + (k0 + kb) * {bk}u + col0 + 4u * cq) / 4u];
+        vb = {b.read(bm.buffer, f"(b_base + (k0 + kb) * {bk}u + col0 + 4u * cq) / 4u", vec4=True)};
       }}
       tile_b[kb * {quads}u + cq] = {"vec4<f16>" if f16 else ""}(vb);
     }}"""
@@ -288,7 +290,6 @@ def reduce(kernel: Kernel, schedule: Schedule, b: w.Bindings) -> tuple[str, tupl
     out_shape = kernel.out.shape
     red_shape = view.shape[len(out_shape) :]
     count = math.prod(red_shape)
-    slot = b.slot(view.buffer)
     outs = math.prod(out_shape)
     decode_o, ocoords = w.decode("o", out_shape, "c")
     decode_r, rcoords = w.decode("r", red_shape, "k")
@@ -306,7 +307,7 @@ def reduce(kernel: Kernel, schedule: Schedule, b: w.Bindings) -> tuple[str, tupl
         f"  var acc = {start};",
         f"  for (var r = lid.x; r < {count}u; r = r + {LANES}u) {{",
         *(f"    {line}" for line in decode_r),
-        f"    let x = in{slot}[{index}];",
+        f"    let x = {b.read(view.buffer, index)};",
         f"    {accumulate}",
         "  }",
         "  part[lid.x] = acc;",
@@ -323,7 +324,7 @@ def reduce(kernel: Kernel, schedule: Schedule, b: w.Bindings) -> tuple[str, tupl
             "  var sq = 0.0;",
             f"  for (var r = lid.x; r < {count}u; r = r + {LANES}u) {{",
             *(f"    {line}" for line in decode_r),
-            f"    let dx = in{slot}[{index}] - mean;",
+            f"    let dx = {b.read(view.buffer, index)} - mean;",
             "    sq = sq + dx * dx;",
             "  }",
             "  part[lid.x] = sq;",
@@ -345,9 +346,8 @@ def rows(kernel: Kernel, schedule: Schedule, b: w.Bindings) -> tuple[str, tuple[
     (view,) = kernel.inputs
     *row_shape, count = view.shape
     nrows = math.prod(row_shape)
-    slot = b.slot(view.buffer)
     decode_o, ocoords = w.decode("o", tuple(row_shape), "c")
-    x_at = f"in{slot}[{w.index_expr(view, [*ocoords, 'r'])}]"
+    x_at = b.read(view.buffer, w.index_expr(view, [*ocoords, "r"]))
     head = [
         f"var<workgroup> part: array<f32, {LANES}>;",
         f"var<workgroup> part_i: array<u32, {LANES}>;",

@@ -11,8 +11,8 @@ from scellis.lower.kernels import Acc, Apply, Const, Coord, Expr, Kernel, Load, 
 from scellis.ops import DType, Op
 from scellis.ops import defs as d
 
-WGSL_TYPE = {DType.F32: "f32", DType.I32: "i32", DType.U32: "u32", DType.BOOL: "u32"}
-VALUE_TYPE = {DType.F32: "f32", DType.I32: "i32", DType.U32: "u32", DType.BOOL: "bool"}
+WGSL_TYPE = {DType.F32: "f32", DType.F16: "f16", DType.I32: "i32", DType.U32: "u32", DType.BOOL: "u32"}
+VALUE_TYPE = {DType.F32: "f32", DType.F16: "f16", DType.I32: "i32", DType.U32: "u32", DType.BOOL: "bool"}
 
 # Abramowitz & Stegun 7.1.26 (|error| < 1.5e-7): WGSL has no erf.
 ERF_FN = """
@@ -59,10 +59,12 @@ fn sc_cos(x: f32) -> f32 {
 
 @dataclass(frozen=True)
 class Bindings:
-    """Distinct buffers a kernel reads, in binding order; the output buffer binds last."""
+    """Distinct buffers a kernel reads, in binding order; the output buffer binds last. `half`: those
+    stored as float16 (array<f16>, which needs shader-f16), converted to float32 wherever read."""
 
     reads: tuple[int, ...]
     out: int
+    half: frozenset[int] = frozenset()
 
     def slot(self, buffer: int) -> int:
         return self.reads.index(buffer)
@@ -71,23 +73,34 @@ class Bindings:
         """The WGSL array holding `buffer`: the output itself for a kernel that updates in place."""
         return "out" if buffer == self.out else f"in{self.slot(buffer)}"
 
-    def declarations(self, schedule: Schedule, vec4: frozenset[int] = frozenset()) -> str:
-        """`vec4` lists buffers read four floats at a time (their binding is an array<vec4<f32>>)."""
-        lines = []
+    def read(self, buffer: int, index: str, vec4: bool = False) -> str:
+        """WGSL reading element `index` of `buffer` as float32 (or the vec4 at `index`, for a buffer
+        declared vec4)."""
+        raw = f"{self.array(buffer)}[{index}]"
+        if buffer not in self.half:
+            return raw
+        return f"vec4<f32>({raw})" if vec4 else f"f32({raw})"
+
+    def declarations(self, schedule: Schedule, vec4: frozenset[int] = frozenset(), f16: bool = False) -> str:
+        """`vec4` lists buffers read four elements at a time (bound as array<vec4<f32>>, or vec4<f16>
+        for float16 storage); `f16`: the kernel computes in float16 itself."""
+        lines = ["enable f16;"] if f16 or self.half else []
         for i, buffer in enumerate(self.reads):
-            ty = "vec4<f32>" if buffer in vec4 else WGSL_TYPE[schedule.buffer(buffer).dtype]
+            ty = WGSL_TYPE[schedule.buffer(buffer).dtype]
+            ty = f"vec4<{ty}>" if buffer in vec4 else ty
             lines.append(f"@group(0) @binding({i}) var<storage, read> in{i}: array<{ty}>;")
         ty = WGSL_TYPE[schedule.buffer(self.out).dtype]
         lines.append(f"@group(0) @binding({len(self.reads)}) var<storage, read_write> out: array<{ty}>;")
         return "\n".join(lines)
 
 
-def bindings_of(kernel: Kernel) -> Bindings:
+def bindings_of(kernel: Kernel, schedule: Schedule) -> Bindings:
     reads: list[int] = []
     for view in kernel.inputs:
         if view.buffer not in reads and view.buffer != kernel.out.buffer:
             reads.append(view.buffer)
-    return Bindings(tuple(reads), kernel.out.buffer)
+    half = frozenset(b for b in (*reads, kernel.out.buffer) if schedule.buffer(b).dtype is DType.F16)
+    return Bindings(tuple(reads), kernel.out.buffer, half)
 
 
 def literal(value: float, dtype: DType) -> str:
@@ -132,8 +145,9 @@ def decode(flat: str, shape: tuple[int, ...], prefix: str = "c") -> tuple[list[s
 
 
 def load_expr(view: View, array: str, dtype: DType, coords: list[str]) -> str:
+    """An element of `view` (stored as `dtype`) as the value a kernel computes with."""
     raw = f"{array}[{index_expr(view, coords)}]"
-    return f"({raw} != 0u)" if dtype is DType.BOOL else raw
+    return {DType.BOOL: f"({raw} != 0u)", DType.F16: f"f32({raw})"}.get(dtype, raw)
 
 
 UNARY = {

@@ -34,7 +34,7 @@ def input_at(kernel: Kernel, b: w.Bindings, i: int, coords: list[str]) -> str:
     multiplies each by its stride, so compound ones are parenthesised."""
     view = kernel.inputs[i]
     wrapped = [c if c.isidentifier() else f"({c})" for c in coords]
-    return f"in{b.slot(view.buffer)}[{w.index_expr(view, wrapped)}]"
+    return b.read(view.buffer, w.index_expr(view, wrapped))
 
 
 def _value_expr(kernel: Kernel, schedule: Schedule) -> Expr:
@@ -307,7 +307,7 @@ def gather(kernel: Kernel, schedule: Schedule, b: w.Bindings) -> Source:
     # The row term is spelled out: a one-row table's row stride is 0, and index_expr would drop the
     # indices read with it (an unused binding is left out of the automatic layout).
     rest = w.index_expr(View(table.buffer, table.shape[1:], table.strides[1:], table.offset), coords[lead:])
-    value = f"in{b.slot(table.buffer)}[{rest} + u32({row}) * {math.prod(table.shape[1:])}u]"
+    value = b.read(table.buffer, f"{rest} + u32({row}) * {math.prod(table.shape[1:])}u")
     return per_element(kernel, schedule, b, f"let acc = {value};")
 
 
@@ -319,7 +319,7 @@ def scatter_add(kernel: Kernel, schedule: Schedule, b: w.Bindings) -> Source:
     flat_g = _rows(g, len(indices.shape))
     rest = [f"c{a}" for a in range(1, len(kernel.out.shape))]
     index = f"in{b.slot(indices.buffer)}[{w.index_expr(flat_indices, ['j'])}]"
-    value = f"in{b.slot(g.buffer)}[{w.index_expr(flat_g, ['j', *rest])}]"
+    value = b.read(g.buffer, w.index_expr(flat_g, ["j", *rest]))
     body = f"""var acc = 0.0;
 for (var j = 0u; j < {count}u; j = j + 1u) {{
   if ({index} == i32(c0)) {{ acc = acc + {value}; }}

@@ -29,7 +29,16 @@ class Buffer:
 
     @property
     def nbytes(self) -> int:
-        return max(self.size, 1) * 4  # bools are stored as u32 on every device
+        return storage_bytes(self.dtype, self.size)
+
+
+def storage_bytes(dtype: DType, size: int) -> int:
+    """Bytes a buffer of `size` elements takes on every device: 4 per element (bools are stored as u32),
+    float16 2 per element rounded up to a multiple of 4 (WebGPU's copies and bindings come in words);
+    at least one element. The one place buffer sizes are decided: plans, devices and wire formats read it."""
+    if dtype is DType.F16:
+        return -(-max(size, 1) // 2) * 4
+    return max(size, 1) * 4
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,11 @@ MAX_INPUTS buffers (WebGPU's default of 8 storage buffers per stage, one for the
 
 Fusion rule: an elementwise node is computed inside its consumer when it has exactly one consumer and
 that consumer is elementwise too; otherwise it is written to a buffer.
+
+float16 is a storage type: a float16 value is always written to a buffer of its own (its kernel stores
+float16), and its cast back to float32 costs no kernel: every kernel converts what it loads from a float16
+buffer to float32 (`Expr` steps loading one are float32). So the kernel that computes a value stores it
+in float16 and every reader converts it on load.
 """
 
 from __future__ import annotations
@@ -159,7 +164,7 @@ class Lowerer:
             if isinstance(tree, PLoad):
                 if tree.view not in loads:
                     loads[tree.view] = len(base_inputs) + len(loads)
-                step, dtype = Load(loads[tree.view]), self.buffers[tree.view.buffer].dtype
+                step, dtype = Load(loads[tree.view]), loaded(self.buffers[tree.view.buffer].dtype)
             elif isinstance(tree, PConst):
                 step, dtype = Const(tree.value, tree.dtype), tree.dtype
             elif isinstance(tree, PAcc):
@@ -175,6 +180,9 @@ class Lowerer:
             return memo[id(tree)]
 
         emit(p.tree)
+        if p.dtype is DType.F16 and dtypes[-1] is not DType.F16:  # a copy into float16 storage rounds
+            steps.append(Apply(Op.CAST, d.CastArg(DType.F16), (len(steps) - 1,)))
+            dtypes.append(DType.F16)
         expr = Expr(tuple(steps), tuple(dtypes))
         inputs = (*base_inputs, *loads)
         covers = tuple(sorted({*p.covers, *(producer.covers if producer else ())}))
@@ -195,6 +203,11 @@ class Lowerer:
         if value.shape == shape or _broadcastable(value.tree, value.shape, shape):
             return _broadcast_tree(value.tree, value.shape, shape)
         return PLoad(views.broadcast(self.view_of(value), shape))
+
+
+def loaded(dtype: DType) -> DType:
+    """The type a kernel computes with when it loads an element of `dtype`: float16 is widened."""
+    return DType.F32 if dtype is DType.F16 else dtype
 
 
 def _size(shape: tuple[int, ...]) -> int:
@@ -279,7 +292,8 @@ def lower(fn: Function, level: Level, features: frozenset[str] = frozenset()) ->
     for node in nodes:
         if node.op is not Op.INPUT:
             value = _lower_node(low, node)
-            if isinstance(value, Pending) and low.uses.get(id(node), 0) > 1 and not _recomputable(value):
+            shared = low.uses.get(id(node), 0) > 1
+            if isinstance(value, Pending) and (node.dtype is DType.F16 or (shared and not _recomputable(value))):
                 value = low.write(value, None)
             low.values[id(node)] = value
     by_name = dict(inputs)
@@ -313,6 +327,7 @@ def _outputs(low: Lowerer, fn: Function, inputs: dict[str, int]) -> tuple[tuple[
             view = low.write(value, name)
         elif (
             value.buffer in taken
+            or low.buffers[value.buffer].dtype is not node.dtype  # float16 storage read as float32
             or not value.is_contiguous
             or value.offset
             or value.size != low.buffers[value.buffer].size
@@ -339,6 +354,8 @@ def _lower_node(low: Lowerer, node: Node) -> Value:  # noqa: PLR0911 - one branc
         return Pending((), node.dtype, PConst(node.arg.value, node.dtype))
     if node.op in VIEW_OPS:
         return _view(low, node, src[0])
+    if node.op is Op.CAST and node.src[0].dtype is DType.F16 and node.dtype is DType.F32 and isinstance(src[0], View):
+        return src[0]  # float16 storage read as float32: its readers convert on load
     if node.op in ELEMENTWISE:
         return _cover(_elementwise(low, node, src), pos)
     if node.op in PRODUCERS:
@@ -359,7 +376,7 @@ def _contiguous(low: Lowerer, value: Value) -> View:
     view = low.view_of(value)
     if view.is_contiguous:
         return view
-    return low.write(Pending(view.shape, low.buffers[view.buffer].dtype, PLoad(view)), None)
+    return low.write(Pending(view.shape, loaded(low.buffers[view.buffer].dtype), PLoad(view)), None)
 
 
 def _uniform(value: Value) -> bool:

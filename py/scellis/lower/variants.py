@@ -10,7 +10,8 @@ from collections.abc import Callable
 from typing import Any
 
 from scellis.levels import Level
-from scellis.lower.kernels import Kernel, Kind
+from scellis.lower.kernels import Kernel, Kind, Schedule
+from scellis.ops import DType
 
 LARGE_MATMUL = 128  # both output sides at least this
 LARGE_TILES = 32  # and at least this many 128 x 128 output tiles
@@ -112,9 +113,24 @@ def summed_terms(kernel: Kernel) -> int:
     return rule(kernel) if rule else 1
 
 
-def tolerance(kernel: Kernel) -> float:
-    """The declared bound on `kernel`'s error against the float64 reference (see TOLERANCE)."""
-    return TOLERANCE[kernel.variant] * math.sqrt(summed_terms(kernel))
+# Float16 storage: WGSL rounds a value converted to float16 to either neighbour (the direction is the
+# implementation's), the reference to nearest even, so a stored value may differ from the reference's by
+# one float16 step: 2**-10 relative. A kernel that loads float16 may see such a difference in every term;
+# one that stores float16 adds one more.
+FLOAT16_STEP = 2.0**-10
+
+
+def float16_roundings(kernel: Kernel, schedule: Schedule) -> int:
+    """How many float16 roundings `kernel`'s error may carry: one if it loads float16 storage, one if it
+    stores it."""
+    half = {b.id for b in schedule.buffers if b.dtype is DType.F16}
+    return int(any(v.buffer in half for v in kernel.inputs)) + int(kernel.out.buffer in half)
+
+
+def tolerance(kernel: Kernel, roundings: int = 0) -> float:
+    """The declared bound on `kernel`'s error against the float64 reference (see TOLERANCE), for a kernel
+    whose float16 storage carries `roundings` roundings (float16_roundings)."""
+    return (TOLERANCE[kernel.variant] + roundings * FLOAT16_STEP) * math.sqrt(summed_terms(kernel))
 
 
 def with_variants(kernels: list[Kernel], level: Level, features: frozenset[str]) -> tuple[Kernel, ...]:

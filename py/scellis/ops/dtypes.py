@@ -6,16 +6,19 @@ import enum
 
 
 class DType(enum.Enum):
-    """What one element is. Floats are float32 on devices; the reference may run them in float64."""
+    """What one element is. Floats are float32 on devices; the reference may run them in float64.
+    float16 is a storage type only: values are cast to it to be stored and cast back to float32 to be
+    computed with (no op but CAST takes or makes it), and only devices with shader-f16 hold it."""
 
     F32 = "float32"
+    F16 = "float16"
     I32 = "int32"
     U32 = "uint32"  # random keys and counters
     BOOL = "bool"
 
     @property
     def short(self) -> str:
-        return {"float32": "f32", "int32": "i32", "uint32": "u32", "bool": "bool"}[self.value]
+        return {"float32": "f32", "float16": "f16", "int32": "i32", "uint32": "u32", "bool": "bool"}[self.value]
 
     @property
     def is_float(self) -> bool:
@@ -23,4 +26,4 @@ class DType(enum.Enum):
 
     @property
     def itemsize(self) -> int:
-        return 1 if self is DType.BOOL else 4
+        return {"float16": 2, "bool": 1}.get(self.value, 4)

@@ -23,7 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from scellis.lower.kernels import ACC, Kernel, Kind, Schedule, View
-from scellis.ops import Op
+from scellis.ops import DType, Op
 from scellis.ops import defs as d
 from scellis.plan import plan_memory, update_in_place
 from scellis.plan.budget import Budget, DeviceLimits
@@ -188,6 +188,11 @@ def _aligned(nbytes: int) -> int:
 
 def compile_schedule(cpu: CpuPath, schedule: Schedule) -> CompiledCpu:
     """Place `schedule` in `cpu`'s memory and encode every kernel once (see the module docstring)."""
+    if any(b.dtype is DType.F16 for b in schedule.buffers):
+        raise ValueError(
+            f"{schedule.name} stores float16, which the CPU path cannot: float16 storage needs a WebGPU "
+            "device with shader-f16"
+        )
     schedule = update_in_place(schedule)
     memory = _Memory(cpu, schedule)
     parts = [p for i, k in enumerate(schedule.kernels) for p in _kernel_parts(k, memory, memory.temp.get(i))]

@@ -6,7 +6,8 @@ kernels (WGSL pipelines and bind groups; or the CPU path's encoded call list), a
 step. The compiled step is driven with one call per step: `submit(writes, reads)` writes the named
 inputs, dispatches every kernel and the carry copies (`param/w` into `w` ...), and returns an awaitable
 of the named outputs' bytes that the caller may await later, or never, so the next step is never held
-up by a readback. Bytes are little-endian, 4 per element; bools are u32 0/1.
+up by a readback. Bytes are little-endian, 4 per element; bools are u32 0/1; float16 storage 2 per
+element, padded with zeros to whole 4-byte words (a buffer's bytes are always `Buffer.nbytes`).
 
 Implementations: `runtime.browser_webgpu` (the page's WebGPU, through app/src/executor.js),
 `runtime.wgpu_native` (wgpu-py), `runtime.cpu_device` (the CPU path, in the page or under wasmtime) and

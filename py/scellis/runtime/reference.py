@@ -24,9 +24,11 @@ class ReferenceInputError(ValueError):
 
 
 def numpy_dtype(dtype: DType, float_dtype: np.dtype) -> np.dtype:
-    return {DType.F32: float_dtype, DType.I32: np.dtype(np.int32), DType.U32: np.dtype(np.uint32)}.get(
-        dtype, np.dtype(np.bool_)
-    )
+    """float16 storage is float16 here too (numpy rounds to nearest even), whatever `float_dtype` is."""
+    if dtype is DType.F32:
+        return float_dtype
+    types: dict[DType, np.dtype] = {DType.F16: np.dtype(np.float16), DType.I32: np.dtype(np.int32)}
+    return types.get(dtype, np.dtype(np.uint32) if dtype is DType.U32 else np.dtype(np.bool_))
 
 
 def run(fn: Function, inputs: Mapping[str, object], float_dtype: type = np.float64) -> dict[str, Array]:

@@ -19,7 +19,7 @@ from scellis.runtime import reference as ref
 from scellis.runtime.ready import Synchronous
 
 FLOAT = np.dtype(np.float64)
-WIRE = {DType.F32: "<f4", DType.I32: "<i4", DType.U32: "<u4", DType.BOOL: "<u4"}
+WIRE = {DType.F32: "<f4", DType.F16: "<f2", DType.I32: "<i4", DType.U32: "<u4", DType.BOOL: "<u4"}
 DIRECT_OPS = {
     Kind.CONV2D_GRAD_INPUT: Op.CONV2D_GRAD_INPUT,
     Kind.CONV2D_GRAD_WEIGHT: Op.CONV2D_GRAD_WEIGHT,
@@ -46,8 +46,13 @@ class _Shaped:
 
 class ReferenceDevice:
     name = "reference (numpy, float64)"
-    features: frozenset[str] = frozenset()
     limits = DeviceLimits(2**62, 2**62, 2**31 - 1)  # host memory holds numpy arrays of any size
+
+    def __init__(self, features: frozenset[str] = frozenset()) -> None:
+        """`features`: the WebGPU device's to stand in for. Float16 storage (shader-f16) is modelled: a
+        float16 buffer holds numpy float16, so every store rounds to nearest even; arithmetic stays
+        float64 (fast's float16 matmul tiles are not modelled: their tolerance covers the difference)."""
+        self.features = features
 
     def budget(self, need: int) -> Budget:
         """The reference computes in host memory; its float64 arrays are not what the plan counts."""
@@ -71,13 +76,14 @@ class CompiledReference(Synchronous):
     def write(self, name: str, data: bytes) -> None:
         buffer = self.schedule.buffer(self.names[name])
         values = np.frombuffer(data, dtype=WIRE[buffer.dtype])
-        if values.size != buffer.size:
+        if values.size != buffer.size and len(data) != buffer.nbytes:  # float16: padded to whole words
             raise ValueError(f"{name!r} holds {buffer.size} elements, got {values.size}")
-        self.memory[buffer.id][: buffer.size] = values.astype(self.memory[buffer.id].dtype)
+        self.memory[buffer.id][: buffer.size] = values[: buffer.size].astype(self.memory[buffer.id].dtype)
 
     def read(self, name: str) -> bytes:
         buffer = self.schedule.buffer(self.names[name])
-        return self.memory[buffer.id][: buffer.size].astype(WIRE[buffer.dtype]).tobytes()
+        data = self.memory[buffer.id][: buffer.size].astype(WIRE[buffer.dtype]).tobytes()
+        return data.ljust(buffer.nbytes, b"\0")
 
     def run(self) -> None:
         for kernel in self.schedule.kernels:
@@ -86,7 +92,8 @@ class CompiledReference(Synchronous):
             self.memory[copy.dst][...] = self.memory[copy.src]
 
     def _kernel(self, kernel: Kernel) -> np.ndarray:
-        inputs = [self._view(v) for v in kernel.inputs]
+        # float16 storage is widened on load, as every device does (stores round: numpy assigns to nearest)
+        inputs = [x.astype(FLOAT) if x.dtype == np.float16 else x for x in map(self._view, kernel.inputs)]
         acc = self._accumulator(kernel, inputs)
         return evaluate(kernel.expr, inputs, acc, kernel.out.shape)
 
