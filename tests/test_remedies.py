@@ -4,17 +4,18 @@ no batch fits (no device: budgets are given)."""
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import pytest
 
 from scellis import cli
-from scellis.examples import digits_cnn
+from scellis.examples import deep_chain, digits_cnn
 from scellis.levels import Level
 from scellis.pipeline import compile_program
 from scellis.plan.budget import GREEN_SHARE, Budget, DeviceLimits
 from scellis.planning import plan_program
-from scellis.remedies import Judge, capacity, device_judge, smaller_batch
+from scellis.remedies import Judge, advise, apply, capacity, device_judge, smaller_batch
 
 LIMITS = DeviceLimits(1 << 30, 1 << 30, 32)
 
@@ -32,6 +33,20 @@ def test_the_largest_green_batch_is_found_and_one_more_is_not() -> None:
     assert remedy.plan.total <= GREEN_SHARE * budget
     above = plan_program(compile_program(data, batch=remedy.plan.batch + 1), Level.PROD, frozenset())
     assert above.total > GREEN_SHARE * budget  # re-planned at batch + 1: no longer green
+
+
+def test_checkpointing_is_offered_between_the_two_totals_and_plans_green() -> None:
+    data = deep_chain(40)
+    plain = plan_program(compile_program(data), Level.PROD, frozenset()).total
+    cut = plan_program(compile_program(apply(data, {"checkpoint": True})), Level.PROD, frozenset()).total
+    budget = math.ceil(cut / GREEN_SHARE)  # green with checkpointing, red without
+    assert cut < budget < plain
+    advice = advise(data, Level.PROD, frozenset(), Budget(budget, "a test budget"), fixed(budget))
+    remedy = next(r for r in advice.remedies if r.name == "activation checkpointing")
+    assert remedy.change == {"checkpoint": True} and remedy.verdict.color == "green" and remedy.plan.total == cut
+    applied = plan_program(compile_program(apply(data, remedy.change)), Level.PROD, frozenset())
+    assert applied.total == cut and fixed(budget)(applied).color == "green"
+    assert fixed(budget)(plan_program(compile_program(data), Level.PROD, frozenset())).color == "red"
 
 
 def test_capacity_when_no_batch_can_fit() -> None:

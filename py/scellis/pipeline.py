@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from scellis.autodiff import grad
+from scellis.autodiff.checkpoint import checkpoint, ordered_like
 from scellis.codegen import render
 from scellis.graph import ValidProgram, validate
 from scellis.graph.lowering import Mode
@@ -105,8 +106,7 @@ def compile_program(
     needs `examples`, the training split's size; one that streams its batches ignores it."""
     program = validate(data)  # drawn program: JSON checked against the catalog, all problems at once
     fwd = forward(program, Mode.TRAIN, batch, resident_examples(program, examples))  # typed IR: shapes inferred
-    backward = grad(fwd.fn, "loss", fwd.trainable)  # gradients: reverse mode, trainable parameters only
-    step = apply_optimizer(backward, program.optimizer, fwd.trainable)  # update: optimizer as IR
+    backward, step = _train(fwd.fn, "loss", fwd, program)  # gradients (reverse mode), the update as IR
     evaluate = forward(program, Mode.EVAL, eval_batch or batch).fn
     init = init_function(fwd)
     scaled_backward, scaled_step, scaled_init = _loss_scaled(fwd, program, init, LossScaling())
@@ -135,6 +135,17 @@ def resident_examples(program: ValidProgram, examples: int | None) -> int | None
 def _loss_scaled(fwd: Lowered, program: ValidProgram, init: Function, settings: LossScaling) -> tuple[Function, ...]:
     """Gradients of loss * scale; the training step with dynamic loss scaling (gradients unscaled, a
     non-finite step skipped); and init with the scale's initial value."""
-    backward = grad(scale_loss(fwd.fn), SCALED_LOSS, fwd.trainable)
-    step = apply_optimizer(backward, program.optimizer, fwd.trainable, settings)
+    backward, step = _train(scale_loss(fwd.fn), SCALED_LOSS, fwd, program, settings)
     return backward, step, Function(init.name, init.inputs, init.outputs + initial_outputs(settings))
+
+
+def _train(
+    fn: Function, loss: str, fwd: Lowered, program: ValidProgram, settings: LossScaling | None = None
+) -> tuple[Function, Function]:
+    """Gradients of `loss` for the trainable parameters, and the training step. With `memory.checkpoint`
+    the backward recomputes the forward segment by segment, from the loss back (autodiff.checkpoint)."""
+    backward = grad(fn, loss, fwd.trainable)
+    if program.memory.checkpoint:
+        backward = checkpoint(fn, backward, loss)
+    step = apply_optimizer(backward, program.optimizer, fwd.trainable, settings)
+    return backward, ordered_like(step, backward) if program.memory.checkpoint else step

@@ -16,11 +16,16 @@ class IRError(ValueError):
 
 @dataclass(frozen=True)
 class Function:
-    """A pure function: `inputs` (INPUT nodes, each named once) to named `outputs`."""
+    """A pure function: `inputs` (INPUT nodes, each named once) to named `outputs`.
+
+    `first`: nodes the outputs depend on, visited in this order before the outputs, so the canonical
+    order (and so the kernel order) computes them first. It changes no value; empty unless a pass
+    orders the work for memory (autodiff.checkpoint)."""
 
     name: str
     inputs: tuple[Node, ...]
     outputs: tuple[tuple[str, Node], ...]
+    first: tuple[Node, ...] = ()
 
     def input(self, name: str) -> Node:
         node = self._inputs_by_name.get(name)
@@ -54,7 +59,7 @@ class Function:
 
     @functools.cached_property
     def _order(self) -> tuple[Node, ...]:
-        return tuple(toposort([*self.inputs, *(node for _, node in self.outputs)]))
+        return tuple(toposort([*self.inputs, *self.first, *(node for _, node in self.outputs)]))
 
 
 def input_name(node: Node) -> str:
@@ -91,8 +96,9 @@ def toposort(roots: list[Node]) -> list[Node]:
 
 def verify(fn: Function, types: bool = True) -> None:
     """Raise IRError unless: inputs are INPUT nodes with unique names, every INPUT reached is
-    declared, output names are unique, and (with `types`) every node's type is what its op's rule
-    infers. Nodes built with `make` are typed by construction, so `types=False` suffices for them."""
+    declared, output names are unique, the outputs depend on every node ordered `first`, and (with
+    `types`) every node's type is what its op's rule infers. Nodes built with `make` are typed by
+    construction, so `types=False` suffices for them."""
     names = [input_name(n) if n.op is Op.INPUT else "" for n in fn.inputs]
     if any(n.op is not Op.INPUT for n in fn.inputs):
         raise IRError(f"{fn.name}: a declared input is not an INPUT node")
@@ -101,6 +107,10 @@ def verify(fn: Function, types: bool = True) -> None:
     out_names = [name for name, _ in fn.outputs]
     if len(set(out_names)) != len(out_names):
         raise IRError(f"{fn.name}: output names repeat")
+    if fn.first:
+        needed = {id(n) for n in toposort([node for _, node in fn.outputs])}
+        if any(id(n) not in needed for n in fn.first):
+            raise IRError(f"{fn.name}: a node ordered first is not one the outputs depend on")
     declared = {id(n) for n in fn.inputs}
     for node in fn.nodes():
         if node.op is Op.INPUT and id(node) not in declared:
