@@ -1,4 +1,5 @@
-"""scellis.app: what the page calls to train the example, here on the CPU path under wasmtime."""
+"""scellis.app: what the page calls to plan its program, apply remedies and train, here on the CPU path under
+wasmtime."""
 
 from __future__ import annotations
 
@@ -7,8 +8,14 @@ import json
 
 import pytest
 
-from scellis.app import train_example
-from scellis.datasets import digits_csv, read_digits, to_files
+from scellis.app import apply_remedy, capped, example_program, plan_example, train_example
+from scellis.datasets import digits_csv, from_files, read_digits, to_files
+from scellis.examples import digits_mlp
+from scellis.levels import Level
+from scellis.pipeline import compile_program
+from scellis.plan.breakdown import CATEGORIES
+from scellis.plan.budget import GREEN_SHARE, Budget
+from scellis.planning import plan_program
 
 
 def test_train_example_reports_every_epoch_with_level_and_notes() -> None:
@@ -29,3 +36,92 @@ def test_unknown_level_and_device_are_named() -> None:
         asyncio.run(train_example(files, "cpu", "quick", 1, print))
     with pytest.raises(ValueError, match="unknown device kind 'tpu'"):
         asyncio.run(train_example(files, "tpu", "prod", 1, print))
+
+
+FILES = to_files(*read_digits(digits_csv().read_bytes()))
+MIB = 1 << 20
+
+
+def plan(program: str, cap: int | None = None) -> dict:
+    return json.loads(asyncio.run(plan_example(FILES, program, "cpu", "prod", cap)))
+
+
+def test_the_plan_is_the_sessions_with_every_category_in_order() -> None:
+    shown = plan(example_program())
+    assert shown["program"] == "digits-mlp" and shown["batch"] == 64 and shown["level"] == "prod"
+    assert [row["category"] for row in shown["breakdown"]] == list(CATEGORIES)
+    functions = {f["name"]: f for f in shown["functions"]}
+    assert list(functions) == ["training step", "evaluation", "init"] and not functions["init"]["held"]
+    assert shown["total"] == functions["training step"]["bytes"] + functions["evaluation"]["bytes"]
+    assert sum(row["bytes"] for row in shown["breakdown"]) == functions["training step"]["bytes"]
+    # the session evaluates the whole held-out split at once: the plan compiles evaluation for it too
+    held_out = from_files(FILES)[1].n
+    session_plan = plan_program(compile_program(digits_mlp(), eval_batch=held_out), Level.PROD, frozenset())
+    assert shown["total"] == session_plan.total
+    assert shown["verdict"]["color"] == "green" and shown["remedies"] == [] and shown["capacity"] == []
+    assert shown["budget"]["cap"] is None and shown["budget"]["how"].startswith("wasm32 memory")
+    assert shown["green_share"] == GREEN_SHARE
+
+
+def test_a_cap_below_the_plan_is_red_and_training_is_refused() -> None:
+    total = plan(example_program())["total"]
+    cap = total - 1
+    shown = plan(example_program(), cap)
+    assert shown["budget"]["bytes"] == cap and shown["budget"]["cap"] == cap
+    assert shown["budget"]["how"].startswith(f"limited to {cap:,} bytes by the memory cap set in the page")
+    assert shown["verdict"]["color"] == "red"
+    assert shown["verdict"]["reasons"] == [
+        f"needs {total:,} bytes, more than the budget of {cap:,} ({shown['budget']['how']})"
+    ]
+    # evaluation of the whole held-out split does not shrink with the batch: no smaller batch is green
+    assert all(r["verdict"]["color"] != "green" for r in shown["remedies"])
+    seen: list[str] = []
+    out = json.loads(asyncio.run(train_example(FILES, "cpu", "prod", 1, seen.append, cap=cap)))
+    assert seen == [] and out["memory"]["verdict"] == "red"
+    assert out["refused"].startswith("digits-mlp does not fit on CPU path (WebAssembly)")
+    assert f"more than the budget of {cap:,}" in out["refused"]
+
+
+def test_the_batch_remedy_applied_is_what_plans_green_and_trains() -> None:
+    cap = int(0.65 * MIB)  # the digits MLP takes more than 80 % of it: yellow
+    shown = plan(example_program(), cap)
+    assert shown["verdict"]["color"] == "yellow"
+    remedy = next(r for r in shown["remedies"] if "batch" in r["change"])
+    assert remedy["verdict"]["color"] == "green" and remedy["name"] == f"batch {remedy['batch']}"
+    assert remedy["batch"] < 64
+    program = apply_remedy(example_program(), json.dumps(remedy["change"]))
+    assert json.loads(program)["loop"]["batch_size"] == remedy["batch"]
+    again = plan(program, cap)
+    assert again["verdict"]["color"] == "green" and again["total"] == remedy["total"] and again["remedies"] == []
+    seen: list[dict] = []
+    run = train_example(FILES, "cpu", "prod", 1, lambda text: seen.append(json.loads(text)), program=program, cap=cap)
+    last = json.loads(asyncio.run(run))
+    assert [row["epoch"] for row in seen] == [1] and last["batch"] == remedy["batch"]
+    assert last["steps"] == from_files(FILES)[0].n // remedy["batch"]
+    assert last["memory"] == {"bytes": remedy["total"], "verdict": "green", "reasons": again["verdict"]["reasons"]}
+
+
+def test_below_the_batch_independent_bytes_the_capacity_facts_are_shown() -> None:
+    shown = plan(example_program(), 100_000)
+    assert shown["verdict"]["color"] == "red"
+    assert shown["capacity"][0].startswith("no batch size fits: parameters, gradients and optimizer state alone need")
+    assert all(r["verdict"]["color"] == "red" for r in shown["remedies"])
+
+
+def test_a_cap_above_the_measured_budget_changes_nothing_but_says_so() -> None:
+    measured = Budget(1000, "a test budget")
+    assert capped(measured, None) == measured
+    assert capped(measured, 5000) == Budget(1000, "a test budget; the memory cap of 5,000 bytes is above it")
+    unmeasured = capped(Budget(None, "no probe"), 5000)
+    assert unmeasured == Budget(5000, "limited to 5,000 bytes by the memory cap set in the page; measured: no probe")
+    with pytest.raises(ValueError, match="the memory cap must be a positive number of bytes, got 0"):
+        asyncio.run(plan_example(FILES, example_program(), "cpu", "prod", 0))
+
+
+def test_a_program_keeping_its_data_set_on_the_device_plans_and_trains_it() -> None:
+    program = apply_remedy(example_program(), json.dumps({"data": "resident"}))
+    shown = plan(program)
+    resident = {row["category"]: row["bytes"] for row in shown["breakdown"]}["resident data set"]
+    assert resident >= from_files(FILES)[0].n * 64 * 4  # the training split's pixels, at least
+    last = json.loads(asyncio.run(train_example(FILES, "cpu", "prod", 1, lambda text: None, program=program)))
+    assert last["memory"]["bytes"] == shown["total"] and last["test"]["metric/accuracy"] > 0.5

@@ -47,6 +47,14 @@ class BrowserCompiled:
         return _bytes(await self.handle.fetch(to_js(names)))
 
 
+def _measured_when(dates: list[str]) -> str:
+    """When the probe's answers were measured: "now", on the date of the oldest kept one, or both."""
+    kept = sorted(d for d in dates if d)
+    if not kept:
+        return "measured now"
+    return f"measured on {kept[0]}" + (" and now" if len(kept) < len(dates) else "")
+
+
 def _bytes(result: Any) -> dict[str, bytes]:
     return {str(entry[0]): bytes(entry[1].to_bytes()) for entry in js.Object.entries(result)}
 
@@ -58,7 +66,6 @@ class BrowserWebGPU:
         self.gpu = js.globalThis.scellisGpu
         self.name = str(self.gpu.name)
         self.features = frozenset(str(f) for f in self.gpu.features)
-        self._probes: dict[int, bool] = {}
         limits = self.gpu.limits
         self.limits = DeviceLimits(
             int(limits.max_buffer_size), int(limits.max_storage_binding), int(limits.max_storage_buffers)
@@ -66,16 +73,19 @@ class BrowserWebGPU:
 
     async def budget(self, need: int) -> Budget:
         """WebGPU does not say how much memory its device has: the page's allocation probe measures
-        around `need` (plan.budget.probe_search), each answer kept for the page's life."""
+        around `need` (plan.budget.probe_search). The page keeps each answer per adapter across visits
+        (app/src/probes.js); the budget says when the answers it rests on were measured."""
         search = probe_search(need)
         size = next(search)
+        dates: list[str] = []  # of answers kept from earlier; "" for one measured now
         try:
             while True:
-                if size not in self._probes:
-                    self._probes[size] = bool(await self.gpu.probe(size))
-                size = search.send(self._probes[size])
+                answer = await self.gpu.measure(size)
+                dates.append(str(answer.measured)[:10] if answer.stored else "")
+                size = search.send(bool(answer.fits))
         except StopIteration as done:
-            return done.value
+            budget: Budget = done.value
+        return Budget(budget.bytes, f"{budget.how}; {_measured_when(dates)}")
 
     async def compile(self, schedule: Schedule) -> BrowserCompiled:
         plan = step_plan(schedule)
