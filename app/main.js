@@ -1,6 +1,7 @@
 // Entry module: the only one that runs code on import.
 
 import { boot, exampleGuide } from "./src/boot.js";
+import { errorText } from "./src/format.js";
 import {
   showEpoch,
   showError,
@@ -10,20 +11,83 @@ import {
   showStage,
   showTrainDone,
   showTrainPanel,
+  showTrainRefused,
   stagesSeen,
 } from "./src/page.js";
-import { prepareDevice, trainExample } from "./src/train.js";
+import { capFromText } from "./src/plan.js";
+import { showCapError, showPlan, showPlanMessage, wirePlanControls } from "./src/planpanel.js";
+import { applyRemedy, exampleProgram, fetchData, planProgram, prepareDevice, trainProgram } from "./src/train.js";
 
-const EPOCHS = 20;
+// What the page will run: the program (JSON text: the example, or the example changed by the remedies
+// named in `applied`), the device kind, the level, the memory cap (bytes or null). Replaced, never
+// mutated, on every change; the plan shown is always of the latest one.
+function runController(pyodide, files, kind, example) {
+  let run = { kind, program: example, applied: [], level: "", cap: null };
+  let latest = 0;
+  const replan = async () => {
+    if (!run.level) return;
+    latest += 1;
+    const ticket = latest;
+    showPlanMessage("planning", "Planning…");
+    try {
+      const plan = await planProgram(pyodide, files, run);
+      if (ticket === latest) showPlan(plan, run.applied, apply);
+    } catch (error) {
+      console.error(error);
+      if (ticket === latest) showPlanMessage("error", `Planning failed: ${errorText(error)}`);
+    }
+  };
+  const apply = async (remedy) => {
+    showPlanMessage("planning", `Applying ${remedy.name}…`);
+    try {
+      const program = await applyRemedy(pyodide, run.program, remedy.change);
+      run = { ...run, program, applied: [...run.applied, remedy.name] };
+    } catch (error) {
+      console.error(error);
+      showPlanMessage("error", `Applying ${remedy.name} failed: ${errorText(error)}`);
+      return;
+    }
+    await replan();
+  };
+  const update = (change) => {
+    run = { ...run, ...change };
+    replan();
+  };
+  wirePlanControls({
+    probed: kind === "webgpu",
+    onCap: (text) => {
+      const parsed = capFromText(text);
+      showCapError(parsed.error ?? "");
+      if (!parsed.error) update({ cap: parsed.cap });
+    },
+    onReset: () => update({ program: example, applied: [] }),
+    onMeasure: () => {
+      globalThis.scellisGpu?.forgetProbes(); // the next plan probes the device again
+      replan();
+    },
+  });
+  return { setLevel: (level) => update({ level }), current: () => run };
+}
 
-function startTraining(session, level) {
-  const kind = session.report.selected.device.kind;
-  trainExample(session.pyodide, kind, level, EPOCHS, showEpoch)
-    .then((last) => showTrainDone(last, null))
+function startTraining(pyodide, files, run, onEpoch) {
+  trainProgram(pyodide, files, run, onEpoch)
+    .then((last) => (last.refused ? showTrainRefused(last) : showTrainDone(last, null)))
     .catch((error) => {
       console.error(error);
       showTrainDone(null, error);
     });
+}
+
+// The train card with its memory plan panel, once the data and the example program are here.
+async function showRun(session) {
+  const base = new URL(".", location.href);
+  const [files, example] = await Promise.all([fetchData(base), exampleProgram(session.pyodide)]);
+  const { selected, levels } = session.report;
+  const controller = runController(session.pyodide, files, selected.device.kind, example);
+  showTrainPanel(selected, levels, {
+    onLevel: controller.setLevel,
+    onTrain: (level, epochs) => startTraining(session.pyodide, files, { ...controller.current(), level, epochs }, showEpoch),
+  });
 }
 
 // Registers the service worker and has it keep a copy of this build; resolves once the copy is whole.
@@ -45,8 +109,8 @@ boot(showStage)
     const readyMs = performance.now(); // since navigation began
     window.scellis = { ...session, readyMs, stages: stagesSeen, prepareDevice };
     showReady(session, readyMs);
-    showTrainPanel(session.report.selected, session.report.levels, (level) => startTraining(session, level));
     return Promise.all([
+      showRun(session),
       exampleGuide(session.pyodide).then(showGuide),
       enableOffline(session.buildText)
         .catch((error) => `not available (${error.message})`)

@@ -3,6 +3,8 @@
 // command encoder; scalar outputs come back through a ring of mappable staging buffers, so the
 // next step is submitted before the previous step's loss is read.
 
+import { adapterIdentity, pageStorage, probeStore } from "./probes.js";
+
 const STORAGE = () => GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST;
 
 export class CompiledStep {
@@ -96,10 +98,30 @@ class PipelineCache {
   }
 }
 
+// Whether `nbytes` can be allocated on `device` now, in buffers no larger than the largest; every
+// buffer is destroyed before this resolves, whatever happens.
+async function probe(device, nbytes) {
+  const chunk = Math.floor(device.limits.maxBufferSize / 4) * 4;
+  const buffers = [];
+  device.pushErrorScope("out-of-memory");
+  let thrown = false;
+  try {
+    for (let start = 0; start < nbytes; start += chunk) {
+      const size = Math.ceil(Math.min(chunk, nbytes - start) / 4) * 4;
+      buffers.push(device.createBuffer({ size, usage: GPUBufferUsage.STORAGE }));
+    }
+  } catch {
+    thrown = true;
+  }
+  const error = await device.popErrorScope();
+  for (const buffer of buffers) buffer.destroy();
+  return !thrown && error === null;
+}
+
 // The page's WebGPU device, opened once. Nothing fails silently: compiling a plan checks every
 // pipeline and bind group under a validation error scope, and any later uncaptured error is kept
-// and thrown by the next call.
-export async function openDevice(adapter) {
+// and thrown by the next call. The probe's answers are kept per adapter in `storage` (probes.js).
+export async function openDevice(adapter, storage = pageStorage()) {
   // the optional features the fast level can use, enabled when the adapter has them
   const features = ["shader-f16"].filter((f) => adapter.features.has(f));
   // the adapter's largest buffers, not WebGPU's defaults (256 MiB buffers, 128 MiB bindings)
@@ -117,6 +139,8 @@ export async function openDevice(adapter) {
     if (failure) throw new Error(`WebGPU error: ${failure.message}`);
   };
   const info = adapter.info ?? {};
+  const identity = adapterIdentity(adapter, globalThis.navigator?.userAgent);
+  const probes = probeStore(storage, identity, (nbytes) => probe(device, nbytes));
   return {
     device,
     features,
@@ -126,25 +150,11 @@ export async function openDevice(adapter) {
       max_storage_buffers: device.limits.maxStorageBuffersPerShaderStage,
     },
     name: info.description || [info.vendor, info.architecture].filter(Boolean).join(" ") || "WebGPU adapter",
-    // Whether `nbytes` can be allocated now, in buffers no larger than the largest; every buffer is
-    // destroyed before this resolves, whatever happens.
-    async probe(nbytes) {
-      const chunk = Math.floor(device.limits.maxBufferSize / 4) * 4;
-      const buffers = [];
-      device.pushErrorScope("out-of-memory");
-      let thrown = false;
-      try {
-        for (let start = 0; start < nbytes; start += chunk) {
-          const size = Math.ceil(Math.min(chunk, nbytes - start) / 4) * 4;
-          buffers.push(device.createBuffer({ size, usage: GPUBufferUsage.STORAGE }));
-        }
-      } catch {
-        thrown = true;
-      }
-      const error = await device.popErrorScope();
-      for (const buffer of buffers) buffer.destroy();
-      return !thrown && error === null;
-    },
+    probe: (nbytes) => probe(device, nbytes),
+    // the probe's answer for `nbytes` as {fits, measured, stored}: from an earlier visit when kept
+    measure: (nbytes) => probes.measure(nbytes),
+    // "measure again": the next plan probes instead of reusing kept answers
+    forgetProbes: () => probes.forget(),
     async compile(plan) {
       check();
       device.pushErrorScope("validation");

@@ -45,3 +45,12 @@ export function engineFacts(report, build, readyMs) {
     ["Ready in", `${(readyMs / 1000).toFixed(2)} s`],
   ];
 }
+
+// An error as one line for the page: Python's (through Pyodide) carries its whole traceback in its
+// message, whose last line names the exception and says what went wrong.
+export function errorText(error) {
+  const message = error && error.message ? String(error.message) : String(error);
+  if (error?.type === undefined) return message;
+  const lines = message.trim().split("\n");
+  return lines[lines.length - 1];
+}

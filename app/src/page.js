@@ -1,6 +1,6 @@
-// DOM rendering of the start-up state; the only module that touches the document.
+// DOM rendering of the start-up state and of training (the memory plan panel's is planpanel.js).
 
-import { deviceFacts, engineFacts, formatBytes } from "./format.js";
+import { deviceFacts, engineFacts, errorText, formatBytes } from "./format.js";
 
 const STAGES = 4;
 
@@ -70,8 +70,9 @@ export function showGuide(guide) {
   section.dataset.ready = "yes";
 }
 
-// The level has no default: training starts only once one is chosen, and its promise is shown.
-export function showTrainPanel(selected, promises, onTrain) {
+// The level has no default: planning and training start only once one is chosen, and its promise is
+// shown. `onLevel(level)` runs on each choice; `onTrain(level, epochs)` on the button.
+export function showTrainPanel(selected, promises, { onLevel, onTrain }) {
   const section = document.getElementById("train");
   const level = document.getElementById("train-level");
   level.onchange = () => {
@@ -81,18 +82,25 @@ export function showTrainPanel(selected, promises, onTrain) {
     link.textContent = "how it is checked, and what was measured";
     promise.replaceChildren(`${promises[level.value]} `, link);
     document.getElementById("train-button").disabled = false;
+    onLevel(level.value);
   };
   const device = selected.device;
   const where = device.kind === "cpu" ? "CPU path (WebAssembly)" : `WebGPU — ${device.name}`;
   document.getElementById("train-device").textContent = `Runs on: ${where}`;
   const button = document.getElementById("train-button");
   button.onclick = () => {
-    button.disabled = true;
-    level.disabled = true;
+    const epochs = document.getElementById("train-epochs");
+    if (!epochs.checkValidity() || epochs.value === "") {
+      document.getElementById("train-status").textContent = "epochs: a whole number from 1 to 1000";
+      return;
+    }
+    document.getElementById("train-setup").disabled = true; // no change to the run while it trains
     section.dataset.state = "running";
     section.dataset.level = level.value;
+    document.querySelector("#train-log tbody").replaceChildren();
+    document.getElementById("train-memory").textContent = "";
     document.getElementById("train-status").textContent = `training at level ${level.value}…`;
-    onTrain(level.value);
+    onTrain(level.value, Number(epochs.value));
   };
   section.hidden = false;
 }
@@ -122,8 +130,19 @@ export function showTrainDone(last, error) {
   section.dataset.state = error ? "error" : "done";
   if (!error) section.dataset.accuracy = String(last.test["metric/accuracy"]);
   document.getElementById("train-status").textContent = error
-    ? `training failed: ${error.message}`
+    ? `training failed: ${errorText(error)}`
     : `done: test accuracy ${(last.test["metric/accuracy"] * 100).toFixed(1)} % after ${last.steps} steps, level ${last.level}`;
+  document.getElementById("train-setup").disabled = false;
+}
+
+// A red memory plan: the engine refused the run before anything reached the device; its reasons.
+export function showTrainRefused(refused) {
+  const section = document.getElementById("train");
+  section.dataset.state = "refused";
+  document.getElementById("train-status").textContent = `refused: ${refused.refused}`;
+  const memory = refused.memory;
+  document.getElementById("train-memory").textContent = `Memory: ${formatBytes(memory.bytes)} planned, verdict ${memory.verdict}`;
+  document.getElementById("train-setup").disabled = false;
 }
 
 export function showOffline(status) {

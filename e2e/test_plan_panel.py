@@ -1,0 +1,214 @@
+"""The memory plan panel in the page, with WebGPU (SwiftShader) and on the CPU path: the plan before
+training, a memory limit that makes it red (training refused, with the engine's reasons), a batch
+remedy that makes it green and trains, and the allocation probe's answers kept across visits.
+Screenshots of the panel go to e2e/artifacts/."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+from appdriver import LoadedApp, wait_ready
+from playwright.sync_api import Page
+
+from scellis.app import example_program, plan_example
+from scellis.datasets import digits_csv, from_files, read_digits, to_files
+
+ARTIFACTS = Path(__file__).resolve().parent / "artifacts"
+PLAN_TIMEOUT_MS = 120_000
+TRAIN_TIMEOUT_MS = 300_000
+FILES = to_files(*read_digits(digits_csv().read_bytes()))
+
+
+def cpython_plan(cap: int | None = None) -> dict:
+    """The digits MLP's plan as the page's CPU path makes it, here under wasmtime (in a thread of its
+    own: Playwright's event loop runs in this one)."""
+    with ThreadPoolExecutor(1) as thread:
+        run = thread.submit(asyncio.run, plan_example(FILES, example_program(), "cpu", "prod", cap))
+        return json.loads(run.result())
+
+
+def mib(n: int) -> str:
+    return repr(n / (1 << 20))  # exact: the page multiplies back by 2**20
+
+
+@pytest.fixture(scope="module")
+def expected() -> dict:
+    """The plan, a cap below it (red), and a cap it takes more than 80 % of (yellow) where a smaller
+    batch is green."""
+    plan = cpython_plan()
+    red, yellow = int(plan["total"] * 0.9), int(plan["total"] / 0.85)
+    remedied = cpython_plan(yellow)
+    assert cpython_plan(red)["verdict"]["color"] == "red" and remedied["verdict"]["color"] == "yellow"
+    assert any(r["verdict"]["color"] == "green" and "batch" in r["change"] for r in remedied["remedies"])
+    return {"plan": plan, "red": red, "yellow": yellow}
+
+
+def kind_of(loaded: LoadedApp) -> str:
+    return loaded.page.evaluate("() => document.body.dataset.device")
+
+
+def screenshot(page: Page, kind: str, name: str) -> None:
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.locator("#plan").screenshot(path=str(ARTIFACTS / f"plan-panel-{kind}-{name}.png"))
+
+
+def wait_plan(page: Page, verdict: str | None = None) -> dict:
+    """Waits for the panel to show a plan (of `verdict`, when given); returns what it shows."""
+    shown = "#plan[data-state=shown]" + (f"[data-verdict={verdict}]" if verdict else "")
+    page.wait_for_selector(f"{shown}, #plan[data-state=error]", timeout=PLAN_TIMEOUT_MS)
+    assert page.get_attribute("#plan", "data-state") == "shown", page.inner_text("#plan")
+    return page.evaluate(
+        """() => {
+          const text = (id) => document.getElementById(id).textContent;
+          return {
+            verdict: text("plan-verdict"),
+            badge: document.querySelector("#plan-verdict .verdict-badge").className,
+            reasons: [...document.querySelectorAll("#plan-reasons li")].map((li) => li.textContent),
+            program: text("plan-program"),
+            budget: text("plan-budget-line"),
+            segments: document.querySelectorAll("#plan-chart .plan-segment").length,
+            markers: [...document.querySelectorAll("#plan-chart .plan-marker")].map((m) => m.textContent),
+            chartLabel: document.getElementById("plan-chart").getAttribute("aria-label"),
+            legend: [...document.querySelectorAll("#plan-legend li")].map((li) => li.textContent),
+            legendTitles: [...document.querySelectorAll("#plan-legend data")].map((d) => d.title),
+            functions: text("plan-functions"),
+            remedies: [...document.querySelectorAll("#plan-remedies button")].map((b) => b.textContent),
+            remediesShown: !document.getElementById("plan-remedies-box").hidden,
+            measureShown: !document.getElementById("plan-measure").hidden,
+          };
+        }"""
+    )
+
+
+def set_cap(page: Page, cap: int) -> None:
+    page.fill("#plan-cap", mib(cap))
+    page.press("#plan-cap", "Enter")  # the limit's form: Enter sets it
+
+
+def train(page: Page, epochs: int) -> dict:
+    page.fill("#train-epochs", str(epochs))
+    page.click("#train-button")
+    done = "#train[data-state=done], #train[data-state=refused], #train[data-state=error]"
+    page.wait_for_selector(done, timeout=TRAIN_TIMEOUT_MS)
+    return page.evaluate(
+        """() => ({state: document.getElementById('train').dataset.state,
+          status: document.getElementById('train-status').textContent,
+          memory: document.getElementById('train-memory').textContent,
+          rows: [...document.querySelectorAll('#train-log tbody tr')].map((tr) =>
+            [...tr.children].map((td) => td.textContent))})"""
+    )
+
+
+def test_the_plan_is_shown_before_training(loaded: LoadedApp, expected: dict) -> None:
+    page, kind, plan = loaded.page, kind_of(loaded), expected["plan"]
+    assert page.get_attribute("#plan", "data-state") == "waiting"  # no level, no plan
+    page.select_option("#train-level", "prod")
+    shown = wait_plan(page)
+    assert shown["verdict"] == "Verdict: green — fits with headroom" and "verdict-green" in shown["badge"]
+    assert page.get_attribute("#plan-verdict", "aria-live") == "polite"
+    assert shown["program"] == "Program: digits-mlp, batch 64 (the example as shipped)"
+    assert shown["reasons"][0].startswith(f"takes {plan['total']:,} of a budget of ")
+    assert shown["segments"] >= 5 and shown["markers"][0].startswith("budget ")
+    assert " held while training, " in shown["chartLabel"] and " of a budget of " in shown["chartLabel"]
+    parameters = plan["breakdown"][0]
+    assert parameters["category"] == "parameters" and shown["legend"][0].startswith("parameters: ")
+    assert shown["legendTitles"][0] == f"{parameters['bytes']:,} bytes"
+    assert shown["legend"][-1].startswith("evaluation (compiled alongside): ")
+    assert "training step" in shown["functions"] and "init" in shown["functions"]
+    assert f"({plan['total']:,} bytes)" in shown["functions"]
+    assert not shown["remediesShown"]
+    if kind == "webgpu":
+        assert "the allocation probe" in shown["budget"] and shown["budget"].endswith("measured now")
+        assert shown["measureShown"]
+    else:
+        assert "wasm32 memory" in shown["budget"] and not shown["measureShown"]
+    screenshot(page, kind, "green")
+
+
+def test_a_memory_limit_makes_it_red_and_training_is_refused(loaded: LoadedApp, expected: dict) -> None:
+    page, kind, total, red = loaded.page, kind_of(loaded), expected["plan"]["total"], expected["red"]
+    set_cap(page, red)
+    shown = wait_plan(page, "red")
+    assert shown["verdict"].startswith("Verdict: red — does not fit") and "verdict-red" in shown["badge"]
+    needs = f"needs {total:,} bytes, more than the budget of {red:,}"
+    assert shown["reasons"][0].startswith(f"{needs} (limited to {red:,} bytes by the memory cap set in the page")
+    assert shown["budget"].startswith("Budget: ") and f"limited to {red:,} bytes by the memory cap" in shown["budget"]
+    assert shown["remediesShown"]  # remedies, or a sentence saying none was found
+    assert all(text.startswith("Apply: ") for text in shown["remedies"])
+    screenshot(page, kind, "red")
+    result = train(page, 1)
+    assert result["state"] == "refused" and result["rows"] == []
+    device = "google swiftshader" if kind == "webgpu" else "CPU path (WebAssembly) via browser WebAssembly"
+    assert result["status"].startswith(f"refused: digits-mlp does not fit on {device}: {needs}"), result["status"]
+    assert "Traceback" not in result["status"] and "verdict red" in result["memory"]
+
+
+def test_the_batch_remedy_makes_it_green_and_it_trains(loaded: LoadedApp, expected: dict) -> None:
+    page, kind = loaded.page, kind_of(loaded)
+    set_cap(page, expected["yellow"])
+    wait_plan(page, "yellow")
+    button = page.locator("#plan-remedies button", has_text="Apply: batch ")
+    label = button.inner_text()
+    found = re.fullmatch(r"Apply: batch (\d+) — [\d.]+ KiB, green", label)
+    assert found, label
+    batch = int(found.group(1))
+    button.focus()
+    page.keyboard.press("Enter")  # remedies are buttons: the keyboard applies them
+    shown = wait_plan(page, "green")
+    assert shown["program"] == f"Program: digits-mlp, batch {batch} (changed: batch {batch})"
+    assert shown["verdict"].startswith("Verdict: green") and not shown["remediesShown"]
+    assert page.is_enabled("#plan-reset")
+    screenshot(page, kind, "remedied")
+    result = train(page, 1)
+    assert result["state"] == "done", result["status"]
+    train_rows = from_files(FILES)[0].n
+    assert len(result["rows"]) == 1 and result["rows"][0][:2] == ["1", str(train_rows // batch)]
+    assert "verdict green" in result["memory"]
+    page.click("#plan-reset")
+    shown = wait_plan(page, "yellow")
+    assert shown["program"] == "Program: digits-mlp, batch 64 (the example as shipped)"
+    assert page.is_disabled("#plan-reset")
+
+
+def stored_probes(page: Page) -> list[dict]:
+    return page.evaluate(
+        """() => Object.keys(localStorage).filter((k) => k.startsWith('scellis.probes:'))
+          .map((k) => JSON.parse(localStorage.getItem(k)))"""
+    )
+
+
+def test_the_probe_is_kept_across_visits_and_measured_again_on_request(loaded: LoadedApp, base_url: str) -> None:
+    if kind_of(loaded) != "webgpu":
+        assert stored_probes(loaded.page) == []  # the CPU path's budget is read, never probed
+        return
+    [entry] = stored_probes(loaded.page)
+    identity = entry["identity"]  # SwiftShader names itself by vendor and architecture
+    assert entry["format"] == "scellis-probes/1" and identity["vendor"] == "google"
+    assert identity["limits"]["maxBufferSize"] > 0 and "Chrome" in identity["userAgent"]
+    measured = {a["measured"] for a in entry["answers"]}
+    page = loaded.context.new_page()  # a later visit: same site, same storage
+    page.goto(base_url)
+    wait_ready(page)
+    page.select_option("#train-level", "prod")
+    shown = wait_plan(page, "green")
+    assert shown["budget"].endswith(f"measured on {min(measured)[:10]}"), shown["budget"]
+    page.click("#plan-measure")
+    shown = wait_plan(page, "green")
+    assert shown["budget"].endswith("measured now"), shown["budget"]
+    [entry] = stored_probes(page)
+    assert all(a["measured"] > max(measured) for a in entry["answers"])  # the old answers were dropped
+    # a corrupt entry is not trusted: the next visit probes again and replaces it
+    key = page.evaluate("() => Object.keys(localStorage).find((k) => k.startsWith('scellis.probes:'))")
+    page.evaluate('(key) => localStorage.setItem(key, \'{"format": "scellis-probes/1", "answers": [\')', key)
+    page.reload()
+    wait_ready(page)
+    page.select_option("#train-level", "prod")
+    shown = wait_plan(page, "green")
+    assert shown["budget"].endswith("measured now"), shown["budget"]
+    assert json.loads(page.evaluate("(key) => localStorage.getItem(key)", key))["format"] == "scellis-probes/1"
+    page.close()

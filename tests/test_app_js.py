@@ -1,0 +1,182 @@
+"""The app's pure modules under Node (no browser): the probe store kept per adapter across visits
+(app/src/probes.js) and the memory plan panel's chart model (app/src/plan.js)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+SRC = (ROOT / "app" / "src").as_uri()
+
+# A storage like localStorage, a probe that counts its calls, and an adapter whose limits live on a
+# prototype, as GPUSupportedLimits' do.
+PRELUDE = f"""
+import assert from "node:assert/strict";
+import * as probes from "{SRC}/probes.js";
+import * as plan from "{SRC}/plan.js";
+const storage = () => {{
+  const items = new Map();
+  return {{ items, getItem: (k) => (items.has(k) ? items.get(k) : null), setItem: (k, v) => items.set(k, String(v)),
+    removeItem: (k) => items.delete(k) }};
+}};
+const counting = (fits) => {{
+  const probe = async (n) => {{ probe.calls.push(n); return fits(n); }};
+  probe.calls = [];
+  return probe;
+}};
+const limits = Object.create({{ maxBufferSize: 1024, maxStorageBufferBindingSize: 512, label: "not a number" }});
+const adapter = {{ info: {{ vendor: "acme", architecture: "x1", device: "", description: "Acme X1" }}, limits }};
+const identity = probes.adapterIdentity(adapter, "TestBrowser/1.0");
+const now = () => new Date("2025-03-04T05:06:07.000Z");
+const out = {{}};
+"""
+
+
+def run_js(body: str) -> dict:
+    node = shutil.which("node")
+    assert node, "node is required (the build needs it too): run scripts/setup"
+    done = subprocess.run(
+        [node, "--no-warnings", "--input-type=module", "-e", PRELUDE + body + "\nconsole.log(JSON.stringify(out));"],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+def test_identity_names_the_adapter_its_limits_and_the_browser() -> None:
+    out = run_js("out.identity = identity; out.key = probes.storageKey(identity);")
+    assert out["identity"] == {
+        "vendor": "acme",
+        "architecture": "x1",
+        "device": "",
+        "description": "Acme X1",
+        "limits": {"maxBufferSize": 1024, "maxStorageBufferBindingSize": 512},
+        "userAgent": "TestBrowser/1.0",
+    }
+    assert out["key"].startswith("scellis.probes:") and len(out["key"]) == len("scellis.probes:") + 8
+
+
+def test_answers_are_reused_on_a_later_visit_and_not_by_another_adapter() -> None:
+    out = run_js("""
+const kept = storage();
+const probe = counting((n) => n <= 100);
+out.first = await probes.probeStore(kept, identity, probe, now).measure(64);
+out.later = await probes.probeStore(kept, identity, counting(() => false), now).measure(64);
+out.calls = probe.calls;
+const other = probes.adapterIdentity(adapter, "OtherBrowser/2.0");
+const elsewhere = counting(() => true);
+out.other = await probes.probeStore(kept, other, elsewhere, now).measure(64);
+out.otherCalls = elsewhere.calls.length;
+const store = probes.probeStore(kept, identity, probe, now);
+store.forget();
+out.again = await store.measure(64);
+out.calls = probe.calls;
+""")
+    assert out["first"] == {"fits": True, "measured": "2025-03-04T05:06:07.000Z", "stored": False}
+    assert out["later"] == {"fits": True, "measured": "2025-03-04T05:06:07.000Z", "stored": True}
+    assert out["other"]["stored"] is False and out["otherCalls"] == 1
+    assert out["again"]["stored"] is False and out["calls"] == [64, 64]  # measured again after forget()
+
+
+def test_corrupt_foreign_or_tampered_entries_are_ignored_and_replaced() -> None:
+    out = run_js("""
+const key = probes.storageKey(identity);
+const good = { bytes: 64, fits: true, measured: "2025-01-01T00:00:00.000Z" };
+const entries = {
+  corrupt: "{not json",
+  foreign: JSON.stringify({ format: "other/9", identity, answers: [good] }),
+  anotherAdapter: JSON.stringify({ format: probes.FORMAT, identity: { ...identity, vendor: "x" }, answers: [good] }),
+  badAnswer: JSON.stringify({ format: probes.FORMAT, identity, answers: [good, { ...good, bytes: 32, fits: "yes" }] }),
+  badDate: JSON.stringify({ format: probes.FORMAT, identity, answers: [{ ...good, measured: "yesterday" }] }),
+  notAList: JSON.stringify({ format: probes.FORMAT, identity, answers: { 64: true } }),
+  nullEntry: "null",
+};
+out.results = {};
+for (const [name, text] of Object.entries(entries)) {
+  const kept = storage();
+  kept.setItem(key, text);
+  const probe = counting(() => false);
+  const answer = await probes.probeStore(kept, identity, probe, now).measure(64);
+  const replaced = JSON.parse(kept.getItem(key));
+  out.results[name] = { answer, calls: probe.calls.length, replaced };
+}
+const kept = storage();
+kept.setItem(key, JSON.stringify({ format: probes.FORMAT, identity, answers: [good] }));
+out.trusted = await probes.probeStore(kept, identity, counting(() => false), now).measure(64);
+""")
+    for name, result in out["results"].items():
+        assert result["calls"] == 1, name  # not trusted: the probe runs
+        assert result["answer"] == {"fits": False, "measured": "2025-03-04T05:06:07.000Z", "stored": False}, name
+        assert result["replaced"]["format"] == "scellis-probes/1", name
+        assert result["replaced"]["answers"] == [{"bytes": 64, "fits": False, "measured": "2025-03-04T05:06:07.000Z"}]
+    assert out["trusted"] == {"fits": True, "measured": "2025-01-01T00:00:00.000Z", "stored": True}
+
+
+def test_storage_that_refuses_keeps_nothing_and_fails_nothing() -> None:
+    out = run_js("""
+const refuse = () => { throw new Error("quota exceeded"); };
+const refusing = { getItem: () => null, setItem: refuse, removeItem: refuse };
+const store = probes.probeStore(refusing, identity, counting(() => true), now);
+out.answer = await store.measure(8);
+store.forget();
+out.forgot = true;
+""")
+    assert out == {"answer": {"fits": True, "measured": "2025-03-04T05:06:07.000Z", "stored": False}, "forgot": True}
+
+
+PLAN = {
+    "program": "p",
+    "batch": 64,
+    "total": 1000,
+    "green_share": 0.8,
+    "budget": {"bytes": 2000, "how": "test", "cap": None},
+    "breakdown": [{"category": "parameters", "bytes": 300}, {"category": "gradients", "bytes": 0}],
+    "functions": [
+        {"name": "training step", "bytes": 300, "held": True},
+        {"name": "evaluation", "bytes": 700, "held": True},
+        {"name": "init", "bytes": 50, "held": False},
+    ],
+    "remedies": [],
+}
+
+
+def test_the_chart_puts_parts_and_budget_on_one_scale() -> None:
+    out = run_js(f"""
+const shown = {json.dumps(PLAN)};
+out.near = plan.chartModel(shown);
+out.far = plan.chartModel({{ ...shown, budget: {{ bytes: 1e9, how: "far", cap: null }} }});
+out.unmeasured = plan.chartModel({{ ...shown, budget: {{ bytes: null, how: "no probe", cap: null }} }});
+""")
+    near = out["near"]
+    assert [(s["label"], s["start"], s["width"]) for s in near["segments"]] == [
+        ("parameters", 0, 15),
+        ("evaluation (compiled alongside)", 15, 35),
+    ]  # gradients (0 bytes) has no segment; init is not held
+    assert [p["label"] for p in near["parts"]] == ["parameters", "gradients", "evaluation (compiled alongside)"]
+    assert near["total"] == 1000 and near["scale"] == 2000
+    budget, green = near["markers"]
+    assert (budget["kind"], budget["at"], budget["beyond"], budget["title"]) == ("budget", 100, False, "2,000 bytes")
+    assert (green["kind"], green["at"], green["label"]) == ("green", 80, "green up to 80 %")
+    far = out["far"]
+    assert far["scale"] == 1250 and far["markers"][0]["beyond"] and far["markers"][0]["at"] == 100
+    assert out["unmeasured"]["markers"] == [] and out["unmeasured"]["scale"] == 1250
+
+
+def test_words_for_remedies_functions_and_the_memory_limit() -> None:
+    out = run_js("""
+out.remedy = plan.remedyLabel({ name: "batch 32", total: 1258291, verdict: { color: "green", reasons: [] } });
+out.init = plan.functionLine({ name: "init", bytes: 2048, held: false });
+out.program = plan.programLine({ program: "digits-mlp", batch: 32 }, ["batch 32"]);
+out.caps = ["", " 1.5 ", "0", "-2", "lots"].map(plan.capFromText);
+""")
+    assert out["remedy"] == "Apply: batch 32 — 1.2 MiB, green"
+    assert out["init"] == "2 KiB (runs once before training; not in the total)"
+    assert out["program"] == "digits-mlp, batch 32 (changed: batch 32)"
+    assert out["caps"][:2] == [{"cap": None}, {"cap": 1572864}]
+    assert all(c["error"].startswith("the memory limit must be a positive number of MiB") for c in out["caps"][2:])
