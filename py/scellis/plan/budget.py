@@ -61,7 +61,7 @@ def verdict(total: int, largest: int, bindings: int, limits: DeviceLimits, budge
     if budget.bytes is None:
         return Verdict("yellow", (f"the device's memory could not be measured: {budget.how}",))
     share = total / budget.bytes if budget.bytes else 1.0
-    takes = f"takes {total:,} of a budget of {budget.bytes:,} bytes ({share:.1%}; {budget.how})"
+    takes = f"takes {total:,} of a budget of {budget.bytes:,} bytes ({_share(share)}; {budget.how})"
     if share > GREEN_SHARE:
         return Verdict("yellow", (f"{takes}: less than {1 - GREEN_SHARE:.0%} of it left free",))
     return Verdict("green", (takes,))
@@ -96,3 +96,8 @@ def run_search(search: Search, fits: Callable[[int], bool]) -> Budget:
             size = search.send(fits(size))
     except StopIteration as done:
         return done.value
+
+
+def _share(share: float) -> str:
+    """A share as a percentage; a small plan on a large device reads "under 0.1%", not "0.0%"."""
+    return "under 0.1%" if 0 < share < 0.0005 else f"{share:.1%}"
