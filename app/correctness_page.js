@@ -48,6 +48,9 @@ function deviceDetails(record) {
   details.append(element("summary", summary));
   const features = record.device.features.length ? record.device.features.join(", ") : "none";
   details.append(element("p", `Optional features used: ${features}. Engine ${record.engine_version}.`));
+  for (const skip of record.skipped ?? []) {
+    details.append(element("p", `Not run on this device: ${skip.case} (${skip.reason}).`, { class: "skipped" }));
+  }
   for (const level of ["debug", "prod", "fast"]) {
     details.append(element("h3", level));
     details.append(table(ROW_HEADINGS, record.rows.filter((r) => r.level === level).map(rowCells)));

@@ -140,6 +140,8 @@ def test_correctness_page_shows_the_shipped_record(loaded: LoadedApp, build_scri
         assert cells.nth(1).inner_text() == f"{passed} / {len(rows)}"
         detail = page.locator(f"#device-chromium-{kind} table").nth(["debug", "prod", "fast"].index(level))
         assert detail.locator("tbody tr").count() == len(rows)
+    skipped = page.locator(f"#device-chromium-{kind} p.skipped")
+    assert skipped.count() == len(record["skipped"])  # the cases this device cannot run, with the reason
     # this record is this build's engine's (another device's may be older: the page says so for it)
     assert f"chromium-{kind} was measured with engine" not in page.locator("#report").inner_text()
     page.close()

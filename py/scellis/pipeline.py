@@ -3,6 +3,7 @@ program, and later stages (loop, kernels, plan, code) extend this same function.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from dataclasses import dataclass
 from typing import Any
@@ -20,6 +21,7 @@ from scellis.lower import Schedule, lower
 from scellis.lower.text import schedule_text
 from scellis.optim import apply_optimizer
 from scellis.optim.loss_scaling import SCALED_LOSS, initial_outputs, scale_loss
+from scellis.optim.storage import Float16Storage, check_storage, init_in_float16, params_in_float16
 
 STAGE_TITLES = (
     "program JSON",
@@ -48,7 +50,9 @@ class Compiled:
     def scales_loss(self, level: Level, features: frozenset[str]) -> bool:
         """Whether `level` on a device with `features` scales its loss: only fast, and only where its
         schedule runs float16 kernels (elsewhere there is nothing for scaling to protect, and its
-        checks would cost kernels for nothing)."""
+        checks would cost kernels for nothing). Raises StorageUnsupported where the device cannot hold the
+        program's storage type (so every *_for below does)."""
+        check_storage(self.program.memory.storage, features)
         if level is not Level.FAST:
             return False
         return any(k.variant.endswith("-f16") for k in lower(self.step, level, features).kernels)
@@ -112,7 +116,25 @@ def compile_program(
     scaled_backward, scaled_step, scaled_init = _loss_scaled(fwd, program, init, LossScaling())
     for fn in (step, evaluate, init, scaled_step, scaled_init):  # steps hold every forward and backward node
         verify(fn, types=False)  # built with `make`: typed by construction (tests verify types too)
-    return Compiled(program, fwd, backward, step, evaluate, init, scaled_backward, scaled_step, scaled_init)
+    compiled = Compiled(program, fwd, backward, step, evaluate, init, scaled_backward, scaled_step, scaled_init)
+    return stored_in_float16(compiled) if program.memory.storage == "float16" else compiled
+
+
+def stored_in_float16(c: Compiled) -> Compiled:
+    """`c` with parameters and the activations kept for backward stored in float16, float32 master
+    weights in the optimizer (optim.storage); the plain and the loss-scaled functions alike."""
+    half, trainable = Float16Storage(c.forward.fn, (c.backward, c.scaled_backward)), c.forward.trainable
+    return dataclasses.replace(
+        c,
+        forward=dataclasses.replace(c.forward, fn=half.function(c.forward.fn)),
+        backward=half.function(c.backward),
+        step=half.function(c.step),
+        evaluate=params_in_float16(c.evaluate),
+        init=init_in_float16(c.init, trainable),
+        scaled_backward=half.function(c.scaled_backward),
+        scaled_step=half.function(c.scaled_step),
+        scaled_init=init_in_float16(c.scaled_init, trainable),
+    )
 
 
 def resident_examples(program: ValidProgram, examples: int | None) -> int | None:

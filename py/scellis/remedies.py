@@ -20,6 +20,7 @@ from scellis.graph import validate
 from scellis.ir.function import input_role
 from scellis.levels import Level
 from scellis.ops.defs import Role
+from scellis.optim.storage import STORAGES
 from scellis.pipeline import Compiled, compile_program
 from scellis.plan.budget import Budget, DeviceLimits, Verdict
 from scellis.planning import ProgramPlan, judge, plan_program
@@ -33,6 +34,7 @@ CHANGES = {  # a remedy's change -> where it goes in the program JSON
     "batch": ("loop", "batch_size"),
     "checkpoint": ("memory", "checkpoint"),
     "data": ("memory", "data"),
+    "storage": ("memory", "storage"),
 }
 
 
@@ -152,6 +154,8 @@ def advise(
         found.append(target.remedy(data, {"data": "stream"}, "stream the data set"))
     if not memory.checkpoint:
         found.append(target.remedy(data, {"checkpoint": True}, "activation checkpointing"))
+    if memory.storage != "float16" and not STORAGES["float16"] - features:  # needs shader-f16
+        found.append(target.remedy(data, {"storage": "float16"}, "float16 storage"))
     batch = _largest_green_batch(data, plan.batch, target)
     if batch is not None:
         found.append(batch)

@@ -10,7 +10,8 @@ import pytest
 from scellis.examples import digits_cnn, digits_mlp, mlp
 from scellis.levels import Level
 from scellis.lower import lower
-from scellis.lower.kernels import Schedule
+from scellis.lower.kernels import Schedule, storage_bytes
+from scellis.ops import DType
 from scellis.pipeline import Compiled, compile_program
 from scellis.plan import plan_memory, update_in_place
 from scellis.plan.breakdown import CATEGORIES, breakdown, categories
@@ -40,6 +41,26 @@ def test_adam_holds_12_bytes_per_parameter_plus_at_most_4_of_gradients(name: str
     # a gradient the optimizer's kernel computes itself is never stored: at most 4 bytes per parameter
     assert 3.5 * params <= total["gradients"] <= 4 * params
     assert total["updated parameters and state"] == 0  # updated in place: no second copy
+
+
+@pytest.mark.parametrize("name", PROGRAMS)
+def test_adam_over_float16_storage_holds_18_bytes_per_parameter_plus_at_most_4_of_gradients(name: str) -> None:
+    """2 bytes of float16 parameters, 4 of float32 master weights, 8 of moments and at most 4 of gradients."""
+    compiled = compile_program({**PROGRAMS[name](), "memory": {"storage": "float16"}})
+    schedule = merged(compiled)
+    kinds = categories(schedule, compiled.step, compiled.forward.fn, compiled.backward)
+    total = Counter()
+    for buffer, kind in zip(schedule.buffers, kinds, strict=True):
+        total[kind] += buffer.nbytes
+    sizes = [n.size for n in compiled.step.inputs if n.arg.role.value == "param"]  # type: ignore[attr-defined]
+    params = sum(sizes)
+    assert total["parameters"] == sum(storage_bytes(DType.F16, size) for size in sizes) == 2 * params
+    assert total["mixed-precision master copy"] == 4 * params
+    assert total["optimizer state"] == 8 * params + 4
+    assert 3.5 * params <= total["gradients"] <= 4 * params
+    fixed = sum(total[k] for k in ("parameters", "mixed-precision master copy", "optimizer state", "gradients"))
+    assert 17.5 * params <= fixed <= 18 * params + 4
+    assert total["updated parameters and state"] == 0  # masters and float16 copies updated in place
 
 
 @pytest.mark.parametrize("name", PROGRAMS)

@@ -69,9 +69,12 @@ class Loop:
 class Memory:
     """How a training step holds its memory; the memory plan's remedies change these. `checkpoint`:
     keep only the activations at segment boundaries and recompute the others segment by segment in
-    backward (same gradients, less memory, more compute)."""
+    backward (same gradients, less memory, more compute). `storage` "float16": parameters and the
+    activations kept for backward are stored in float16, with float32 master weights for the optimizer
+    (optim.storage; only on a device with shader-f16)."""
 
     checkpoint: bool = False
+    storage: str = "float32"
     data: str = "stream"  # "resident": the training split is held on the device, batches gathered there
 
 
@@ -108,7 +111,12 @@ LOOP_PARAMS = (
 )
 
 DATA_PLACEMENTS = ("stream", "resident")
-MEMORY_PARAMS = (Param("checkpoint", "bool", False), Param("data", "str", "stream", choices=DATA_PLACEMENTS),)
+STORAGE_TYPES = ("float32", "float16")
+MEMORY_PARAMS = (
+    Param("checkpoint", "bool", False),
+    Param("data", "str", "stream", choices=DATA_PLACEMENTS),
+    Param("storage", "str", "float32", choices=STORAGE_TYPES),
+)
 
 
 def read_fields(data: Any, specs: tuple[Param, ...], path: str, issues: list[Issue]) -> dict[str, Any]:

@@ -17,6 +17,7 @@ from scellis.ir.function import input_role
 from scellis.lower.kernels import Schedule
 from scellis.ops import Op
 from scellis.ops.defs import Role
+from scellis.optim.storage import MASTER
 from scellis.plan.memory import MemoryPlan
 
 CATEGORIES = (
@@ -80,7 +81,9 @@ def categories(schedule: Schedule, step: Function, forward: Function, backward: 
     for buffer in schedule.buffers:
         if buffer.id in named:
             name = named[buffer.id]
-            if name in roles and roles[name] is Role.STATE and not name.startswith("opt."):
+            if name in roles and name.startswith(MASTER):
+                out.append("mixed-precision master copy")  # float32 weights behind float16 storage
+            elif name in roles and roles[name] is Role.STATE and not name.startswith("opt."):
                 out.append("running statistics")  # batch norm's, say: state that is not the optimizer's
             elif name in roles:
                 out.append(ROLE_CATEGORY[roles[name]])
