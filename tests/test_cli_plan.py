@@ -40,6 +40,18 @@ def test_plan_names_what_is_wrong_with_the_file(tmp_path: Path, capsys: pytest.C
     assert f"scellis plan: {broken}:" in capsys.readouterr().err
 
 
+def test_float16_storage_without_shader_f16_is_named(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    program = tmp_path / "half.json"
+    program.write_text(json.dumps({**digits_mlp(), "memory": {"storage": "float16"}}))
+    assert cli.main(["plan", str(program), "--device", "cpu", "--level", "prod"]) == 2
+    said = "needs the device feature shader-f16, which this device lacks (its features: none)"
+    assert f"scellis plan: {program}: float16 storage" in (err := capsys.readouterr().err) and said in err
+    assert cli.main(["compile", str(program), "--level", "prod"]) == 2
+    assert said in capsys.readouterr().err
+    assert cli.main(["compile", str(program), "--level", "prod", "--features", "shader-f16"]) == 0
+    assert "f16[64,128]" in capsys.readouterr().out  # the typed IR holds the float16 parameter
+
+
 def test_plan_on_webgpu_measures_its_budget_with_the_allocation_probe(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

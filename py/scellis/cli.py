@@ -103,6 +103,7 @@ def plan_cmd(args: argparse.Namespace) -> int:
     """Print the memory a session of the program holds on a device of this machine, the verdict, and
     when it is not green the remedies (exit 1 on red)."""
     from scellis.levels import parse_level
+    from scellis.optim.storage import StorageUnsupported
     from scellis.planning import plan
 
     loaded = _load_program(args.program, args.batch, "plan", args.examples)
@@ -110,7 +111,11 @@ def plan_cmd(args: argparse.Namespace) -> int:
         return 2
     data, _ = loaded
     device: Any = _device(args.device)
-    report = plan(data, device, parse_level(args.level), examples=args.examples, budget=args.budget)
+    try:
+        report = plan(data, device, parse_level(args.level), examples=args.examples, budget=args.budget)
+    except StorageUnsupported as err:  # float16 storage on a device without shader-f16
+        print(f"scellis plan: {args.program}: {err}", file=sys.stderr)
+        return 2
     print("\n".join(report.lines()))
     return 1 if report.verdict.color == "red" else 0
 
@@ -118,6 +123,7 @@ def plan_cmd(args: argparse.Namespace) -> int:
 def compile_cmd(args: argparse.Namespace) -> int:
     """Print the artifacts of a program's stages (what the app's Guide shows)."""
     from scellis.levels import parse_level
+    from scellis.optim.storage import StorageUnsupported
 
     loaded = _load_program(args.program, args.batch, "compile", args.examples)
     if loaded is None:
@@ -125,7 +131,11 @@ def compile_cmd(args: argparse.Namespace) -> int:
     compiled = loaded[1]
     level = parse_level(args.level)
     features = frozenset(f for f in args.features.split(",") if f)
-    stages = compiled.stages(level, features)
+    try:
+        stages = compiled.stages(level, features)
+    except StorageUnsupported as err:
+        print(f"scellis compile: {args.program}: {err}", file=sys.stderr)
+        return 2
     chosen = [s for s in stages if args.stage in (None, s[0])]
     if not chosen:
         names = ", ".join(repr(title) for title, _ in stages)
