@@ -73,13 +73,13 @@ def apply_remedy(program: str, change: str) -> str:
 
 async def plan_example(files: dict[str, bytes], program: str, device_kind: str, level: str, cap: int | None) -> str:
     """The memory plan of `program` (JSON) on the page's device at `level`, as the session that trains it
-    on these data files would hold it (evaluating the whole held-out split at once; a resident data set
-    holding the training split), under the memory cap `cap` (bytes, or None). Remedies and capacity
-    facts come with a verdict that is not green."""
+    on these data files would hold it (evaluating the held-out split in training-sized batches, with
+    its last batch's own evaluation; a resident data set holding the training split), under the memory
+    cap `cap` (bytes, or None). Remedies and capacity facts come with a verdict that is not green."""
     train, test = from_files(files)
     data, parsed = json.loads(program), parse_level(level)
     device = CappedDevice(await _device(device_kind), cap)
-    compiled = compile_program(data, eval_batch=test.n, examples=train.n)
+    compiled = compile_program(data, eval_rows=test.n, examples=train.n)
     plan = plan_program(compiled, parsed, device.features)
     budget = await device.budget(plan.total)
     verdict = judge(plan, device.limits, budget)
@@ -88,7 +88,7 @@ async def plan_example(files: dict[str, bytes], program: str, device_kind: str, 
         # remedies are judged against the budget measured here: for WebGPU a lower bound of what can
         # be allocated, so a remedy's green holds; a session probes again around its own need
         verdict_of = device_judge(device.limits, lambda need: budget)
-        advice = advise(data, parsed, device.features, budget, verdict_of, eval_batch=test.n, examples=train.n)
+        advice = advise(data, parsed, device.features, budget, verdict_of, eval_rows=test.n, examples=train.n)
     return json.dumps(_plan_json(plan, device=device.name, budget=budget, cap=cap, verdict=verdict, advice=advice))
 
 
@@ -143,7 +143,7 @@ async def train_example(
     train, test = from_files(files)
     data = digits_mlp() if program is None else json.loads(program)
     device = CappedDevice(await _device(device_kind), cap)
-    session = Session(data, device, seed=1, level=parse_level(level), eval_batch=test.n, examples=train.n)
+    session = Session(data, device, seed=1, level=parse_level(level), eval_rows=test.n, examples=train.n)
 
     def send(result: EpochResult) -> None:
         report(json.dumps(_epoch_json(result, session)))

@@ -46,6 +46,7 @@ class Compiled:
     scaled_backward: Function  # gradients of the scaled loss (level fast)
     scaled_step: Function  # the training step with dynamic loss scaling (level fast's float16 matmuls)
     scaled_init: Function  # init plus the loss scale's initial value
+    evaluate_last: Function | None = None  # evaluation of a held-out split's last, smaller batch
 
     def scales_loss(self, level: Level, features: frozenset[str]) -> bool:
         """Whether `level` on a device with `features` scales its loss: only fast, and only where its
@@ -104,19 +105,30 @@ def wgsl_text(schedule: Schedule) -> str:
 
 
 def compile_program(
-    data: Any, batch: int | None = None, eval_batch: int | None = None, examples: int | None = None
+    data: Any,
+    batch: int | None = None,
+    eval_batch: int | None = None,
+    examples: int | None = None,
+    eval_rows: int | None = None,
 ) -> Compiled:
-    """The program's stages. A program that keeps its data set on the device (`memory.data` resident)
+    """The program's stages. Evaluation takes `eval_batch` rows a call (the training batch unless given);
+    with `eval_rows`, the held-out split's size, a split that is not a whole number of batches gets a
+    second evaluation function for its last batch (`evaluate_last`), and a split smaller than one batch
+    is evaluated in one call. A program that keeps its data set on the device (`memory.data` resident)
     needs `examples`, the training split's size; one that streams its batches ignores it."""
     program = validate(data)  # drawn program: JSON checked against the catalog, all problems at once
     fwd = forward(program, Mode.TRAIN, batch, resident_examples(program, examples))  # typed IR: shapes inferred
     backward, step = _train(fwd.fn, "loss", fwd, program)  # gradients (reverse mode), the update as IR
-    evaluate = forward(program, Mode.EVAL, eval_batch or batch).fn
+    rows_per_call, last = evaluation_batches(eval_batch or batch or program.loop.batch_size, eval_rows)
+    evaluate = forward(program, Mode.EVAL, rows_per_call).fn
+    evaluate_last = forward(program, Mode.EVAL, last).fn if last else None
     init = init_function(fwd)
     scaled_backward, scaled_step, scaled_init = _loss_scaled(fwd, program, init, LossScaling())
     for fn in (step, evaluate, init, scaled_step, scaled_init):  # steps hold every forward and backward node
         verify(fn, types=False)  # built with `make`: typed by construction (tests verify types too)
-    compiled = Compiled(program, fwd, backward, step, evaluate, init, scaled_backward, scaled_step, scaled_init)
+    compiled = Compiled(
+        program, fwd, backward, step, evaluate, init, scaled_backward, scaled_step, scaled_init, evaluate_last
+    )
     return stored_in_float16(compiled) if program.memory.storage == "float16" else compiled
 
 
@@ -130,11 +142,24 @@ def stored_in_float16(c: Compiled) -> Compiled:
         backward=half.function(c.backward),
         step=half.function(c.step),
         evaluate=params_in_float16(c.evaluate),
+        evaluate_last=params_in_float16(c.evaluate_last) if c.evaluate_last else None,
         init=init_in_float16(c.init, trainable),
         scaled_backward=half.function(c.scaled_backward),
         scaled_step=half.function(c.scaled_step),
         scaled_init=init_in_float16(c.scaled_init, trainable),
     )
+
+
+def evaluation_batches(eval_batch: int, eval_rows: int | None) -> tuple[int, int]:
+    """(rows per evaluation call, rows of the last, smaller call or 0) for a held-out split of
+    `eval_rows` rows (unknown: whole calls only)."""
+    if eval_batch < 1 or (eval_rows is not None and eval_rows < 1):
+        raise ValueError(f"evaluation needs at least one row a call and in the split, got {eval_batch}, {eval_rows}")
+    if eval_rows is None:
+        return eval_batch, 0
+    if eval_rows <= eval_batch:
+        return eval_rows, 0
+    return eval_batch, eval_rows % eval_batch
 
 
 def resident_examples(program: ValidProgram, examples: int | None) -> int | None:

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class FunctionPlan:
-    name: str  # "training step", "evaluation" or "init"
+    name: str  # "training step", "evaluation", "evaluation, last batch" or "init"
     allocated: int  # bytes the device allocates for its buffers
     allocations: int
     naive: int  # bytes with one allocation per buffer and no in-place update
@@ -47,10 +47,14 @@ class ProgramPlan:
 
     @property
     def total(self) -> int:
-        """Bytes a session holds on the device while it trains: the step and evaluation stay compiled.
+        """Bytes a session holds on the device while it trains: the step and evaluation (and the held-out
+        split's last batch's, when it is smaller) stay compiled.
         Init runs once before them (WebGPU frees it; the CPU path's memory never shrinks, so there it
         stays reserved too)."""
         return sum(f.allocated for f in self.functions if f.name != "init")
+
+    def function(self, name: str) -> FunctionPlan | None:
+        return next((f for f in self.functions if f.name == name), None)
 
 
 def plan_program(compiled: Compiled, level: Level, features: frozenset[str]) -> ProgramPlan:
@@ -58,11 +62,10 @@ def plan_program(compiled: Compiled, level: Level, features: frozenset[str]) -> 
     step_fn = compiled.step_for(level, features)
     functions = []
     step_breakdown = None
-    for title, fn in (
-        ("training step", step_fn),
-        ("evaluation", compiled.evaluate),
-        ("init", compiled.init_for(level, features)),
-    ):
+    named = [("training step", step_fn), ("evaluation", compiled.evaluate)]
+    if compiled.evaluate_last is not None:
+        named.append(("evaluation, last batch", compiled.evaluate_last))
+    for title, fn in (*named, ("init", compiled.init_for(level, features))):
         logical = lower(fn, level, features)
         schedule = update_in_place(logical)
         memory = plan_memory(schedule)
@@ -145,6 +148,7 @@ def plan(
     level: Level,
     *,
     eval_batch: int | None = None,
+    eval_rows: int | None = None,
     examples: int | None = None,
     budget: int | None = None,
 ) -> Report:
@@ -165,12 +169,13 @@ def plan(
             raise TypeError(f"{device.name} measures its budget asynchronously: plan in the page (scellis.app)")
         return measured
 
-    compiled = compile_program(program, eval_batch=eval_batch, examples=examples)
+    compiled = compile_program(program, eval_batch=eval_batch, examples=examples, eval_rows=eval_rows)
     planned = plan_program(compiled, level, device.features)
     given = budget_for(planned.total)
     judged = judge(planned, device.limits, given)
     advice = None
     if judged.color != "green":
         on_device = device_judge(device.limits, budget_for)
-        advice = advise(program, level, device.features, given, on_device, eval_batch=eval_batch, examples=examples)
+        sizes = {"eval_batch": eval_batch, "examples": examples, "eval_rows": eval_rows}
+        advice = advise(program, level, device.features, given, on_device, **sizes)
     return Report(device.name, planned, given, judged, advice)

@@ -73,17 +73,22 @@ def device_judge(limits: DeviceLimits, budget: Callable[[int], Budget]) -> Judge
 @dataclass(frozen=True)
 class Target:
     """Where and how the remedied program would run: the level, the device's features and its verdict,
-    and what the session compiles besides the program (`eval_batch`: rows evaluated at once, the whole
-    held-out split in the app; `examples`: the training split's size, for a resident data set)."""
+    and what the session compiles besides the program (`eval_batch`: rows evaluated a call, the training
+    batch unless given; `examples`: the training split's size, for a resident data set; `eval_rows`: the
+    held-out split's size, whose last batch may need an evaluation of its own)."""
 
     level: Level
     features: frozenset[str]
     judge: Judge
     eval_batch: int | None = None
     examples: int | None = None
+    eval_rows: int | None = None
+
+    def compile(self, data: dict[str, Any]) -> Compiled:
+        return compile_program(data, eval_batch=self.eval_batch, examples=self.examples, eval_rows=self.eval_rows)
 
     def plan(self, data: dict[str, Any]) -> ProgramPlan:
-        compiled = compile_program(data, eval_batch=self.eval_batch, examples=self.examples)
+        compiled = self.compile(data)
         return plan_program(compiled, self.level, self.features)
 
     def remedy(self, data: dict[str, Any], change: dict[str, Any], name: str) -> Remedy:
@@ -102,9 +107,10 @@ def replan(
     judge: Judge,
     eval_batch: int | None = None,
     examples: int | None = None,
+    eval_rows: int | None = None,
 ) -> Remedy:
     """A remedy: the program with `change` applied, planned again and judged on the device (see Target)."""
-    return Target(level, features, judge, eval_batch, examples).remedy(data, change, name)
+    return Target(level, features, judge, eval_batch, examples, eval_rows).remedy(data, change, name)
 
 
 def _largest_green_batch(data: dict[str, Any], batch: int, target: Target) -> Remedy | None:
@@ -141,12 +147,13 @@ def advise(
     *,
     eval_batch: int | None = None,
     examples: int | None = None,
+    eval_rows: int | None = None,
 ) -> Advice:
     """What could make `data` fit: every remedy that lowers its plan's bytes, each re-planned and judged,
     and the capacity facts when the batch-independent bytes alone exceed `budget` (see Target for
-    `eval_batch` and `examples`)."""
-    target = Target(level, features, verdict_of, eval_batch, examples)
-    compiled = compile_program(data, eval_batch=eval_batch, examples=examples)
+    `eval_batch`, `examples` and `eval_rows`)."""
+    target = Target(level, features, verdict_of, eval_batch, examples, eval_rows)
+    compiled = target.compile(data)
     plan = plan_program(compiled, level, features)
     memory = compiled.program.memory
     found: list[Remedy] = []

@@ -43,6 +43,11 @@ def _role_input(fn: Function, role: Role) -> str:
     return next(input_name(n) for n in fn.inputs if input_role(n) is role)
 
 
+def _batch_of(fn: Function) -> int:
+    """The rows one call of an evaluation function takes (its data input's leading axis)."""
+    return next(n.shape[0] for n in fn.inputs if input_role(n) is Role.DATA)
+
+
 def _f32(data: bytes) -> float:
     return float(struct.unpack_from("<f", data)[0])
 
@@ -55,12 +60,16 @@ class Session:
         *,
         seed: int,
         level: Level,
-        eval_batch: int,
+        eval_batch: int | None = None,
+        eval_rows: int | None = None,
         examples: int | None = None,
     ) -> None:
-        """`examples`: the training split's size, which a program keeping its data set on the device
-        (`memory.data` resident) is compiled and planned for."""
-        self.compiled: Compiled = compile_program(program, eval_batch=eval_batch, examples=examples)
+        """Evaluation runs `eval_batch` rows a call (the training batch unless given); `eval_rows` is the
+        held-out split's size, so the plan holds the evaluation of its last, smaller batch too (without
+        it, evaluate takes whole batches only). `examples`: the training split's size, which a program
+        keeping its data set on the device (`memory.data` resident) is compiled and planned for."""
+        sizes = {"eval_batch": eval_batch, "eval_rows": eval_rows, "examples": examples}
+        self.compiled: Compiled = compile_program(program, **sizes)
         self.examples = examples
         self.device, self.rng, self.steps, self.level = device, RngState(seed), 0, level
         self.step_fn = step_fn = self.compiled.step_for(level, device.features)
@@ -75,6 +84,10 @@ class Session:
         self.schedule = self.plan.functions[0].schedule
         self.step: CompiledStep
         self.eval: CompiledStep
+        self.eval_last: CompiledStep | None = None
+        self.eval_batch = _batch_of(self.compiled.evaluate)
+        last = self.compiled.evaluate_last
+        self.eval_last_rows = _batch_of(last) if last is not None else 0
         self.carried = [
             input_name(n) for n in self.compiled.evaluate.inputs if input_role(n) in (Role.PARAM, Role.STATE)
         ]
@@ -124,8 +137,11 @@ class Session:
             raise ValueError(f"the resident data set was planned for {self.examples} examples, got {got}")
         await self.check_memory()
         self.step = await self._compile(self.schedule)
-        _, evaluation, init_plan = self.plan.functions
+        evaluation, last, init_plan = (self.plan.function(n) for n in ("evaluation", "evaluation, last batch", "init"))
+        assert evaluation is not None and init_plan is not None
         self.eval = await self._compile(evaluation.schedule)
+        if last is not None:
+            self.eval_last = await self._compile(last.schedule)
         init_fn = self.compiled.init_for(self.level, self.device.features)
         init = await self._compile(init_plan.schedule)
         names = [name for name, _ in init_fn.outputs]
@@ -161,13 +177,37 @@ class Session:
         return _f32(out["loss"])
 
     async def evaluate(self, test: Split) -> dict[str, float]:
-        """Loss and metrics on `test` (all of it: the eval function's batch is its size)."""
+        """Loss and metrics on all of `test`, in batches of the evaluation's rows: each batch's values
+        weighted by its rows (exact for per-example means such as the loss, accuracy and mse)."""
+        calls = self._evaluation_calls(test.n)
         current = await self.step.fetch(self.carried)
-        for name, data in current.items():
-            self.eval.write(name, data)
-        x, y = test.rows(list(range(test.n)))
-        out = await self.eval.step({self.features: x, self.labels: y}, self.metrics)
-        return {name: _f32(data) for name, data in out.items()}
+        for evaluation in {id(e): e for _, _, e in calls}.values():
+            for name, data in current.items():
+                evaluation.write(name, data)
+        sums = dict.fromkeys(self.metrics, 0.0)
+        for start, rows, evaluation in calls:
+            x, y = test.rows(list(range(start, start + rows)))
+            out = await evaluation.step({self.features: x, self.labels: y}, self.metrics)
+            for name, data in out.items():
+                sums[name] += _f32(data) * rows
+        return {name: total / test.n for name, total in sums.items()}
+
+    def _evaluation_calls(self, n: int) -> list[tuple[int, int, CompiledStep]]:
+        """(first row, rows, compiled evaluation) for each call over a held-out split of n rows."""
+        if n < 1:
+            raise ValueError("the held-out split is empty: there is nothing to evaluate")
+        whole, rest = divmod(n, self.eval_batch)
+        calls = [(i * self.eval_batch, self.eval_batch, self.eval) for i in range(whole)]
+        if rest and (self.eval_last is None or rest != self.eval_last_rows):
+            planned = f"{self.eval_last_rows}" if self.eval_last is not None else "no"
+            raise ValueError(
+                f"the held-out split has {n} rows: {whole} batches of {self.eval_batch} and {rest} more, but the "
+                f"plan holds {planned} last-batch evaluation; give the session eval_rows={n}"
+            )
+        if rest:
+            assert self.eval_last is not None
+            calls.append((whole * self.eval_batch, rest, self.eval_last))
+        return calls
 
     async def fit(self, train: Split, test: Split, epochs: int, report: Any = None) -> list[EpochResult]:
         await self.start(train)
