@@ -16,10 +16,9 @@ from scellis.autodiff import grad
 from scellis.autodiff.checkpoint import ordered_like, segments
 from scellis.examples import char_transformer, deep_chain, digits_cnn, digits_mlp, mlp
 from scellis.ir import Function, verify
-from scellis.ir.function import input_name, input_role, toposort
+from scellis.ir.function import toposort
 from scellis.levels import Level
-from scellis.ops import DType, Op
-from scellis.ops.defs import Role
+from scellis.ops import Op
 from scellis.pipeline import Compiled, compile_program
 from scellis.planning import plan_program
 from scellis.remedies import apply
@@ -40,17 +39,9 @@ def both(data: dict[str, Any]) -> tuple[Compiled, Compiled]:
 
 
 def inputs(fn: Function, init: Function, seed: int) -> dict[str, np.ndarray]:
-    """Initial parameters and states, a batch of random data, RNG keys and positions for `fn`."""
-    state = rt.initial_state(init, fn, seed)
-    r = np.random.default_rng(seed)
-    values = {**rt.keys(fn, seed), **rt.positions(fn, state)}
-    for node in fn.inputs:
-        name, role = input_name(node), input_role(node)
-        if role in (Role.PARAM, Role.STATE):
-            values[name] = state.values[name]
-        elif role in (Role.DATA, Role.LABEL):  # classes, tokens (both examples have at least 10) or features
-            values[name] = r.integers(0, 10, node.shape) if node.dtype is DType.I32 else r.uniform(0, 1, node.shape)
-    return values
+    """Initial parameters and states, a batch of random data, RNG keys and positions for `fn` (classes and
+    tokens below 10: every example has at least 10)."""
+    return rt.example_inputs(fn, init, seed)
 
 
 def forward_ids(compiled: Compiled) -> set[int]:

@@ -21,7 +21,6 @@ from scellis.ir import Function
 from scellis.ir.function import input_name, input_role
 from scellis.levels import Level
 from scellis.lower import lower
-from scellis.ops import DType
 from scellis.ops.defs import Role
 from scellis.pipeline import Compiled, compile_program
 from scellis.plan import plan_memory, update_in_place
@@ -53,15 +52,7 @@ def both(data: dict[str, Any]) -> tuple[Compiled, Compiled]:
 
 def inputs(fn: Function, init: Function, seed: int) -> dict[str, bytes]:
     """Initial parameters and states, a batch of random data, RNG keys and positions, as device bytes."""
-    state = rt.initial_state(init, fn, seed, np.float32)
-    r = np.random.default_rng(seed)
-    values = {**rt.keys(fn, seed), **rt.positions(fn, state)}
-    for node in fn.inputs:
-        name, role = input_name(node), input_role(node)
-        if role in (Role.PARAM, Role.STATE):
-            values[name] = state.values[name]
-        elif role in (Role.DATA, Role.LABEL):  # classes, tokens (both examples have at least 10) or features
-            values[name] = r.integers(0, 10, node.shape) if node.dtype is DType.I32 else r.uniform(0, 1, node.shape)
+    values = rt.example_inputs(fn, init, seed, float_dtype=np.float32)
     return {name: np.asarray(v).astype(DEVICE_DTYPES[fn.input(name).dtype]).tobytes() for name, v in values.items()}
 
 

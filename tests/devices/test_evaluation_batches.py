@@ -5,10 +5,9 @@ evaluations, and the devices allocate exactly that (lavapipe and the CPU path un
 from __future__ import annotations
 
 import asyncio
-import random
-import struct
 
 import pytest
+from splits import random_split
 
 from scellis.datasets import Split
 from scellis.examples import digits_mlp
@@ -22,12 +21,6 @@ from scellis.session import Session
 HELD_OUT = 100  # one batch of 64 and a last batch of 36
 
 
-def split(rows: int, seed: int) -> Split:
-    rnd = random.Random(seed)
-    pixels = struct.pack(f"<{rows * 64}f", *(rnd.random() for _ in range(rows * 64)))
-    return Split(pixels, struct.pack(f"<{rows}i", *(rnd.randrange(10) for _ in range(rows))), 64)
-
-
 @pytest.fixture(scope="module")
 def devices() -> dict[str, object]:
     return {"lavapipe": WgpuDevice(), "wasmtime": asyncio.run(CpuDevice.open())}
@@ -36,7 +29,7 @@ def devices() -> dict[str, object]:
 async def metrics(device: object, **sizes: int) -> tuple[dict[str, float], Session]:
     session = Session(digits_mlp(), device, seed=3, level=Level.DEBUG, **sizes)  # type: ignore[arg-type]
     await session.start()
-    return await session.evaluate(split(HELD_OUT, 2)), session
+    return await session.evaluate(random_split(HELD_OUT, 2)), session
 
 
 def test_batches_weighted_by_rows_give_the_whole_splits_metrics(devices: dict[str, object]) -> None:
@@ -67,6 +60,6 @@ def test_a_split_the_plan_did_not_hold_is_refused_with_the_fix(devices: dict[str
     session = Session(digits_mlp(), devices["wasmtime"], seed=3, level=Level.DEBUG)  # type: ignore[arg-type]
     asyncio.run(session.start())
     with pytest.raises(ValueError, match=r"has 100 rows: 1 batches of 64 and 36 more.*give the session eval_rows=100"):
-        asyncio.run(session.evaluate(split(HELD_OUT, 2)))
+        asyncio.run(session.evaluate(random_split(HELD_OUT, 2)))
     with pytest.raises(ValueError, match="the held-out split is empty"):
         asyncio.run(session.evaluate(Split(b"", b"", 64)))

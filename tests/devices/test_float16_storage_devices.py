@@ -25,11 +25,9 @@ import pytest
 
 from scellis.datasets import Split, digits_csv, read_digits
 from scellis.examples import digits_cnn, digits_mlp
-from scellis.ir.function import input_name, input_role
 from scellis.levels import Level
 from scellis.lower import lower
 from scellis.ops import DType
-from scellis.ops.defs import Role
 from scellis.optim.storage import StorageUnsupported
 from scellis.pipeline import compile_program
 from scellis.planning import plan_program
@@ -98,18 +96,8 @@ def test_the_schedule_rounds_where_the_ir_does(example: str, checkpoint: bool) -
     program["memory"]["checkpoint"] = checkpoint
     compiled = compile_program(program)
     fn = compiled.step
-    state = rt.initial_state(compiled.init, fn, seed=4)
-    rng = np.random.default_rng(0)
-    inputs: dict[str, np.ndarray] = {}
-    for node in fn.inputs:
-        name, role = input_name(node), input_role(node)
-        if role in (Role.PARAM, Role.STATE):
-            inputs[name] = state.values[name]
-        elif role is Role.RNG:
-            inputs[name] = rt.keys(fn, 4)[name]
-        else:
-            inputs[name] = rng.random(node.shape) if node.dtype is DType.F32 else rng.integers(0, 3, node.shape)
-    inputs = {k: np.asarray(v).astype(WIRE[fn.input(k).dtype]) for k, v in inputs.items()}
+    given = rt.example_inputs(fn, compiled.init, 4, classes=3)
+    inputs = {k: np.asarray(v).astype(WIRE[fn.input(k).dtype]) for k, v in given.items()}
     want = run(fn, inputs)
     device = ReferenceDevice(F16).compile(lower(fn, Level.PROD, F16))
     for name, value in inputs.items():

@@ -8,11 +8,8 @@ import numpy as np
 import pytest
 
 from scellis.examples import digits_cnn, digits_mlp
-from scellis.ir.function import input_name, input_role
 from scellis.levels import Level
 from scellis.lower import lower
-from scellis.ops import DType
-from scellis.ops.defs import Role
 from scellis.pipeline import compile_program
 from scellis.runtime import reference_train as rt
 from scellis.runtime.reference import run
@@ -39,21 +36,9 @@ def transformer() -> dict:
 def test_schedule_on_the_reference_device_equals_the_ir(program: dict) -> None:
     compiled = compile_program(program)
     fn = compiled.step
-    state = rt.initial_state(compiled.init, fn, seed=4)
-    rng = np.random.default_rng(0)
-    inputs = {}
-    for node in fn.inputs:
-        name, role = input_name(node), input_role(node)
-        if role in (Role.PARAM, Role.STATE):
-            inputs[name] = state.values[name]
-        elif role is Role.RNG:
-            inputs[name] = rt.keys(fn, 4)[name]
-        elif node.dtype is DType.F32:
-            inputs[name] = rng.random(node.shape)
-        else:
-            inputs[name] = rng.integers(0, 3, node.shape)
     # the device's wire format is float32: give both sides the same float32-representable inputs
-    inputs = {k: np.asarray(v).astype(WIRE[fn.input(k).dtype]) for k, v in inputs.items()}
+    given = rt.example_inputs(fn, compiled.init, 4, classes=3)
+    inputs = {k: np.asarray(v).astype(WIRE[fn.input(k).dtype]) for k, v in given.items()}
     want = run(fn, inputs)
     device = ReferenceDevice().compile(lower(fn, Level.PROD))
     for name, value in inputs.items():

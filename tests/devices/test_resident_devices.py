@@ -7,12 +7,10 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import random
-import struct
 
 import pytest
+from splits import random_split
 
-from scellis.datasets import Split
 from scellis.examples import digits_cnn, digits_mlp
 from scellis.levels import Level
 from scellis.remedies import apply
@@ -23,12 +21,6 @@ from scellis.session import Session
 ROWS = 192  # three batches of 64
 
 
-def split(rows: int, seed: int) -> Split:
-    rnd = random.Random(seed)
-    pixels = struct.pack(f"<{rows * 64}f", *(rnd.random() for _ in range(rows * 64)))
-    return Split(pixels, struct.pack(f"<{rows}i", *(rnd.randrange(10) for _ in range(rows))), 64)
-
-
 @pytest.fixture(scope="module")
 def devices() -> dict[str, object]:
     return {"lavapipe": WgpuDevice(), "wasmtime": asyncio.run(CpuDevice.open())}
@@ -36,7 +28,7 @@ def devices() -> dict[str, object]:
 
 async def trained(program: dict, device: object, examples: int | None) -> tuple[str, Session]:
     session = Session(program, device, seed=5, level=Level.DEBUG, eval_batch=32, examples=examples)  # type: ignore[arg-type]
-    await session.fit(split(ROWS, 1), split(32, 2), epochs=1)
+    await session.fit(random_split(ROWS, 1), random_split(32, 2), epochs=1)
     values = await session.step.fetch(session.carried)
     return hashlib.sha256(b"".join(values[k] for k in sorted(values))).hexdigest(), session
 
@@ -55,6 +47,6 @@ def test_a_resident_session_refuses_a_split_of_another_size(devices: dict[str, o
     program = apply(digits_mlp(), {"data": "resident"})
     session = Session(program, devices["wasmtime"], seed=5, level=Level.DEBUG, eval_batch=32, examples=ROWS)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="planned for 192 examples, got 128 examples"):
-        asyncio.run(session.start(split(128, 1)))
+        asyncio.run(session.start(random_split(128, 1)))
     with pytest.raises(ValueError, match="planned for 192 examples, got none"):
         asyncio.run(session.start())

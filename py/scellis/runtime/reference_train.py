@@ -60,6 +60,26 @@ def initial_state(init: Function, step_fn: Function, seed: int, float_dtype: typ
     return state
 
 
+def example_inputs(
+    fn: Function, init: Function, seed: int, classes: int = 10, float_dtype: type = np.float64
+) -> dict[str, np.ndarray]:
+    """Every input of one call of the training step `fn`: parameters and state from `init`, RNG keys and
+    positions, and a random batch from `seed` (floats uniform in [0, 1); integers, such as classes,
+    tokens or example indices, in [0, classes))."""
+    state = initial_state(init, fn, seed, float_dtype)
+    r = np.random.default_rng(seed)
+    values = {**keys(fn, seed), **positions(fn, state)}
+    for node in fn.inputs:
+        name, role = input_name(node), input_role(node)
+        if role in (Role.PARAM, Role.STATE):
+            values[name] = state.values[name]
+        elif role in (Role.DATA, Role.LABEL, Role.DATASET):
+            values[name] = (
+                r.integers(0, classes, node.shape) if node.dtype is DType.I32 else r.uniform(0, 1, node.shape)
+            )
+    return values
+
+
 def permutation(n: int, seed: int, epoch: int) -> np.ndarray:
     """`scellis.rng.permutation`, vectorised: argsort of Philox draws of the `shuffle` substream."""
     i = np.arange(n, dtype=np.uint64)
