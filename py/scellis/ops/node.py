@@ -30,6 +30,17 @@ class ShapeError(ValueError):
         self.port = port
 
 
+class _Release:
+    """Sources of released nodes, waiting to be released in turn (see Node.__del__)."""
+
+    def __init__(self) -> None:
+        self.pending: list[tuple[Node, ...]] = []
+        self.running = False
+
+
+_RELEASE = _Release()
+
+
 @dataclass(frozen=True, eq=False)
 class Node:
     op: Op
@@ -40,6 +51,22 @@ class Node:
 
     def __repr__(self) -> str:
         return f"Node({self.op.value}, {self.type_str})"
+
+    def __del__(self, release: _Release = _RELEASE) -> None:  # bound here: still there at exit
+        # A graph is released one node at a time, not by recursion. Freeing a node frees its sources,
+        # theirs, and so on, one C call deeper per node: a few thousand nodes deep, that overflows the
+        # browser's stack under Pyodide (a fatal error, not an exception). So a dying node hands its
+        # sources to a list, and the outermost release frees them in a loop.
+        if self.src:
+            release.pending.append(self.src)
+            object.__setattr__(self, "src", ())  # this node no longer holds them: nothing cascades
+        if not release.running:
+            release.running = True
+            try:
+                while release.pending:
+                    release.pending.pop()
+            finally:
+                release.running = False
 
     @property
     def type_str(self) -> str:
