@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from scellis.autodiff import grad
-from scellis.autodiff.checkpoint import checkpoint, ordered_like
+from scellis.autodiff.checkpoint import checkpoint, from_the_loss_back, ordered_like
 from scellis.codegen import render
 from scellis.graph import ValidProgram, validate
 from scellis.graph.lowering import Mode
@@ -189,10 +189,11 @@ def _loss_scaled(fwd: Lowered, program: ValidProgram, init: Function, settings: 
 def _train(
     fn: Function, loss: str, fwd: Lowered, program: ValidProgram, settings: LossScaling | None = None
 ) -> tuple[Function, Function]:
-    """Gradients of `loss` for the trainable parameters, and the training step. With `memory.checkpoint`
-    the backward recomputes the forward segment by segment, from the loss back (autodiff.checkpoint)."""
+    """Gradients of `loss` for the trainable parameters, and the training step, ordered from the loss back
+    (each gradient and its update as soon as its layer's backward has run: fewer bytes held at once).
+    With `memory.checkpoint` the backward also recomputes the forward segment by segment
+    (autodiff.checkpoint)."""
     backward = grad(fn, loss, fwd.trainable)
-    if program.memory.checkpoint:
-        backward = checkpoint(fn, backward, loss)
+    backward = checkpoint(fn, backward, loss) if program.memory.checkpoint else from_the_loss_back(fn, backward)
     step = apply_optimizer(backward, program.optimizer, fwd.trainable, settings)
-    return backward, ordered_like(step, backward) if program.memory.checkpoint else step
+    return backward, ordered_like(step, backward)

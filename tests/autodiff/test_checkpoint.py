@@ -105,12 +105,12 @@ def test_segments_are_recomputed_from_the_loss_back() -> None:
     assert first_read == sorted(first_read, reverse=True)
 
 
-def test_only_checkpointing_orders_the_work_and_clipping_keeps_its_values() -> None:
+def test_every_step_is_ordered_from_the_loss_back_and_clipping_keeps_its_values() -> None:
     data = deep_chain(12)
     data["optimizer"] = {"kind": "sgd", "lr": 0.1, "clip_norm": 1.0}
     plain, cut = both(data)
-    assert plain.step.first == () and plain.backward.first == ()
-    assert cut.step.first and cut.backward.first
+    assert plain.step.first and plain.backward.first and cut.step.first and cut.backward.first
+    assert plain.forward.fn.first == () and plain.evaluate.first == ()  # only training steps are ordered
     values = inputs(plain.step, plain.init, seed=5)
     want, got = run(plain.step, values), run(cut.step, values)
     for name in want:

@@ -83,4 +83,6 @@ def test_the_cnn_step_reuses_half_its_memory() -> None:
     schedule = lower(compile_program(digits_cnn()).step, Level.PROD)
     plan = plan_memory(schedule)
     assert plan.naive(schedule) / plan.allocated > 2.0  # measured 2.11: activations and gradients reuse slots
-    assert plan.allocated <= 1.06 * plan.peak_live  # within 6 % of the lower bound (measured 5.3 %)
+    # within 8 % of the lower bound (measured 6.9 %: 2,721,616 of 2,545,232 bytes; ordering the step from
+    # the loss back lowered both, the bound more than the allocation)
+    assert plan.allocated <= 1.08 * plan.peak_live

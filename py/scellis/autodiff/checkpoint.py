@@ -82,6 +82,14 @@ def checkpoint(forward: Function, backward: Function, loss: str) -> Function:
     return Function(backward.name, backward.inputs, outputs, first)
 
 
+def from_the_loss_back(forward: Function, backward: Function) -> Function:
+    """`backward` in the order checkpointing gives it, with nothing recomputed: the forward, then each
+    parameter's gradient from the loss back. A gradient (and, in the step, its update) then comes as soon
+    as its layer's backward has run, so it need not wait, held, for the backward of every other layer."""
+    first = (*(node for _, node in forward.outputs), *_latest_first(forward, dict(backward.outputs)))
+    return Function(backward.name, backward.inputs, backward.outputs, first)
+
+
 def segments(forward: Function, backward: Function, loss: str) -> Segments:
     """Where `forward` is cut for `backward`, and what is recomputed (the policy: module docstring)."""
     return _segments(forward, loss, _read_by_backward(forward, backward))
