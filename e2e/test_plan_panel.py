@@ -213,3 +213,37 @@ def test_the_probe_is_kept_across_visits_and_measured_again_on_request(loaded: L
     assert shown["budget"].endswith("measured now"), shown["budget"]
     assert json.loads(page.evaluate("(key) => localStorage.getItem(key)", key))["format"] == "scellis-probes/1"
     page.close()
+
+
+PROBE_COUNT = """async (sizes) => {
+    if (!globalThis.scellisGpu) return null;  // the CPU path reads its budget and never probes
+    const live = new Set();
+    const create = GPUDevice.prototype.createBuffer, destroy = GPUBuffer.prototype.destroy;
+    GPUDevice.prototype.createBuffer = function (descriptor) {
+      const buffer = create.call(this, descriptor);
+      live.add(buffer);
+      return buffer;
+    };
+    GPUBuffer.prototype.destroy = function () { live.delete(this); return destroy.call(this); };
+    const answers = [];
+    try {
+      for (const size of sizes) answers.push([await globalThis.scellisGpu.probe(size), live.size]);
+    } finally {
+      GPUDevice.prototype.createBuffer = create;
+      GPUBuffer.prototype.destroy = destroy;
+    }
+    return answers;
+}"""
+
+
+def test_the_probe_leaves_no_buffer_behind(loaded: LoadedApp) -> None:
+    """Every buffer the page's allocation probe creates is destroyed before it answers, whether the
+    bytes fit (300 MB, in several buffers) or not (1 TB: out of memory)."""
+    page = loaded.page
+    page.select_option("#train-level", "prod")
+    wait_plan(page)  # the page's device is open
+    answers = page.evaluate(PROBE_COUNT, [300_000_000, 1_000_000_000_000])
+    if kind_of(loaded) == "cpu":
+        assert answers is None and stored_probes(page) == []
+        return
+    assert answers == [[True, 0], [False, 0]]
