@@ -621,7 +621,7 @@ def test_bad_optimizer_settings(optimizer: Any, path: str, message: str) -> None
         ({"batch_size": 100_000}, "loop.batch_size", "must be at most 65536, got 100000"),
         ({"epochs": -1}, "loop.epochs", "must be at least 1, got -1"),
         ({"shuffle": "no"}, "loop.shuffle", "must be true or false, got 'no'"),
-        ({"steps": 10}, "loop.steps", "unknown setting (known: batch_size, epochs, shuffle)"),
+        ({"steps": 10}, "loop.steps", "unknown setting (known: batch_size, epochs, evaluate_every, rules, shuffle)"),
         (None, "loop", "must be an object, got NoneType"),
     ],
 )

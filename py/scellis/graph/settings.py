@@ -11,6 +11,7 @@ from typing import Any
 
 from scellis.graph.errors import Issue
 from scellis.graph.params import REQUIRED, Param, check
+from scellis.graph.rules import Rule, read_rules
 
 OPTIMIZERS = ("sgd", "momentum", "adam", "adamw")
 SCHEDULES = ("constant", "step", "cosine")
@@ -63,6 +64,8 @@ class Loop:
     epochs: int = 10
     batch_size: int = 64
     shuffle: bool = True
+    evaluate_every: int = 0  # steps between evaluations on the held-out split; 0: at each epoch's end
+    rules: tuple[Rule, ...] = ()  # scellis.loop.program
 
 
 @dataclass(frozen=True)
@@ -108,6 +111,8 @@ LOOP_PARAMS = (
     Param("epochs", "int", 10, low=1),
     Param("batch_size", "int", 64, low=1, high=65536),
     Param("shuffle", "bool", True),
+    Param("evaluate_every", "int", 0, low=0),
+    Param("rules", "rules", None, optional=True),
 )
 
 DATA_PLACEMENTS = ("stream", "resident")
@@ -136,6 +141,8 @@ def read_fields(data: Any, specs: tuple[Param, ...], path: str, issues: list[Iss
             values[p.name] = p.default
         elif p.kind == "schedule":
             values[p.name] = read_schedule(data[p.name], f"{path}.{p.name}", issues)
+        elif p.kind == "rules":
+            values[p.name] = read_rules(data[p.name], f"{path}.{p.name}", issues)
         else:
             value, error = check(p, data[p.name])
             if error:

@@ -17,6 +17,7 @@ from scellis.graph.catalog import CATALOG, OpSpec
 from scellis.graph.errors import Issue, ProgramError, show
 from scellis.graph.lowering import Lowering, Mode
 from scellis.graph.params import REQUIRED, check
+from scellis.graph.rules import check_metrics
 from scellis.graph.settings import Loop, Memory, Optimizer, read_loop, read_memory, read_optimizer
 from scellis.ops import DType, Node, ShapeError
 
@@ -67,6 +68,7 @@ def validate(data: Any) -> ValidProgram:
     outputs = _check_types(valid, broken, loop.batch_size, issues)
     readable = isinstance(data.get("nodes"), list) and bool(data["nodes"])
     loss, metrics = _check_objectives(data, outputs, present if readable else None, issues)
+    check_metrics(loop.rules, metrics, issues)
     if issues:
         raise ProgramError(issues)
     name = data.get("name", "program")
