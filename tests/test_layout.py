@@ -11,7 +11,8 @@ ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "py" / "scellis"
 # Pipeline stages, upstream first: a stage may import only stages before it (and base modules).
 STAGES = ["graph", "ir", "autodiff", "optim", "loop", "lower", "plan", "codegen", "runtime"]
-BASE = {"assets", "engine", "rng", "ops", "datasets", "levels"}  # below every stage; they import only each other
+# Below every stage; they import only each other.
+BASE = {"assets", "engine", "rng", "ops", "datasets", "levels", "store"}
 TOP = {
     "cli",
     "serve",

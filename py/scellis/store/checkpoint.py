@@ -1,0 +1,164 @@
+"""Checkpoints: everything a run needs to continue exactly, as one tensor file, stored under its hash.
+
+The tensors (parameters and optimizer state, by their input names) are the file's tensors; the rest is
+its `__metadata__`, one entry per field, each value the field's JSON text (compact, sorted keys, so the
+same checkpoint always has the same bytes and key). Resuming takes a key and either returns the
+checkpoint the run expects or raises ResumeError saying what differs: there is no fresh-start fallback.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from scellis.levels import Level
+from scellis.rng import RngState
+from scellis.store.objects import BadKey, CorruptObject, MissingObject, Store, StoreError, check_key, settle
+from scellis.store.tensorfile import FormatError, Tensor, decode, encode
+
+FORMAT = "scellis.checkpoint/1"
+FIELDS = ("format", "program", "level", "device", "step", "epoch", "cursor", "rng", "loop")
+
+
+class ResumeError(RuntimeError):
+    """A run cannot resume from the key it was given. `reasons` says why, one entry per fault:
+    'bad key', 'missing', 'corrupt', 'not a checkpoint', 'program' or 'level'."""
+
+    def __init__(self, key: object, reasons: list[str], details: list[str]) -> None:
+        super().__init__(f"cannot resume from {key}: " + "; ".join(details))
+        self.key, self.reasons = key, reasons
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    """A run's state between two steps.
+
+    program: the key of the program the run executes (ir.key: 'sha256:…').
+    level: the determinism level it runs at; device: the device's name, as recorded.
+    step: steps taken so far; epoch: the epoch under way; cursor: the position inside that epoch
+    (what the loop counts there: examples or batches taken).
+    rng: the seed and each substream's next position. loop: the loop's own state (learning rate,
+    plateau counters, best metric...), a JSON object kept as given.
+    tensors: parameters and optimizer state by input name."""
+
+    program: str
+    level: Level
+    device: str
+    step: int
+    epoch: int
+    cursor: int
+    rng: RngState
+    loop: dict[str, Any] = field(default_factory=dict)
+    tensors: dict[str, Tensor] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        try:
+            check_key(self.program)
+        except BadKey:
+            raise ValueError(
+                f"program must be a program key ('sha256:' and 64 hex digits), not {self.program!r}"
+            ) from None
+        if not isinstance(self.level, Level):
+            raise ValueError(f"level must be a Level, not {self.level!r}")
+        if not isinstance(self.device, str):
+            raise ValueError(f"device must be a name, not {self.device!r}")
+        for name in ("step", "epoch", "cursor"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+                raise ValueError(f"{name} must be a non-negative integer, not {value!r}")
+        if not isinstance(self.rng, RngState):
+            raise ValueError(f"rng must be an RngState, not {self.rng!r}")
+        if not isinstance(self.loop, dict):
+            raise ValueError(f"loop must be a JSON object, not {self.loop!r}")
+
+    def metadata(self) -> dict[str, str]:
+        values = {
+            "format": FORMAT,
+            "program": self.program,
+            "level": self.level.value,
+            "device": self.device,
+            "step": self.step,
+            "epoch": self.epoch,
+            "cursor": self.cursor,
+            "rng": self.rng.to_json(),
+            "loop": self.loop,
+        }
+        return {name: _json(name, value) for name, value in values.items()}
+
+    def to_bytes(self) -> bytes:
+        return encode(self.tensors, self.metadata())
+
+    @classmethod
+    def from_bytes(cls, data: bytes) -> Checkpoint:
+        """The checkpoint in a tensor file; FormatError naming the field that is wrong otherwise."""
+        tensors, metadata = decode(data)
+        if set(metadata) != set(FIELDS):
+            missing, extra = sorted(set(FIELDS) - set(metadata)), sorted(set(metadata) - set(FIELDS))
+            raise FormatError(f"checkpoint metadata: missing {missing}, unexpected {extra}")
+        values = {name: _parse(name, metadata[name]) for name in FIELDS}
+        if values["format"] != FORMAT:
+            raise FormatError(f"checkpoint metadata 'format' is {values['format']!r}, expected {FORMAT!r}")
+        levels = {level.value: level for level in Level}
+        if values["level"] not in levels:
+            raise FormatError(f"checkpoint metadata 'level' is {values['level']!r}, not one of {', '.join(levels)}")
+        if not isinstance(values["rng"], dict):
+            raise FormatError(f"checkpoint metadata 'rng' must be a JSON object, not {values['rng']!r}")
+        try:
+            return cls(
+                program=values["program"],
+                level=levels[values["level"]],
+                device=values["device"],
+                step=values["step"],
+                epoch=values["epoch"],
+                cursor=values["cursor"],
+                rng=RngState.from_json(values["rng"]),
+                loop=values["loop"],
+                tensors=tensors,
+            )
+        except ValueError as error:
+            raise FormatError(f"checkpoint metadata: {error}") from None
+
+
+async def save(store: Store, checkpoint: Checkpoint) -> str:
+    """Store `checkpoint` and return its key (the same state always has the same key)."""
+    return await settle(store.put(checkpoint.to_bytes()))
+
+
+async def load(store: Store, key: str, *, expect_program: str, expect_level: Level) -> Checkpoint:
+    """The checkpoint stored under `key`, for a run of `expect_program` at `expect_level`; ResumeError
+    naming every difference otherwise (a malformed, missing or corrupt object, bytes that are not a
+    checkpoint, another program, another level)."""
+    try:
+        data = await settle(store.get(key))
+    except StoreError as error:
+        reason = {BadKey: "bad key", MissingObject: "missing", CorruptObject: "corrupt"}.get(type(error), "store")
+        raise ResumeError(key, [reason], [str(error)]) from error
+    try:
+        checkpoint = Checkpoint.from_bytes(data)
+    except FormatError as error:
+        raise ResumeError(key, ["not a checkpoint"], [f"the object is not a checkpoint ({error})"]) from error
+    reasons, details = [], []
+    if checkpoint.program != expect_program:
+        reasons.append("program")
+        details.append(f"it was saved by program {checkpoint.program}, and this run's program is {expect_program}")
+    if checkpoint.level is not expect_level:
+        reasons.append("level")
+        details.append(f"it was saved at level {checkpoint.level.value}, and this run is at level {expect_level.value}")
+    if reasons:
+        raise ResumeError(key, reasons, details)
+    return checkpoint
+
+
+def _json(name: str, value: object) -> str:
+    try:
+        return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    except (TypeError, ValueError) as error:
+        raise ValueError(f"checkpoint field {name!r} is not JSON: {error}") from None
+
+
+def _parse(name: str, text: str) -> Any:
+    try:
+        return json.loads(text)
+    except ValueError as error:
+        raise FormatError(f"checkpoint metadata {name!r} is not JSON: {error}") from None
