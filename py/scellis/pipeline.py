@@ -17,6 +17,7 @@ from scellis.graph.settings import LossScaling
 from scellis.ir import Function, structural_key, to_text, verify
 from scellis.ir.from_program import Lowered, forward, init_function
 from scellis.levels import Level
+from scellis.loop import loop_text
 from scellis.lower import Schedule, lower
 from scellis.lower.text import schedule_text
 from scellis.optim import apply_optimizer
@@ -28,6 +29,7 @@ STAGE_TITLES = (
     "typed IR",
     "backward IR",
     "optimizer IR (training step)",
+    "loop program",
     "evaluation IR",
     "init IR",
     "kernel schedule (training step)",
@@ -76,7 +78,9 @@ class Compiled:
         texts = [json.dumps(self.program.source, indent=1)]
         step, init = self.step_for(level, features), self.init_for(level, features)
         backward = self.backward_for(level, features)
-        texts += [to_text(fn) for fn in (self.forward.fn, backward, step, self.evaluate, init)]
+        texts += [to_text(fn) for fn in (self.forward.fn, backward, step)]
+        texts.append(loop_text(self.program.loop))
+        texts += [to_text(fn) for fn in (self.evaluate, init)]
         schedule = lower(step, level, features)
         texts.append(f"level {level.value}\n{schedule_text(schedule)}")
         texts.append(wgsl_text(schedule))
@@ -195,5 +199,5 @@ def _train(
     (autodiff.checkpoint)."""
     backward = grad(fn, loss, fwd.trainable)
     backward = checkpoint(fn, backward, loss) if program.memory.checkpoint else from_the_loss_back(fn, backward)
-    step = apply_optimizer(backward, program.optimizer, fwd.trainable, settings)
+    step = apply_optimizer(backward, program.optimizer, fwd.trainable, settings, program.loop.rules)
     return backward, ordered_like(step, backward)

@@ -1,15 +1,17 @@
 """A training session on one device: a program compiled to the device's kernels, parameters initialised
-on the device from the seed, epochs of steps driven from Python with one device call per step, and
-evaluation. The same code runs in the browser (async FFI) and in CPython (wgpu-py, wasmtime).
-
-The loop program (rules, checkpoints, pause/resume) will grow out of this driver; today it runs fixed
-epochs of shuffled full batches.
+on the device from the seed, and its loop program run from Python with one device call per step:
+epochs of full batches (shuffled by the `shuffle` substream, or in order), evaluation on the held-out
+split every `evaluate_every` steps or at each epoch's end, and the loop's rules (graph.rules: skips
+decided on the device, learning-rate changes, stops and checkpoints decided here, each logged as an
+event). A run can stop after any number of steps and go on from there (`run(steps=N)`). The same code
+runs in the browser (async FFI) and in CPython (wgpu-py, wasmtime).
 """
 
 from __future__ import annotations
 
 import inspect
 import struct
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,8 +19,10 @@ from scellis.datasets import Split
 from scellis.graph.lowering import BATCH_ROWS, dataset_input
 from scellis.ir.function import Function, input_name, input_role
 from scellis.levels import Level
+from scellis.loop import Event, LoopState
 from scellis.lower import Schedule
 from scellis.ops.defs import Role
+from scellis.optim.optimizers import LAST_SKIPPED, LR_SCALE, SKIPPED
 from scellis.pipeline import Compiled, compile_program
 from scellis.plan.budget import Verdict
 from scellis.planning import judge, plan_program
@@ -35,8 +39,11 @@ class EpochResult:
     epoch: int
     steps: int
     loss: float  # of the epoch's last step
-    metrics: dict[str, float]  # on the held-out split
+    metrics: dict[str, float]  # on the held-out split, at its latest evaluation
     loss_scale: float | None = None  # the loss scale the epoch's last step used (level fast only)
+
+
+Checkpointer = Callable[["Session", str], Awaitable[str]]  # (session, why) -> the checkpoint's key
 
 
 def _role_input(fn: Function, role: Role) -> str:
@@ -94,6 +101,16 @@ class Session:
         self.metrics = [
             name for name, _ in self.compiled.evaluate.outputs if name == "loss" or name.startswith("metric/")
         ]
+        # the loop program's state: where the run is, and what its rules have seen and decided
+        self.loop = LoopState(self.compiled.program.loop.rules)
+        self.epoch, self.cursor = 0, 0  # the epoch under way (from 0) and its next batch
+        self.order: list[int] | None = None  # the epoch's order of examples, once drawn
+        self.last_loss = float("nan")
+        self.last_metrics: dict[str, float] = {}
+        self.checkpointer: Checkpointer | None = None
+        step_inputs = {input_name(n) for n in step_fn.inputs}
+        self.counts_skips, self.scales_lr = SKIPPED in step_inputs, LR_SCALE in step_inputs
+        self.lr_scale_written: float | None = None
 
     def _keys(self, fn: Function) -> dict[str, bytes]:
         return {
@@ -151,30 +168,136 @@ class Session:
             self.step.write(name.split("/", 1)[1], data)
         for name, data in self._keys(self.step_fn).items():
             self.step.write(name, data)
+        self._write_lr_scale()
         if self.resident and train is not None:
             self.step.write(dataset_input(self.features), train.features)
             self.step.write(dataset_input(self.labels), train.labels)
 
     async def train_epoch(self, train: Split) -> float:
-        """One epoch of full batches in the order of the `shuffle` substream's next position; returns
-        the last step's loss (and keeps the loss scale it used, at fast)."""
-        order = permutation(train.n, self.rng.seed, self.rng.take("shuffle"))
+        """One epoch of full batches, with no evaluation and no rules (tests drive steps this way);
+        returns the last step's loss (and keeps the loss scale it used, at fast)."""
+        self._draw_order(train)
+        assert self.order is not None
         pending = None
-        starts = range(0, train.n - self.batch + 1, self.batch)
+        starts = self._starts(train)
         for start in starts:
-            rows = order[start : start + self.batch]
-            if self.resident:  # the batch is gathered on the device: only its example indices travel
-                writes = {BATCH_ROWS: struct.pack(f"<{len(rows)}i", *rows), **self._positions()}
-            else:
-                x, y = train.rows(rows)
-                writes = {self.features: x, self.labels: y, **self._positions()}
-            self.steps += 1
-            pending = self.step.submit(writes, self.reported if start == starts[-1] else [])
-        if pending is None:
+            pending = self._submit(train, start, self.reported if start == starts[-1] else [])
+        self.cursor, self.order, self.epoch = 0, None, self.epoch + 1
+        assert pending is not None
+        return self._note_step(await pending)
+
+    def _starts(self, train: Split) -> range:
+        starts = range(0, train.n - self.batch + 1, self.batch)
+        if not starts:
             raise ValueError(f"the training split has {train.n} examples, fewer than one batch of {self.batch}")
-        out = await pending
+        return starts
+
+    def _draw_order(self, train: Split) -> None:
+        """The epoch's order of examples: a permutation drawn from the `shuffle` substream's next position,
+        or in order when the loop does not shuffle."""
+        if self.compiled.program.loop.shuffle:
+            self.order = permutation(train.n, self.rng.seed, self.rng.take("shuffle"))
+        else:
+            self.order = list(range(train.n))
+
+    def _submit(self, train: Split, start: int, names: list[str]) -> Any:
+        """Send one step (the batch at `start` of the epoch's order) to the device."""
+        assert self.order is not None
+        rows = self.order[start : start + self.batch]
+        if self.resident:  # the batch is gathered on the device: only its example indices travel
+            writes = {BATCH_ROWS: struct.pack(f"<{len(rows)}i", *rows), **self._positions()}
+        else:
+            x, y = train.rows(rows)
+            writes = {self.features: x, self.labels: y, **self._positions()}
+        self.steps += 1
+        return self.step.submit(writes, names)
+
+    def _note_step(self, out: dict[str, bytes]) -> float:
         self.loss_scale = _f32(out["loss_scale"]) if "loss_scale" in out else None
-        return _f32(out["loss"])
+        self.last_loss = _f32(out["loss"])
+        return self.last_loss
+
+    async def run(
+        self, train: Split, test: Split, *, epochs: int | None = None, steps: int | None = None, report: Any = None
+    ) -> list[EpochResult]:
+        """Run the loop program from where the session is, until its epochs (or `epochs`) are done, a rule
+        stops it, or `steps` more steps have run: then it pauses, and `run` again goes on from the very
+        next batch. `report` receives each finished epoch's result; the finished epochs are returned."""
+        epochs = self.compiled.program.loop.epochs if epochs is None else epochs
+        every = self.compiled.program.loop.evaluate_every
+        results: list[EpochResult] = []
+        left = steps
+        while self.epoch < epochs and not self.loop.stopped:
+            left = await self._steps_of_epoch(train, test, left)
+            if self.cursor < len(self._starts(train)):
+                break  # paused, or a rule stopped the run, before the epoch's end
+            if not every:
+                await self._evaluate_and_decide(test)
+            self.epoch, self.cursor, self.order = self.epoch + 1, 0, None
+            for action in self.loop.after_epoch(self.steps, self.epoch):
+                await self._checkpoint(action)
+            result = EpochResult(self.epoch - 1, self.steps, self.last_loss, dict(self.last_metrics), self.loss_scale)
+            results.append(result)
+            if report is not None:
+                report(result)
+        if self.loop.stopped or self.epoch >= epochs:
+            for action in self.loop.at_end(self.steps, self.epoch):
+                await self._checkpoint(action)
+        return results
+
+    async def _steps_of_epoch(self, train: Split, test: Split, left: int | None) -> int | None:
+        """The epoch's remaining steps, or `left` of them (None: all); returns how many of `left` remain."""
+        if left == 0:
+            return 0
+        if self.order is None:
+            self._draw_order(train)
+        starts = self._starts(train)
+        every = self.compiled.program.loop.evaluate_every
+        while self.cursor < len(starts) and not self.loop.stopped:
+            if left == 0:
+                return 0
+            last = self.cursor == len(starts) - 1
+            evaluate = bool(every) and (self.steps + 1) % every == 0
+            due = self.loop.after_step(self.steps + 1, self.epoch + 1)
+            names = self.reported if (last or evaluate or due or left == 1) else []
+            pending = self._submit(train, starts[self.cursor], names)
+            self.cursor += 1
+            left = None if left is None else left - 1
+            if names:
+                self._note_step(await pending)
+            if evaluate:
+                await self._evaluate_and_decide(test)
+            for action in due:
+                await self._checkpoint(action)
+        return left
+
+    async def _evaluate_and_decide(self, test: Split) -> None:
+        """Evaluate, log the steps the device skipped since the last look, and apply the evaluation rules."""
+        self.last_metrics = await self.evaluate(test)
+        epoch = self.epoch + 1
+        if self.counts_skips:
+            counters = await self.step.fetch([SKIPPED, LAST_SKIPPED])
+            skipped, last = (struct.unpack("<i", counters[name])[0] for name in (SKIPPED, LAST_SKIPPED))
+            self.loop.note_skips(self.steps, epoch, skipped, last)
+        for action in self.loop.after_evaluation(self.steps, epoch, self.last_metrics):
+            await self._checkpoint(action)
+        self._write_lr_scale()
+
+    def _write_lr_scale(self) -> None:
+        """The loop's learning-rate scale, on the device from the next step on (when a rule can change it)."""
+        if self.scales_lr and self.lr_scale_written != self.loop.lr_scale:
+            self.step.write(LR_SCALE, struct.pack("<f", self.loop.lr_scale))
+            self.lr_scale_written = self.loop.lr_scale
+
+    async def _checkpoint(self, action: str) -> None:
+        """A rule's checkpoint: written by the session's checkpointer, and logged with its key."""
+        if self.checkpointer is None:
+            raise RuntimeError(
+                f"the loop program asks for a checkpoint at step {self.steps}, but the session has no store "
+                "to write it to (set session.checkpointer)"
+            )
+        key = await self.checkpointer(self, action)
+        self.loop.events.append(Event(self.steps, self.epoch + 1, f"checkpoint {key}"))
 
     async def evaluate(self, test: Split) -> dict[str, float]:
         """Loss and metrics on all of `test`, in batches of the evaluation's rows: each batch's values
@@ -209,13 +332,7 @@ class Session:
             calls.append((whole * self.eval_batch, rest, self.eval_last))
         return calls
 
-    async def fit(self, train: Split, test: Split, epochs: int, report: Any = None) -> list[EpochResult]:
+    async def fit(self, train: Split, test: Split, epochs: int | None = None, report: Any = None) -> list[EpochResult]:
+        """Start, then run the loop program to its end (`epochs`: the program's unless given)."""
         await self.start(train)
-        results = []
-        for epoch in range(epochs):
-            loss = await self.train_epoch(train)
-            result = EpochResult(epoch, self.steps, loss, await self.evaluate(test), self.loss_scale)
-            results.append(result)
-            if report is not None:
-                report(result)
-        return results
+        return await self.run(train, test, epochs=epochs, report=report)

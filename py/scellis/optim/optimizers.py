@@ -7,6 +7,12 @@ counter `opt.step` (int32, updates done so far) advances by one, and `lr` report
 Update order per parameter: clip by global norm, add L2 weight decay (all but AdamW), then the rule.
 With loss scaling (optim.loss_scaling) the gradients are of loss * `opt.loss_scale` and are divided by it
 first; a step with a non-finite gradient keeps every parameter, optimizer state and the step counter.
+
+The loop program's rules (graph.rules) add two things. A `skip_batch` rule makes the same kind of step:
+where the loss or a gradient it watches is not finite, everything is kept, decided on the device; its
+counters `loop.seen` (steps run), `loop.skipped` and `loop.last_skipped` (the `loop.seen` of the last
+skipped step) let the host log each skip at its next read, without a read per step. A `set_lr` rule adds
+the setting `loop.lr_scale` (float32, 1 to begin with), which multiplies the schedule's rate.
 """
 
 from __future__ import annotations
@@ -14,16 +20,19 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from scellis.autodiff.grad import grad_name
+from scellis.graph.rules import NonFinite, Rule, SetLr
 from scellis.graph.settings import LossScaling, Optimizer
 from scellis.ir.function import Function
 from scellis.ops import DType, Node, Op, const, make
-from scellis.ops.build import add, cast, div, mul, scale, sub, total, unary
+from scellis.ops.build import add, cast, div, mul, scale, sub, total, unary, where
 from scellis.ops.defs import Role
 from scellis.ops.node import input_node
 from scellis.optim.loss_scaling import LOSS_SCALE, all_finite, keep_unless, scale_update
 from scellis.optim.schedules import learning_rate
 
 STEP = "opt.step"
+LR_SCALE = "loop.lr_scale"
+SEEN, SKIPPED, LAST_SKIPPED = "loop.seen", "loop.skipped", "loop.last_skipped"
 GRAD_NORM_EPS = 1e-6
 
 
@@ -37,21 +46,34 @@ def optimizer_state(opt: Optimizer, param: str) -> tuple[str, ...]:
 
 
 def apply_optimizer(
-    fn: Function, opt: Optimizer, trainable: Sequence[str], loss_scaling: LossScaling | None = None
+    fn: Function,
+    opt: Optimizer,
+    trainable: Sequence[str],
+    loss_scaling: LossScaling | None = None,
+    rules: Sequence[Rule] = (),
 ) -> Function:
     step = input_node(STEP, Role.STATE, DType.I32, ())
     t = cast(step, DType.F32)
     lr = learning_rate(opt, t)
+    new_inputs: list[Node] = [step]
+    if any(isinstance(action, SetLr) for rule in rules for action in rule.then):
+        lr_scale = input_node(LR_SCALE, Role.SETTING, DType.F32, ())
+        new_inputs.append(lr_scale)
+        lr = mul(lr, lr_scale)
     params = [fn.input(p) for p in trainable]
     grads = [fn.output(grad_name(p)) for p in trainable]
+    watched = _watched(fn, grads, rules)
+    finite = None
     if loss_scaling is not None:  # gradients of loss * scale: unscaled before anything reads them
-        finite, loss_scale = all_finite(grads), fn.input(LOSS_SCALE)
+        loss_scale = fn.input(LOSS_SCALE)
+        finite = all_finite([*grads, *(w for w in watched if not any(w is g for g in grads))])
         grads = [div(g, loss_scale) for g in grads]
+    elif watched:
+        finite = all_finite(watched)
     extra_outputs: list[tuple[str, Node]] = []
     if opt.clip_norm is not None and grads:
         grads, norm = _clip(grads, opt.clip_norm)
         extra_outputs.append(("grad_norm", norm))
-    new_inputs: list[Node] = [step]
     updates: list[tuple[str, Node]] = []
     old: list[Node] = []  # the value each update replaces
     corrections = _bias_corrections(opt, t)
@@ -65,14 +87,39 @@ def apply_optimizer(
         old += [p, *states]
     updates.append((f"state/{STEP}", add(step, const(1, DType.I32))))
     old.append(step)
-    if loss_scaling is not None:
+    if finite is not None:
         updates = keep_unless(finite, updates, old)
+    if loss_scaling is not None:
+        assert finite is not None
         count, scale_outputs = scale_update(loss_scaling, loss_scale, finite)
         new_inputs.append(count)
         extra_outputs += scale_outputs
+    if watched:
+        assert finite is not None
+        counters, counted = _skip_counters(finite)
+        new_inputs += counters
+        updates += counted
     kept = tuple((n, node) for n, node in fn.outputs if not n.startswith("grad/"))
     outputs = (*kept, *updates, ("lr", lr), *extra_outputs)
     return Function(fn.name.replace(".train", ".step"), (*fn.inputs, *new_inputs), outputs)
+
+
+def _watched(fn: Function, grads: list[Node], rules: Sequence[Rule]) -> list[Node]:
+    """What a skip_batch rule watches: the loss, the gradients (as the backward gives them), or both."""
+    watch = next((rule.when.watch for rule in rules if isinstance(rule.when, NonFinite)), ())
+    return ([fn.output("loss")] if "loss" in watch else []) + (list(grads) if "gradients" in watch else [])
+
+
+def _skip_counters(finite: Node) -> tuple[list[Node], list[tuple[str, Node]]]:
+    """The skip rule's counters (module docstring): inputs and their next values, kept whatever happens."""
+    seen, skipped, last = (input_node(name, Role.STATE, DType.I32, ()) for name in (SEEN, SKIPPED, LAST_SKIPPED))
+    one = const(1, DType.I32)
+    outputs = [
+        (f"state/{SEEN}", add(seen, one)),
+        (f"state/{SKIPPED}", where(finite, skipped, add(skipped, one))),
+        (f"state/{LAST_SKIPPED}", where(finite, last, seen)),
+    ]
+    return [seen, skipped, last], outputs
 
 
 def _clip(grads: list[Node], max_norm: float) -> tuple[list[Node], Node]:
