@@ -16,6 +16,7 @@ import {
 } from "./src/page.js";
 import { capFromText } from "./src/plan.js";
 import { showCapError, showPlan, showPlanMessage, wirePlanControls } from "./src/planpanel.js";
+import { openStore } from "./src/store.js";
 import { applyRemedy, exampleProgram, fetchData, planProgram, prepareDevice, trainProgram } from "./src/train.js";
 
 // What the page will run: the program (JSON text: the example, or the example changed by the remedies
@@ -103,6 +104,9 @@ async function enableOffline(buildText) {
   if (!answer.ok) throw new Error(answer.error);
   return "available: this site starts without a network after this visit";
 }
+
+// The engine opens the page's object store (IndexedDB) through this (runtime/browser_store.py).
+globalThis.scellisStore = { open: openStore };
 
 boot(showStage)
   .then((session) => {

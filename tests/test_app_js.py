@@ -1,5 +1,6 @@
 """The app's pure modules under Node (no browser): the probe store kept per adapter across visits
-(app/src/probes.js) and the memory plan panel's chart model (app/src/plan.js)."""
+(app/src/probes.js), the memory plan panel's chart model (app/src/plan.js) and the object store's keys
+(app/src/store.js; its IndexedDB part runs in e2e/test_store_in_chromium.py)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,8 @@ import json
 import shutil
 import subprocess
 from pathlib import Path
+
+from scellis.store import key_of
 
 ROOT = Path(__file__).resolve().parents[1]
 SRC = (ROOT / "app" / "src").as_uri()
@@ -17,6 +20,7 @@ PRELUDE = f"""
 import assert from "node:assert/strict";
 import * as probes from "{SRC}/probes.js";
 import * as plan from "{SRC}/plan.js";
+import * as objects from "{SRC}/store.js";
 const storage = () => {{
   const items = new Map();
   return {{ items, getItem: (k) => (items.has(k) ? items.get(k) : null), setItem: (k, v) => items.set(k, String(v)),
@@ -180,3 +184,22 @@ out.caps = ["", " 1.5 ", "0", "-2", "lots"].map(plan.capFromText);
     assert out["program"] == "digits-mlp, batch 32 (changed: batch 32)"
     assert out["caps"][:2] == [{"cap": None}, {"cap": 1572864}]
     assert all(c["error"].startswith("the memory limit must be a positive number of MiB") for c in out["caps"][2:])
+
+
+def test_object_keys_in_the_page_are_the_engines() -> None:
+    out = run_js("""
+out.empty = await objects.keyOf(new Uint8Array(0));
+out.abc = await objects.keyOf(new TextEncoder().encode("abc"));
+out.view = await objects.keyOf(new TextEncoder().encode("xabcx").subarray(1, 4));
+out.refused = ["sha256:" + "A".repeat(64), "sha256:" + "0".repeat(63), "abc", 7].map((key) => {
+  try { objects.checkKey(key); return null; } catch (error) { return [error.name, error.detail.key]; }
+});
+""")
+    assert out["empty"] == key_of(b"")
+    assert out["abc"] == out["view"] == key_of(b"abc")
+    assert out["refused"] == [
+        ["BadKey", "sha256:" + "A" * 64],
+        ["BadKey", "sha256:" + "0" * 63],
+        ["BadKey", "abc"],
+        ["BadKey", "7"],
+    ]
