@@ -28,6 +28,18 @@ from scellis.plan.budget import Verdict
 from scellis.planning import judge, plan_program
 from scellis.rng import RngState, permutation, position_substream
 from scellis.runtime.device import CompiledStep, Device
+from scellis.store.checkpoint import Checkpoint, save
+from scellis.store.objects import Store
+from scellis.store.tensorfile import Tensor
+
+
+def checkpoints_to(store: Store) -> Checkpointer:
+    """A checkpointer writing the session's checkpoints to `store` (set it as session.checkpointer)."""
+
+    async def write(session: Session, why: str) -> str:
+        return await save(store, await session.checkpoint())
+
+    return write
 
 
 class PlanRefused(RuntimeError):
@@ -331,6 +343,53 @@ class Session:
             assert self.eval_last is not None
             calls.append((whole * self.eval_batch, rest, self.eval_last))
         return calls
+
+    async def checkpoint(self) -> Checkpoint:
+        """Everything this run needs to go on exactly from here: parameters and optimizer state (the
+        step's PARAM and STATE inputs, as the device holds them), the step, epoch and position in it, the
+        RNG state, and the loop's state. Between steps only (after `run` returns)."""
+        names = [input_name(n) for n in self.step_fn.inputs if input_role(n) in (Role.PARAM, Role.STATE)]
+        values = await self.step.fetch(names)
+        nodes = {input_name(n): n for n in self.step_fn.inputs}
+        tensors = {name: Tensor.from_device(nodes[name].dtype, nodes[name].shape, values[name]) for name in names}
+        loop = {"state": self.loop.to_json(), "order_drawn": self.order is not None}
+        program = self.compiled.key(self.level, self.device.features)
+        rng = RngState(self.rng.seed, dict(self.rng.positions))
+        return Checkpoint(
+            program, self.level, self.device.name, self.steps, self.epoch, self.cursor, rng, loop, tensors
+        )
+
+    async def resume(self, checkpoint: Checkpoint, train: Split | None = None) -> None:
+        """Start from `checkpoint` instead of from init: the run goes on exactly where it was written
+        (its program and level were checked when it was loaded: store.checkpoint.load). A checkpoint
+        written on another device is taken, and the log says so."""
+        await self.start(train)
+        names = {input_name(n) for n in self.step_fn.inputs if input_role(n) in (Role.PARAM, Role.STATE)}
+        if set(checkpoint.tensors) != names:
+            missing, extra = sorted(names - set(checkpoint.tensors)), sorted(set(checkpoint.tensors) - names)
+            raise ValueError(f"the checkpoint's tensors do not match the step: missing {missing}, unexpected {extra}")
+        for name, tensor in checkpoint.tensors.items():
+            self.step.write(name, tensor.device_bytes())
+        self.rng = RngState(checkpoint.rng.seed, dict(checkpoint.rng.positions))
+        self.steps, self.epoch, self.cursor = checkpoint.step, checkpoint.epoch, checkpoint.cursor
+        self.loop = LoopState.from_json(self.compiled.program.loop.rules, checkpoint.loop["state"])
+        self.order = None
+        if checkpoint.loop.get("order_drawn") and train is not None:  # the epoch under way: its order again
+            shuffled = self.compiled.program.loop.shuffle
+            position = self.rng.peek("shuffle") - 1
+            self.order = permutation(train.n, self.rng.seed, position) if shuffled else list(range(train.n))
+        for name, data in self._keys(self.step_fn).items():
+            self.step.write(name, data)
+        self.lr_scale_written = None
+        self._write_lr_scale()
+        if checkpoint.device != self.device.name:
+            self.loop.events.append(
+                Event(
+                    self.steps,
+                    self.epoch + 1,
+                    f"resumed on {self.device.name} from a checkpoint of {checkpoint.device}",
+                )
+            )
 
     async def fit(self, train: Split, test: Split, epochs: int | None = None, report: Any = None) -> list[EpochResult]:
         """Start, then run the loop program to its end (`epochs`: the program's unless given)."""

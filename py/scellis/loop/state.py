@@ -9,6 +9,7 @@ the state round-trips through JSON (a checkpoint holds it), so a resumed run dec
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -68,13 +69,14 @@ class LoopState:
             value = metrics[name]
             sign = 1.0 if when.mode == "min" else -1.0
             best = self.best.get(index)
-            if best is None or sign * (best - value) > when.min_delta:
+            if math.isfinite(value) and (best is None or sign * (best - value) > when.min_delta):
                 self.best[index], self.waits[index] = value, 0
                 continue
             self.waits[index] = self.waits.get(index, 0) + 1
             if self.waits[index] >= when.patience:
                 self.waits[index] = 0
-                why = f"{when.metric} has not improved on {best:.6g} for {when.patience} evaluations"
+                since = "its first finite value" if best is None else f"{best:.6g}"
+                why = f"{when.metric} has not improved on {since} for {when.patience} evaluations"
                 out += self._act(index, rule, step, epoch, why)
         return out
 

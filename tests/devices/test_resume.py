@@ -1,0 +1,102 @@
+"""Resume equals uninterrupted: 100 steps straight and 50 steps, a checkpoint, a new session resumed from
+its key and 50 more give checkpoints with the same key (weights, optimizer state, RNG state, loop state),
+at debug on lavapipe and on the CPU path (wasmtime), for the digits CNN (dropout and shuffling on: the
+RNG state matters). Resuming from a corrupted, another program's or another level's checkpoint is a
+clear error, never a fresh start."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+from splits import random_split
+
+from scellis.examples import digits_cnn
+from scellis.levels import Level
+from scellis.remedies import apply
+from scellis.runtime.cpu_device import CpuDevice
+from scellis.runtime.wgpu_native import WgpuDevice
+from scellis.session import Session, checkpoints_to
+from scellis.store import DirectoryStore
+from scellis.store.checkpoint import ResumeError, load, save
+
+ROWS, HELD_OUT = 640, 64  # ten steps an epoch
+RULES = [
+    {"on": "step", "if": {"non_finite": ["loss", "gradients"]}, "then": ["skip_batch"]},
+    {"on": "evaluation", "if": {"plateau": {"metric": "loss", "patience": 2}}, "then": [{"set_lr": {"scale": 0.5}}]},
+    {"on": "step", "if": {"every": 30}, "then": ["checkpoint"]},
+]
+
+
+def program() -> dict:
+    data = apply(digits_cnn(), {"batch": 64})
+    data["loop"] = {**data["loop"], "epochs": 10, "rules": RULES, "evaluate_every": 20}
+    return data
+
+
+@pytest.fixture(scope="module")
+def devices() -> dict[str, object]:
+    return {"lavapipe": WgpuDevice(), "wasmtime": asyncio.run(CpuDevice.open())}
+
+
+def new_session(device: object, store: DirectoryStore, level: Level = Level.DEBUG, data: dict | None = None) -> Session:
+    session = Session(data or program(), device, seed=11, level=level, eval_rows=HELD_OUT)  # type: ignore[arg-type]
+    session.checkpointer = checkpoints_to(store)
+    return session
+
+
+async def straight(device: object, store: DirectoryStore) -> str:
+    train, test = random_split(ROWS, 1), random_split(HELD_OUT, 2)
+    session = new_session(device, store)
+    await session.start(train)
+    await session.run(train, test, steps=100)
+    return await save(store, await session.checkpoint())
+
+
+async def in_two(device: object, store: DirectoryStore) -> tuple[str, str]:
+    train, test = random_split(ROWS, 1), random_split(HELD_OUT, 2)
+    first = new_session(device, store)
+    await first.start(train)
+    await first.run(train, test, steps=50)  # mid-epoch: the sixth epoch's order is drawn
+    middle = await save(store, await first.checkpoint())
+    second = new_session(device, store)
+    checkpoint = await load(
+        store, middle, expect_program=second.compiled.key(Level.DEBUG, second.device.features), expect_level=Level.DEBUG
+    )
+    await second.resume(checkpoint, train)
+    await second.run(train, test, steps=50)
+    return middle, await save(store, await second.checkpoint())
+
+
+def test_resume_equals_uninterrupted(devices: dict[str, object], tmp_path: Path) -> None:
+    for name, device in devices.items():
+        store = DirectoryStore(tmp_path / name)
+        whole = asyncio.run(straight(device, store))
+        middle, resumed = asyncio.run(in_two(device, store))
+        assert resumed == whole, name
+        assert middle != whole and len(store.keys()) >= 5  # rule checkpoints at 30, 60, 90 and the two above
+
+
+def test_resume_refuses_what_it_cannot_continue(devices: dict[str, object], tmp_path: Path) -> None:
+    store = DirectoryStore(tmp_path)
+    device = devices["wasmtime"]
+    middle, _ = asyncio.run(in_two(device, store))
+    session = new_session(device, store)
+    key = session.compiled.key(Level.DEBUG, session.device.features)  # type: ignore[attr-defined]
+    with pytest.raises(ResumeError, match="it was saved at level debug, and this run is at level prod"):
+        asyncio.run(load(store, middle, expect_program=key, expect_level=Level.PROD))
+    other = new_session(device, store, data=apply(program(), {"batch": 32})).compiled.key(Level.DEBUG)
+    with pytest.raises(ResumeError, match=f"this run's program is {other}"):
+        asyncio.run(load(store, middle, expect_program=other, expect_level=Level.DEBUG))
+    path = store.path(middle)
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2] ^= 1  # one byte
+    path.chmod(0o644)
+    path.write_bytes(bytes(data))
+    with pytest.raises(ResumeError) as corrupt:
+        asyncio.run(load(store, middle, expect_program=key, expect_level=Level.DEBUG))
+    assert corrupt.value.reasons == ["corrupt"] and middle in str(corrupt.value)
+    with pytest.raises(ResumeError) as missing:
+        asyncio.run(load(store, "sha256:" + "0" * 64, expect_program=key, expect_level=Level.DEBUG))
+    assert missing.value.reasons == ["missing"]
