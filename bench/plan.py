@@ -73,7 +73,7 @@ def in_pyodide(runs: int, sizes: tuple[int, ...]) -> dict:
 
 def examples() -> list[str]:
     """Per example: the training step's bytes, planned against one allocation per buffer."""
-    from scellis.examples import digits_cnn, digits_mlp, mlp
+    from scellis.examples import char_transformer, digits_cnn, digits_mlp, mlp
     from scellis.levels import Level
     from scellis.lower import lower
     from scellis.pipeline import compile_program
@@ -84,6 +84,7 @@ def examples() -> list[str]:
         ("digits MLP 64-128-10, batch 64", digits_mlp()),
         ("digits CNN, batch 64", digits_cnn()),
         ("MLP 784-512-512-10, batch 256", mlp(784, [512, 512], 10, 256)),
+        ("transformer block (context 16, width 32), batch 32", char_transformer()),
     ):
         schedule = lower(compile_program(program).step, Level.PROD)
         naive, planned = sum(b.nbytes for b in schedule.buffers), plan_memory(update_in_place(schedule)).allocated
