@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import inspect
 import struct
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
@@ -53,6 +54,29 @@ class EpochResult:
     loss: float  # of the epoch's last step
     metrics: dict[str, float]  # on the held-out split, at its latest evaluation
     loss_scale: float | None = None  # the loss scale the epoch's last step used (level fast only)
+
+
+@dataclass(frozen=True)
+class Progress:
+    """Where a run is, told at each point where the host reads from the device (it never reads only to
+    tell): steps done of all the loop's steps, the rate since this `run` began, and the time left at it."""
+
+    step: int
+    total: int
+    epoch: int  # counted from 1
+    epochs: int
+    loss: float  # the latest step's loss read back
+    steps_per_s: float
+    eta_s: float | None  # None until a rate is known
+    metrics: dict[str, float]  # the latest evaluation's
+
+    def __str__(self) -> str:
+        eta = "?" if self.eta_s is None else f"{self.eta_s:.0f} s"
+        metrics = ", ".join(f"{k.removeprefix('metric/')} {v:.4g}" for k, v in sorted(self.metrics.items()))
+        return (
+            f"step {self.step}/{self.total} (epoch {self.epoch}/{self.epochs}), loss {self.loss:.4g}, "
+            f"{self.steps_per_s:.1f} steps/s, {eta} left" + (f"; held-out: {metrics}" if metrics else "")
+        )
 
 
 Checkpointer = Callable[["Session", str], Awaitable[str]]  # (session, why) -> the checkpoint's key
@@ -123,6 +147,9 @@ class Session:
         step_inputs = {input_name(n) for n in step_fn.inputs}
         self.counts_skips, self.scales_lr = SKIPPED in step_inputs, LR_SCALE in step_inputs
         self.lr_scale_written: float | None = None
+        self.progress: Callable[[Progress], None] | None = None  # told at each read (see Progress)
+        self._clock = (0.0, 0, 0)  # when this run call began, the steps done then, and its epochs
+        self.train_rows = 0
 
     def _keys(self, fn: Function) -> dict[str, bytes]:
         return {
@@ -227,7 +254,20 @@ class Session:
     def _note_step(self, out: dict[str, bytes]) -> float:
         self.loss_scale = _f32(out["loss_scale"]) if "loss_scale" in out else None
         self.last_loss = _f32(out["loss"])
+        self._tell()
         return self.last_loss
+
+    def _tell(self) -> None:
+        if self.progress is None or self.train_rows == 0:
+            return
+        began, steps_then, epochs = self._clock
+        per_epoch = self.train_rows // self.batch
+        elapsed, done = time.perf_counter() - began, self.steps - steps_then
+        rate = done / elapsed if elapsed > 0 and done else 0.0
+        total = epochs * per_epoch
+        eta = (total - self.steps) / rate if rate else None
+        epoch = min(self.epoch + 1, epochs)
+        self.progress(Progress(self.steps, total, epoch, epochs, self.last_loss, rate, eta, dict(self.last_metrics)))
 
     async def run(
         self, train: Split, test: Split, *, epochs: int | None = None, steps: int | None = None, report: Any = None
@@ -238,6 +278,7 @@ class Session:
         epochs = self.compiled.program.loop.epochs if epochs is None else epochs
         every = self.compiled.program.loop.evaluate_every
         results: list[EpochResult] = []
+        self._clock, self.train_rows = (time.perf_counter(), self.steps, epochs), train.n
         left = steps
         while self.epoch < epochs and not self.loop.stopped:
             left = await self._steps_of_epoch(train, test, left)
@@ -294,6 +335,7 @@ class Session:
         for action in self.loop.after_evaluation(self.steps, epoch, self.last_metrics):
             await self._checkpoint(action)
         self._write_lr_scale()
+        self._tell()
 
     def _write_lr_scale(self) -> None:
         """The loop's learning-rate scale, on the device from the next step on (when a rule can change it)."""

@@ -117,3 +117,15 @@ def test_pausing_after_any_step_gives_the_bits_of_an_unbroken_run(cpu: CpuDevice
     assert asyncio.run(paused.step.fetch(paused.carried)) == asyncio.run(whole.step.fetch(whole.carried))
     assert [str(e) for e in paused.loop.events] == [str(e) for e in whole.loop.events]
     assert paused.last_metrics == whole.last_metrics and paused.steps == whole.steps == 20
+
+
+def test_progress_is_told_at_each_read_with_rate_and_time_left(cpu: CpuDevice) -> None:
+    s = session(cpu, program([], epochs=2, evaluate_every=5))
+    told: list = []
+    s.progress = told.append
+    asyncio.run(s.fit(random_split(ROWS, 1), random_split(HELD_OUT, 2)))
+    # reads: the step before each evaluation (every 5 steps), each evaluation, and each epoch's last step
+    assert [p.step for p in told] == [5, 5, 10, 10, 15, 15, 20, 20]
+    assert all(p.total == 20 and p.epochs == 2 and p.steps_per_s > 0 for p in told)
+    assert told[-1].eta_s == 0 and told[-1].epoch == 2 and "metric/accuracy" in told[-1].metrics
+    assert str(told[-1]).startswith("step 20/20 (epoch 2/2), loss ")
