@@ -144,6 +144,7 @@ class Session:
         self.last_loss = float("nan")
         self.last_metrics: dict[str, float] = {}
         self.checkpointer: Checkpointer | None = None
+        self.checkpoints: list[tuple[int, str]] = []  # (step, key) of each checkpoint this session wrote
         step_inputs = {input_name(n) for n in step_fn.inputs}
         self.counts_skips, self.scales_lr = SKIPPED in step_inputs, LR_SCALE in step_inputs
         self.lr_scale_written: float | None = None
@@ -344,14 +345,14 @@ class Session:
             self.lr_scale_written = self.loop.lr_scale
 
     async def _checkpoint(self, action: str) -> None:
-        """A rule's checkpoint: written by the session's checkpointer, and logged with its key."""
+        """A rule's checkpoint (already in the decision log): written by the session's checkpointer; its
+        key joins `checkpoints`, the keys this session wrote."""
         if self.checkpointer is None:
             raise RuntimeError(
                 f"the loop program asks for a checkpoint at step {self.steps}, but the session has no store "
                 "to write it to (set session.checkpointer)"
             )
-        key = await self.checkpointer(self, action)
-        self.loop.events.append(Event(self.steps, self.epoch + 1, f"checkpoint {key}"))
+        self.checkpoints.append((self.steps, await self.checkpointer(self, action)))
 
     async def evaluate(self, test: Split) -> dict[str, float]:
         """Loss and metrics on all of `test`, in batches of the evaluation's rows: each batch's values

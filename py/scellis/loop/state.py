@@ -40,7 +40,8 @@ class LoopState:
         self.events.append(Event(step, epoch, text))
 
     def _act(self, index: int, rule: Rule, step: int, epoch: int, why: str) -> list[str]:
-        """Carry out a rule's host actions; returns those the caller carries out (checkpoint)."""
+        """Carry out a rule's host actions and log them; returns those the caller carries out (checkpoint:
+        its key is the caller's to keep, since a checkpoint cannot hold its own key)."""
         for_caller = []
         for action in rule.then:
             if isinstance(action, SetLr):
@@ -50,7 +51,8 @@ class LoopState:
             elif action == "stop":
                 self.stopped = True
                 self._log(step, epoch, f"stop, {why}")
-            elif action == "checkpoint":
+            elif action == "checkpoint":  # logged before it is written: the checkpoint holds its own entry
+                self._log(step, epoch, f"checkpoint, {why}")
                 for_caller.append(action)
         return for_caller
 
