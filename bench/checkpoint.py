@@ -3,7 +3,10 @@ checkpoint of three float32 tensors (parameters and Adam's two moments) in CPyth
 in Chromium (IndexedDB through the page's store), with the safetensors package's own numpy save/load
 beside the encode/decode in the same run.
 
-    .venv/bin/python bench/checkpoint.py [--sizes 1 16 64] [--runs 5] [--dir PATH] [--no-chromium]
+    .venv/bin/python bench/checkpoint.py [--sizes 1 16 64] [--runs 5] [--dir PATH] [--no-chromium] [--every 10 50 200]
+
+And the step overhead of checkpointing every N steps: the digits MLP trained on the CPU path (wasmtime)
+with no checkpoint rule and with one every N steps, writing to a DirectoryStore.
 
 Sizes are MiB of tensor data; each row is the median of `--runs` runs after a warm-up. The tensors are
 random bytes (Chromium compresses what IndexedDB holds, and weights compress little). Between runs the
@@ -115,15 +118,49 @@ def rate(nbytes: int, *seconds: float | None) -> str:
     return f"{nbytes / MiB / sum(s for s in seconds if s is not None):,.0f}"
 
 
+def step_overhead(every: list[int], runs: int, folder: Path) -> list[tuple[str, float, float]]:
+    """Training time per step of the digits MLP on the CPU path (wasmtime) with no checkpoints, and with a
+    checkpoint rule every N steps writing to a DirectoryStore: (label, ms per step, overhead)."""
+    from scellis.datasets import digits_csv, read_digits
+    from scellis.examples import digits_mlp
+    from scellis.levels import Level
+    from scellis.runtime.cpu_device import CpuDevice
+    from scellis.session import Session, checkpoints_to
+
+    train, test = read_digits(digits_csv().read_bytes())
+    device = asyncio.run(CpuDevice.open())
+
+    def timed(n: int | None) -> float:
+        program = digits_mlp()
+        rules = [{"on": "step", "if": {"every": n}, "then": ["checkpoint"]}] if n else []
+        program["loop"] = {**program["loop"], "epochs": 4, "rules": rules}
+        times = []
+        for run in range(runs + 1):  # a warm-up first
+            session = Session(program, device, seed=1, level=Level.PROD, eval_rows=test.n)
+            session.checkpointer = checkpoints_to(DirectoryStore(folder / f"every-{n}-{run}"))
+            asyncio.run(session.start(train))
+            start = time.perf_counter()
+            asyncio.run(session.run(train, test))
+            times.append((time.perf_counter() - start) / session.steps)
+        return statistics.median(times[1:])
+
+    base = timed(None)
+    rows = [("no checkpoints", base * 1000, 0.0)]
+    rows += [(f"a checkpoint every {n} steps", t * 1000, t / base - 1) for n in every for t in [timed(n)]]
+    return rows
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[1, 16, 64], help="MiB of tensors")
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--dir", type=Path, help="where DirectoryStore writes (default: a temporary folder)")
     parser.add_argument("--no-chromium", action="store_true")
+    parser.add_argument("--every", type=int, nargs="+", default=[10, 50, 200], help="steps between checkpoints")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(dir=args.dir) as folder:
         rows = {"CPython: DirectoryStore": cpython_rows(args.sizes, args.runs, Path(folder))}
+        overhead = step_overhead(args.every, args.runs, Path(folder))
     if not args.no_chromium:
         rows["Chromium: IndexedDB"] = chromium_rows(args.sizes, args.runs)
     rows["CPython: safetensors.numpy save/load, in memory"] = [safetensors_row(s * MiB, args.runs) for s in args.sizes]
@@ -136,6 +173,12 @@ def main() -> None:
             cells = [ms(row["encode"]), ms(put), ms(get), ms(row["decode"])]
             write, read = rate(row["bytes"], row["encode"], put), rate(row["bytes"], get, row["decode"])
             print(f"| {label} | {size} | {' | '.join(cells)} | {write} | {read} |")
+    where = "digits MLP (batch 64, 4 epochs) on the CPU path under wasmtime, level prod"
+    print(f"\nStep overhead: {where}, median of {args.runs}\n")
+    print("| checkpoints | ms per step | overhead |")
+    print("| --- | --- | --- |")
+    for label, per_step, extra in overhead:
+        print(f"| {label} | {per_step:.2f} | {extra:+.1%} |")
 
 
 if __name__ == "__main__":
