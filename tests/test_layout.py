@@ -20,6 +20,7 @@ TOP = {
     "pipeline",
     "examples",
     "session",
+    "manifest",
     "app",
     "checks",
     "planning",
