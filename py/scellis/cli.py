@@ -1,5 +1,6 @@
 """The `scellis` command: `info` (devices here), `check` (the correctness matrix on them), `compile` (a
-program's stages), `plan` (its memory on a device), `serve` (the app)."""
+program's stages), `plan` (its memory on a device), `run` (train it and pin the run in a manifest),
+`verify` (re-run a manifest and compare), `serve` (the app)."""
 
 from __future__ import annotations
 
@@ -8,13 +9,18 @@ import asyncio
 import json
 import subprocess
 import sys
+import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from scellis.levels import Level
 
 if TYPE_CHECKING:
+    from scellis.datasets import Split
+    from scellis.manifest import Manifest
     from scellis.pipeline import Compiled
+    from scellis.session import EpochResult, Progress, Session
 
 CHECKOUT = Path(__file__).resolve().parents[2]
 
@@ -147,6 +153,156 @@ def compile_cmd(args: argparse.Namespace) -> int:
     return 0
 
 
+DATA_HELP = (
+    "'digits' (scikit-learn's digits, split as the app ships them) or a folder of the app's data files: "
+    "digits-train-x.f32, digits-train-y.i32, digits-test-x.f32, digits-test-y.i32 (float32 pixels, int32 labels)"
+)
+VERIFY_EXITS = "exit 0: verified; 1: the data or the result differs from the pinned; 2: cannot be verified here"
+
+
+def _read_data(source: str, command: str) -> tuple[Split, Split] | None:
+    """(train, test) from --data, or None after saying what is wrong with it."""
+    from scellis.datasets import DATA_FILES, digits_csv, from_files, read_digits
+
+    if source == "digits":
+        return read_digits(digits_csv().read_bytes())
+    try:
+        train, test = from_files({name: (Path(source) / name).read_bytes() for name in DATA_FILES})
+    except OSError as err:
+        print(
+            f"scellis {command}: --data {source}: {err}; a data folder holds {', '.join(DATA_FILES)}", file=sys.stderr
+        )
+        return None
+    for name, split in (("train", train), ("test", test)):
+        if not split.labels or len(split.labels) % 4 or len(split.features) != split.n * split.width * 4:
+            sizes = f"{len(split.features):,} bytes of features, {len(split.labels):,} of labels"
+            print(
+                f"scellis {command}: --data {source}: the {name} split's files do not agree ({sizes})", file=sys.stderr
+            )
+            return None
+    return train, test
+
+
+def _seed(text: str) -> int:
+    seed = int(text)
+    if not 0 <= seed < 2**64:
+        raise argparse.ArgumentTypeError(f"a seed is an integer from 0 to 2**64 - 1, not {seed}")
+    return seed
+
+
+def _epochs(text: str) -> int:
+    epochs = int(text)
+    if epochs < 1:
+        raise argparse.ArgumentTypeError(f"epochs must be at least 1, not {epochs}")
+    return epochs
+
+
+def _progress_printer(session: Session) -> Callable[[EpochResult], None]:
+    """Print each finished epoch with the session's latest progress: steps/s, time left, metrics."""
+    latest: list[Progress] = []
+
+    def note(progress: Progress) -> None:
+        latest[:] = [progress]
+
+    def report(result: EpochResult) -> None:
+        print(f"  {latest[-1] if latest else f'epoch {result.epoch + 1}'}", flush=True)
+
+    session.progress = note
+    return report
+
+
+def _print_log(manifest: Manifest) -> None:
+    print(f"decisions ({len(manifest.events)}):" if manifest.events else "decisions: none")
+    for event in manifest.events:
+        print(f"  {event}")
+
+
+def run_cmd(args: argparse.Namespace) -> int:
+    """Train a program with its loop program on a device here, its checkpoints in a store, then pin the
+    run in a manifest (exit 1 when the memory plan is red, 2 when the program or data cannot be read)."""
+    from scellis.levels import parse_level
+    from scellis.manifest import build_manifest, installed_engine, to_json
+    from scellis.manifest.replay import NotedDevice, new_session
+    from scellis.session import PlanRefused, checkpoints_to
+    from scellis.store import DirectoryStore, save
+
+    data = _read_data(args.data, "run")
+    loaded = None if data is None else _load_program(args.program, None, "run", data[0].n)
+    if data is None or loaded is None:
+        return 2
+    (train, test), (program, compiled) = data, loaded
+    epochs = compiled.program.loop.epochs if args.epochs is None else args.epochs
+    device = NotedDevice(_device(args.device))  # type: ignore[arg-type]
+    level = parse_level(args.determinism)
+    try:
+        session = new_session(program, device, level=level, seed=args.seed, train=train, test=test)
+    except ValueError as err:  # float16 storage on a device without shader-f16, a split smaller than a batch
+        print(f"scellis run: {args.program}: {err}", file=sys.stderr)
+        return 2
+    store = DirectoryStore(args.store)
+    session.checkpointer = checkpoints_to(store)
+    print(
+        f"training {compiled.program.name} on {device.name} at level {level.value}, seed {args.seed}, {epochs} epochs"
+    )
+
+    async def train_and_save() -> str:
+        await session.fit(train, test, epochs, _progress_printer(session))
+        return await save(store, await session.checkpoint())
+
+    try:
+        final = asyncio.run(train_and_save())
+    except PlanRefused as refused:
+        print(f"scellis run: {refused}", file=sys.stderr)
+        return 1
+    engine = installed_engine(CHECKOUT / "dist" / "build.json")
+    manifest = build_manifest(
+        session, train, test, device_kind=args.device, epochs=epochs, final=final, engine=engine, budget=device.noted
+    )
+    out = Path(args.manifest or f"{Path(args.program).stem}.manifest.json")
+    out.write_text(to_json(manifest))
+    _print_log(manifest)
+    print(f"final checkpoint {final} in {args.store}\nmanifest {out}")
+    return 0
+
+
+def verify_cmd(args: argparse.Namespace) -> int:
+    """Check a manifest and the data against its pins, re-run its program at the pinned level, seed and
+    device kind, and compare the final checkpoint with the pinned one (VERIFY_EXITS)."""
+    from scellis.manifest import ManifestError, check_data, installed_engine, read_manifest
+    from scellis.manifest.replay import compare, replay, replay_session
+    from scellis.session import PlanRefused
+    from scellis.store import DirectoryStore
+
+    try:
+        manifest = read_manifest(Path(args.manifest).read_bytes())
+    except (OSError, ManifestError) as err:
+        print(f"scellis verify: {args.manifest}: {err}", file=sys.stderr)
+        return 2
+    data = _read_data(args.data, "verify")
+    if data is None:
+        return 2
+    differ = check_data(manifest.settings.data, *data)
+    for line in differ:
+        print(f"scellis verify: {line}", file=sys.stderr)
+    if differ:
+        print("scellis verify: nothing was run: give the data the manifest pins", file=sys.stderr)
+        return 1
+    pinned = manifest.settings
+    device: Any = _device(pinned.device)
+    print(f"data matches the pinned versions: {'; '.join(str(v) for v in pinned.data)}")
+    print(f"re-running at level {pinned.level.value}, seed {pinned.seed}, on {device.name}: {pinned.steps} steps")
+    with tempfile.TemporaryDirectory(prefix="scellis-verify-") as scratch:
+        try:
+            session = replay_session(manifest, device, *data, DirectoryStore(args.store or scratch))
+            outcome = asyncio.run(replay(session, manifest, *data, report=_progress_printer(session)))
+        except (PlanRefused, ValueError) as err:
+            print(f"scellis verify: cannot re-run it here: {err}", file=sys.stderr)
+            return 2
+    ok, lines = compare(manifest, outcome, installed_engine(CHECKOUT / "dist" / "build.json"))
+    print("\n".join(lines), file=sys.stdout if ok else sys.stderr)
+    return 0 if ok else 1
+
+
 def serve(args: argparse.Namespace) -> int:
     from scellis.serve import serve as serve_dist
 
@@ -199,6 +355,25 @@ def main(argv: list[str] | None = None) -> int:
     p_plan.add_argument("--budget", type=int, default=None, help="bytes the device may use, instead of measuring it")
     p_plan.add_argument("--examples", type=int, default=None, help=EXAMPLES_HELP)
     p_plan.set_defaults(func=plan_cmd)
+    p_run = sub.add_parser("run", help="train a program on a device here and pin the run in a manifest")
+    p_run.add_argument("program", help="program JSON (format scellis.program/1)")
+    p_run.add_argument("--data", required=True, help=DATA_HELP)
+    p_run.add_argument("--device", required=True, choices=["webgpu", "cpu"], help="wgpu-py's adapter, or wasmtime")
+    p_run.add_argument(
+        "--determinism", required=True, choices=[level.value for level in Level], help="determinism level"
+    )
+    p_run.add_argument("--seed", required=True, type=_seed, help="seed of every random draw (0 to 2**64 - 1)")
+    p_run.add_argument("--store", default="scellis-store", help="object store folder for the checkpoints")
+    p_run.add_argument("--manifest", default=None, help="where to write it (default: <program>.manifest.json)")
+    p_run.add_argument("--epochs", type=_epochs, default=None, help="epochs (default: the program's loop setting)")
+    p_run.set_defaults(func=run_cmd)
+    p_verify = sub.add_parser(
+        "verify", help="re-run a manifest on its data and compare the final checkpoint", description=VERIFY_EXITS
+    )
+    p_verify.add_argument("manifest", help="manifest JSON (format scellis.manifest/1), as `scellis run` writes it")
+    p_verify.add_argument("--data", required=True, help=DATA_HELP)
+    p_verify.add_argument("--store", default=None, help="keep the re-run's checkpoints here (default: discarded)")
+    p_verify.set_defaults(func=verify_cmd)
     p_serve = sub.add_parser("serve", help="build when stale (in a checkout) and serve the app")
     p_serve.add_argument("--host", default="127.0.0.1")
     p_serve.add_argument("--port", type=int, default=8000, help="0 picks a free port")

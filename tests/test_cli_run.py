@@ -1,0 +1,216 @@
+"""`scellis run` and `scellis verify` on the CPU path (wasmtime): a digits MLP run pins a manifest that verifies
+bit for bit; a manifest whose final key, data hash or seed was changed fails with the promised message; data
+other than the pinned fails before any training."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Callable
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from scellis import cli
+from scellis.datasets import digits_csv, read_digits, to_files
+from scellis.examples import digits_mlp
+from scellis.levels import Level
+from scellis.store import DirectoryStore, key_of
+from scellis.store.checkpoint import Checkpoint, load
+
+RULES = [{"on": "step", "if": {"every": 10}, "then": ["checkpoint"]}]
+
+
+@pytest.fixture(scope="module")
+def folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The digits as the app's data files, and the digits MLP checkpointing every 10 steps."""
+    root = tmp_path_factory.mktemp("run")
+    (root / "data").mkdir()
+    for name, data in to_files(*read_digits(digits_csv().read_bytes())).items():
+        (root / "data" / name).write_bytes(data)
+    program = digits_mlp()
+    program["loop"] = {**program["loop"], "rules": RULES}
+    (root / "mlp.json").write_text(json.dumps(program))
+    return root
+
+
+def run(folder: Path, level: str, name: str, capsys: pytest.CaptureFixture[str], data: str | None = None) -> str:
+    """`scellis run` for 2 epochs at seed 7; returns what it printed. The manifest is `name`."""
+    argv = ["run", str(folder / "mlp.json"), "--data", data or str(folder / "data"), "--device", "cpu"]
+    argv += ["--determinism", level, "--seed", "7", "--epochs", "2", "--store", str(folder / "store")]
+    assert cli.main([*argv, "--manifest", str(folder / name)]) == 0
+    return capsys.readouterr().out
+
+
+@pytest.fixture(scope="module")
+def pinned(folder: Path) -> dict[str, Any]:
+    """The manifest of a run at debug (what it printed goes to the first test's capture, unread)."""
+    argv = ["run", str(folder / "mlp.json"), "--data", str(folder / "data"), "--device", "cpu"]
+    argv += ["--determinism", "debug", "--seed", "7", "--epochs", "2", "--store", str(folder / "store")]
+    assert cli.main([*argv, "--manifest", str(folder / "debug.json")]) == 0
+    return json.loads((folder / "debug.json").read_text())
+
+
+def verify(
+    folder: Path, manifest: dict[str, Any], capsys: pytest.CaptureFixture[str], data: str | None = None
+) -> tuple[int, str, str]:
+    capsys.readouterr()  # drop what came before (a module fixture's run)
+    path = folder / "tampered.json"
+    path.write_text(json.dumps(manifest))
+    store = folder / "verify-store"
+    status = cli.main(["verify", str(path), "--data", data or str(folder / "data"), "--store", str(store)])
+    out = capsys.readouterr()
+    return status, out.out, out.err
+
+
+def test_run_prints_progress_and_decisions_and_pins_the_run(folder: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = run(folder, "debug", "printed.json", capsys).splitlines()
+    assert out[0].startswith("training digits-mlp on CPU path (WebAssembly) via wasmtime ")
+    assert out[0].endswith(" at level debug, seed 7, 2 epochs")
+    assert out[1].startswith("  step 22/44 (epoch 1/2), loss ") and " steps/s, " in out[1] and "held-out: " in out[1]
+    assert out[2].startswith("  step 44/44 (epoch 2/2)") and "accuracy" in out[2]
+    assert out[3:8] == [
+        "decisions (4):",
+        *(f"  step {s} (epoch {1 + s // 22}): checkpoint, every 10 steps" for s in (10, 20, 30, 40)),
+    ]
+    manifest = json.loads((folder / "printed.json").read_text())
+    assert out[8] == f"final checkpoint {manifest['final']} in {folder / 'store'}"
+    store = DirectoryStore(folder / "store")
+    assert all(store.has(c["key"]) for c in manifest["checkpoints"]) and store.has(manifest["final"])
+    assert [c["step"] for c in manifest["checkpoints"]] == [10, 20, 30, 40]
+    assert (manifest["level"], manifest["seed"], manifest["device"], manifest["steps"]) == ("debug", 7, "cpu", 44)
+
+
+def test_run_then_verify_passes(folder: Path, pinned: dict[str, Any], capsys: pytest.CaptureFixture[str]) -> None:
+    status, out, err = verify(folder, pinned, capsys)
+    assert status == 0, err
+    lines = out.splitlines()
+    assert lines[0].startswith("data matches the pinned versions: train sha256:")
+    assert lines[1].startswith("re-running at level debug, seed 7, on CPU path (WebAssembly) via wasmtime")
+    assert lines[-1] == (
+        f"verified: the re-run reached the pinned final checkpoint {pinned['final']} bit for bit "
+        "(level debug, seed 7, cpu, 44 steps)"
+    )
+    assert DirectoryStore(folder / "verify-store").has(pinned["final"])
+
+
+def test_the_shipped_digits_are_the_data_files(
+    folder: Path, pinned: dict[str, Any], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`--data digits` reads scikit-learn's file; it pins the same hashes as the app's data files."""
+    status, out, err = verify(folder, pinned, capsys, data="digits")
+    assert status == 0 and "verified: " in out, err
+
+
+def test_a_manifest_from_another_cpu_path_verifies(
+    folder: Path, pinned: dict[str, Any], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The browser's CPU path names itself otherwise: its manifest's keys are those of checkpoints that carry
+    its name, and the re-run here writes under that name, so equal states still have equal keys."""
+    browser = "CPU path (WebAssembly) via browser WebAssembly"
+    store = DirectoryStore(folder / "store")
+
+    def renamed(key: str) -> str:
+        checkpoint = asyncio.run(load(store, key, expect_program=pinned["program"]["key"], expect_level=Level.DEBUG))
+        return key_of(Checkpoint.to_bytes(replace(checkpoint, device=browser)))
+
+    manifest = json.loads(json.dumps(pinned))
+    manifest["environment"].update(device=browser, adapter=None, browser="Mozilla/5.0 (X11; Linux) Chrome/139")
+    manifest["final"] = renamed(pinned["final"])
+    for written in manifest["checkpoints"]:
+        written["key"] = renamed(written["key"])
+    status, out, err = verify(folder, manifest, capsys)
+    assert status == 0, err
+    assert f"the run's was '{browser}'; the re-run's checkpoints carry the run's device name" in out
+    assert f"verified: the re-run reached the pinned final checkpoint {manifest['final']}" in out
+
+
+TAMPERED: list[tuple[str, Callable[[dict], Any], list[str]]] = [
+    (
+        "final key",
+        lambda m: m.update(final="sha256:" + "0" * 64),
+        [
+            "MISMATCH: the re-run's final checkpoint is sha256:",
+            "the manifest pins sha256:" + "0" * 64,
+            "Level debug promises bit-identical results on the CPU path everywhere with one engine version",
+        ],
+    ),
+    (
+        "seed",
+        lambda m: m.update(seed=8),
+        [
+            "MISMATCH: the re-run's final checkpoint is sha256:",
+            "  the first checkpoint to differ is the one at step 10",
+            "  loss: pinned ",
+        ],
+    ),
+]
+
+
+@pytest.mark.parametrize(("change", "said"), [t[1:] for t in TAMPERED], ids=[t[0] for t in TAMPERED])
+def test_a_tampered_manifest_fails_verify(
+    folder: Path, pinned: dict[str, Any], capsys: pytest.CaptureFixture[str], change: Callable, said: list[str]
+) -> None:
+    manifest = json.loads(json.dumps(pinned))
+    change(manifest)
+    status, out, err = verify(folder, manifest, capsys)
+    assert status == 1 and "verified" not in out
+    for words in said:
+        assert words in err, err
+
+
+def test_a_tampered_data_hash_fails_before_any_training(
+    folder: Path, pinned: dict[str, Any], capsys: pytest.CaptureFixture[str]
+) -> None:
+    manifest = json.loads(json.dumps(pinned))
+    manifest["data"][1]["sha256"] = "sha256:" + "1" * 64
+    status, out, err = verify(folder, manifest, capsys)
+    assert status == 1 and out == ""
+    here = pinned["data"][1]["sha256"]
+    assert err.splitlines() == [
+        f"scellis verify: the test split does not match the pinned data: its content hash is {here}, "
+        f"the manifest pins sha256:{'1' * 64}",
+        "scellis verify: nothing was run: give the data the manifest pins",
+    ]
+
+
+def test_other_data_fails_before_any_training(
+    folder: Path, pinned: dict[str, Any], capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    for name in ("digits-train-x.f32", "digits-test-x.f32", "digits-test-y.i32"):
+        (tmp_path / name).write_bytes((folder / "data" / name).read_bytes())
+    labels = bytearray((folder / "data" / "digits-train-y.i32").read_bytes())
+    labels[0] ^= 1  # one label changed
+    (tmp_path / "digits-train-y.i32").write_bytes(labels)
+    status, out, err = verify(folder, pinned, capsys, data=str(tmp_path))
+    assert status == 1 and out == "" and "re-running" not in err
+    here = key_of((tmp_path / "digits-train-x.f32").read_bytes() + bytes(labels))
+    said = f"its content hash is {here}, the manifest pins {pinned['data'][0]['sha256']}"
+    assert f"scellis verify: the train split does not match the pinned data: {said}" in err
+
+
+def test_at_fast_a_difference_is_reported_with_the_metrics(folder: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    run(folder, "fast", "fast.json", capsys)
+    manifest = json.loads((folder / "fast.json").read_text())
+    manifest["final"] = "sha256:" + "2" * 64
+    manifest["metrics"]["loss"] += 0.25
+    status, _, err = verify(folder, manifest, capsys)
+    assert status == 1
+    assert "DIFFERENT: the re-run's final checkpoint is sha256:" in err
+    assert "Level fast does not promise the same bits here: another device or engine version may legitimately" in err
+    assert f"  loss: pinned {manifest['metrics']['loss']!r}, here " in err and "(difference -0.25)" in err
+
+
+def test_unreadable_inputs_are_named(folder: Path, pinned: dict[str, Any], capsys: pytest.CaptureFixture[str]) -> None:
+    manifest = json.loads(json.dumps(pinned))
+    manifest["seed"] = "seven"
+    status, _, err = verify(folder, manifest, capsys)
+    assert status == 2 and "tampered.json: the manifest has 1 problem(s):\n  - seed: must be an integer" in err
+    status, _, err = verify(folder, pinned, capsys, data=str(folder / "nowhere"))
+    assert status == 2 and "--data " in err and "a data folder holds digits-train-x.f32" in err
+    argv = ["run", str(folder / "mlp.json"), "--data", str(folder / "data"), "--device", "cpu", "--seed", "1"]
+    with pytest.raises(SystemExit):
+        cli.main([*argv, "--determinism", "debug", "--epochs", "0"])
+    assert "epochs must be at least 1" in capsys.readouterr().err
