@@ -8,8 +8,8 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 
-import pytest
 from appdriver import LoadedApp, launch, open_app
 from playwright.sync_api import Browser, Page, Playwright
 
@@ -80,8 +80,10 @@ await save(store, await session.checkpoint())
 RUN = "(code) => window.scellis.pyodide.runPythonAsync(code)"
 
 
-@pytest.fixture(scope="module")
-def browser(playwright: Playwright) -> Iterator[Browser]:
+@contextmanager
+def chromium(playwright: Playwright) -> Iterator[Browser]:
+    """A browser of its own for each part: the uninterrupted run's pages never share a process with the
+    interrupted run's."""
     browser = launch(playwright, webgpu=False)
     try:
         yield browser
@@ -95,12 +97,19 @@ def written(page: Page) -> list[str]:
     )
 
 
-def test_a_run_closed_mid_way_resumes_in_a_new_page_to_the_same_bits(browser: Browser, base_url: str) -> None:
-    whole: LoadedApp = open_app(browser, base_url)
-    final = whole.page.evaluate(RUN, UNINTERRUPTED)
+def test_a_run_closed_mid_way_resumes_in_a_new_page_to_the_same_bits(playwright: Playwright, base_url: str) -> None:
+    with chromium(playwright) as browser:
+        whole: LoadedApp = open_app(browser, base_url)
+        final = whole.page.evaluate(RUN, UNINTERRUPTED)
     assert final.startswith("sha256:")
-    whole.context.close()
+    with chromium(playwright) as browser:
+        resumed = interrupted_then_resumed(browser, base_url)
+    assert resumed == final
 
+
+def interrupted_then_resumed(browser: Browser, base_url: str) -> str:
+    """The run started in one page, that page closed after its second checkpoint, and the run resumed
+    from that checkpoint's key in a new page of the same origin; the final checkpoint's key."""
     first = open_app(browser, base_url)
     first.page.evaluate("(code) => { window.run = window.scellis.pyodide.runPythonAsync(code); return 1; }", STARTED)
     deadline = time.monotonic() + 120
@@ -115,6 +124,4 @@ def test_a_run_closed_mid_way_resumes_in_a_new_page_to_the_same_bits(browser: Br
     second_page = first.context.new_page()  # the same origin's IndexedDB
     second_page.goto(base_url)
     second_page.wait_for_selector("body[data-state=ready]", timeout=120_000)
-    resumed = second_page.evaluate(RUN, RESUMED.replace("KEY", repr(key)))
-    assert resumed == final
-    first.context.close()
+    return second_page.evaluate(RUN, RESUMED.replace("KEY", repr(key)))
