@@ -3,6 +3,7 @@ its key's hex digits with the first two as a folder."""
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import re
@@ -93,8 +94,7 @@ def _sync_folder(folder: Path) -> None:
     except OSError:
         return
     try:
-        os.fsync(handle)
-    except OSError:
-        pass
+        with contextlib.suppress(OSError):  # see above: the object is whole whether or not this lands
+            os.fsync(handle)
     finally:
         os.close(handle)
