@@ -17,6 +17,7 @@ from scellis import cli
 from scellis.datasets import digits_csv, read_digits, to_files
 from scellis.examples import digits_mlp
 from scellis.levels import Level
+from scellis.manifest import Settings, Shared, read_manifest, read_share_link, share_link
 from scellis.store import DirectoryStore, key_of
 from scellis.store.checkpoint import Checkpoint, load
 
@@ -111,16 +112,21 @@ def test_a_manifest_from_another_cpu_path_verifies(
     its name, and the re-run here writes under that name, so equal states still have equal keys."""
     browser = "CPU path (WebAssembly) via browser WebAssembly"
     store = DirectoryStore(folder / "store")
+    keys: dict[str, str] = {}  # each checkpoint's key -> its key had the browser written it
 
     def renamed(key: str) -> str:
+        """Checkpoints in the order written: each lists the keys of those before it, which change too."""
         checkpoint = asyncio.run(load(store, key, expect_program=pinned["program"]["key"], expect_level=Level.DEBUG))
-        return key_of(Checkpoint.to_bytes(replace(checkpoint, device=browser)))
+        earlier = [[step, keys[k]] for step, k in checkpoint.loop["checkpoints"]]
+        loop = {**checkpoint.loop, "checkpoints": earlier}
+        keys[key] = key_of(Checkpoint.to_bytes(replace(checkpoint, device=browser, loop=loop)))
+        return keys[key]
 
     manifest = json.loads(json.dumps(pinned))
     manifest["environment"].update(device=browser, adapter=None, browser="Mozilla/5.0 (X11; Linux) Chrome/139")
-    manifest["final"] = renamed(pinned["final"])
     for written in manifest["checkpoints"]:
         written["key"] = renamed(written["key"])
+    manifest["final"] = renamed(pinned["final"])
     status, out, err = verify(folder, manifest, capsys)
     assert status == 0, err
     assert f"the run's was '{browser}'; the re-run's checkpoints carry the run's device name" in out
@@ -133,7 +139,7 @@ TAMPERED: list[tuple[str, Callable[[dict], Any], list[str]]] = [
         lambda m: m.update(final="sha256:" + "0" * 64),
         [
             "MISMATCH: the re-run's final checkpoint is sha256:",
-            "the manifest pins sha256:" + "0" * 64,
+            "the run pins sha256:" + "0" * 64,
             "Level debug promises bit-identical results on the CPU path everywhere with one engine version",
         ],
     ),
@@ -171,8 +177,8 @@ def test_a_tampered_data_hash_fails_before_any_training(
     here = pinned["data"][1]["sha256"]
     assert err.splitlines() == [
         f"scellis verify: the test split does not match the pinned data: its content hash is {here}, "
-        f"the manifest pins sha256:{'1' * 64}",
-        "scellis verify: nothing was run: give the data the manifest pins",
+        f"the run pins sha256:{'1' * 64}",
+        "scellis verify: nothing was run: give the data the run pins",
     ]
 
 
@@ -187,7 +193,7 @@ def test_other_data_fails_before_any_training(
     status, out, err = verify(folder, pinned, capsys, data=str(tmp_path))
     assert status == 1 and out == "" and "re-running" not in err
     here = key_of((tmp_path / "digits-train-x.f32").read_bytes() + bytes(labels))
-    said = f"its content hash is {here}, the manifest pins {pinned['data'][0]['sha256']}"
+    said = f"its content hash is {here}, the run pins {pinned['data'][0]['sha256']}"
     assert f"scellis verify: the train split does not match the pinned data: {said}" in err
 
 
@@ -214,3 +220,45 @@ def test_unreadable_inputs_are_named(folder: Path, pinned: dict[str, Any], capsy
     with pytest.raises(SystemExit):
         cli.main([*argv, "--determinism", "debug", "--epochs", "0"])
     assert "epochs must be at least 1" in capsys.readouterr().err
+
+
+def verify_link(folder: Path, link: str, capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    capsys.readouterr()
+    status = cli.main(["verify", link, "--data", str(folder / "data"), "--store", str(folder / "link-store")])
+    out = capsys.readouterr()
+    return status, out.out, out.err
+
+
+def test_a_share_link_verifies_like_its_manifest(
+    folder: Path, pinned: dict[str, Any], capsys: pytest.CaptureFixture[str]
+) -> None:
+    link = share_link(read_manifest(json.dumps(pinned)), "http://127.0.0.1:8000/")
+    status, out, err = verify_link(folder, link, capsys)
+    assert status == 0, err
+    verified = f"verified: the re-run reached the pinned final checkpoint {pinned['final']}"
+    assert out.splitlines()[-1].startswith(verified)
+
+
+def test_a_share_link_with_another_final_key_is_a_mismatch(
+    folder: Path, pinned: dict[str, Any], capsys: pytest.CaptureFixture[str]
+) -> None:
+    shared = read_share_link(share_link(read_manifest(json.dumps(pinned))))
+    other = replace(shared, settings=replace(shared.settings, final="sha256:" + "2" * 64))
+    status, _, err = verify_link(folder, share_link(other), capsys)
+    assert status == 1
+    assert "MISMATCH: the re-run's final checkpoint is sha256:" in err and "the run pins sha256:" + "2" * 64 in err
+    assert "(the link pins no metrics)" in err  # the re-run's metrics, for the user to judge
+
+
+def test_a_share_link_of_a_program_not_run_yet_cannot_be_verified(
+    folder: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    unrun = Shared(json.loads((folder / "mlp.json").read_text()), Settings(Level.DEBUG, 1, "cpu", 1, None, (), None))
+    status, out, err = verify_link(folder, share_link(unrun), capsys)
+    assert (status, out) == (2, "")
+    assert err == (
+        "scellis verify: the share link: the link shares a program that has not been run: there is no result to "
+        "compare with\n"
+    )
+    status, _, err = verify_link(folder, "http://127.0.0.1:8000/#run=AAAA&run=BBBB", capsys)
+    assert status == 2 and "must hold one 'run=' parameter, it holds 2" in err

@@ -27,6 +27,7 @@ from scellis.manifest import (
     LinkError,
     Manifest,
     ManifestError,
+    RanOn,
     Settings,
     Shared,
     build_manifest,
@@ -144,7 +145,7 @@ def test_data_that_differs_is_named_with_both_hashes(ran: tuple[Manifest, Direct
     [line] = check_data(manifest.settings.data, train, changed)
     pinned = manifest.settings.data[1].sha256
     assert line.startswith("the test split does not match the pinned data: its content hash is sha256:")
-    assert line.endswith(f"the manifest pins {pinned}") and key_of(changed.features + changed.labels) in line
+    assert line.endswith(f"the run pins {pinned}") and key_of(changed.features + changed.labels) in line
     shorter = Split(train.features[: 64 * 4 * 10], train.labels[:40], train.width)
     [line] = check_data(manifest.settings.data, shorter, test)
     assert "here: train" in line and "(10 examples of shape [64])" in line
@@ -252,9 +253,10 @@ def test_share_link_round_trips_a_manifest(ran: tuple[Manifest, DirectoryStore])
     manifest, _ = ran
     link = share_link(manifest, "https://example.org/scellis/#old")
     assert link.startswith("https://example.org/scellis/#run=") and "old" not in link
-    assert read_share_link(link) == Shared(manifest.program, manifest.settings)
+    ran_on = RanOn(manifest.environment.device, manifest.engine.engine_version)
+    assert read_share_link(link) == Shared(manifest.program, manifest.settings, ran_on)
     fragment = "#view=guide&" + link.partition("#")[2]  # other parameters of the fragment are the app's
-    assert read_share_link(fragment) == Shared(manifest.program, manifest.settings)
+    assert read_share_link(fragment) == Shared(manifest.program, manifest.settings, ran_on)
     assert len(link) < len(to_json(manifest)) / 4  # compressed
 
 
@@ -274,6 +276,7 @@ def link_json(change: Callable[[dict], Any]) -> str:
         "format": "scellis.link/1",
         "program": program(),
         **Settings(Level.DEBUG, 1, "cpu", 2, None, (), None).to_json(),
+        "ran_on": None,
     }
     change(data)
     return link_of(json.dumps(data).encode())
@@ -303,6 +306,10 @@ def link_json(change: Callable[[dict], Any]) -> str:
         (link_json(lambda d: d.update(run="now")), "run: unknown field"),
         (link_json(lambda d: d["program"].update(loss="nowhere")), "program.loss: "),
         (link_json(lambda d: d.update(data=[{"split": "train"}])), "data[0].sha256: is missing"),
+        (link_json(lambda d: d.update(final="sha256:" + "1" * 64)), "ran_on: a link pinning a final key must say"),
+        (link_json(lambda d: d.update(ran_on={"device": "x", "engine_version": "y"})), "and one pinning none must not"),
+        (link_json(lambda d: d.update(ran_on={"device": 3})), "ran_on.engine_version: is missing"),
+        (link_json(lambda d: d.pop("ran_on")), "ran_on: is missing"),
     ],
     ids=[
         "not text",
@@ -326,6 +333,10 @@ def link_json(change: Callable[[dict], Any]) -> str:
         "unknown",
         "program",
         "data",
+        "final without ran_on",
+        "ran_on without final",
+        "ran_on fields",
+        "no ran_on",
     ],
 )
 def test_malformed_share_links_are_refused(link: Any, said: str) -> None:

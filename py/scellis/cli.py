@@ -265,40 +265,54 @@ def run_cmd(args: argparse.Namespace) -> int:
     return 0
 
 
+def _read_pinned(source: str) -> Any:
+    """The run a `verify` argument pins: a share link (text with '#run='), or a manifest file's path."""
+    from scellis.manifest import read_manifest, read_share_link
+    from scellis.manifest.replay import Pins
+
+    if "#run=" in source:
+        return Pins.of(read_share_link(source))
+    return Pins.of(read_manifest(Path(source).read_bytes()))
+
+
 def verify_cmd(args: argparse.Namespace) -> int:
-    """Check a manifest and the data against its pins, re-run its program at the pinned level, seed and
-    device kind, and compare the final checkpoint with the pinned one (VERIFY_EXITS)."""
-    from scellis.manifest import ManifestError, check_data, installed_engine, read_manifest
+    """Check a manifest (or a share link) and the data against its pins, re-run its program at the pinned
+    level, seed and device kind, and compare the final checkpoint with the pinned one (VERIFY_EXITS)."""
+    from scellis.manifest import ManifestError, check_data, installed_engine
     from scellis.manifest.replay import compare, replay, replay_session
     from scellis.session import PlanRefused
     from scellis.store import DirectoryStore
 
+    shown = args.manifest if "#run=" not in args.manifest else "the share link"
     try:
-        manifest = read_manifest(Path(args.manifest).read_bytes())
-    except (OSError, ManifestError) as err:
-        print(f"scellis verify: {args.manifest}: {err}", file=sys.stderr)
+        pins = _read_pinned(args.manifest)
+    except (OSError, ManifestError, ValueError) as err:
+        print(f"scellis verify: {shown}: {err}", file=sys.stderr)
         return 2
     data = _read_data(args.data, "verify")
     if data is None:
         return 2
-    differ = check_data(manifest.settings.data, *data)
+    differ = check_data(pins.settings.data, *data)
     for line in differ:
         print(f"scellis verify: {line}", file=sys.stderr)
     if differ:
-        print("scellis verify: nothing was run: give the data the manifest pins", file=sys.stderr)
+        print("scellis verify: nothing was run: give the data the run pins", file=sys.stderr)
         return 1
-    pinned = manifest.settings
+    pinned = pins.settings
     device: Any = _device(pinned.device)
-    print(f"data matches the pinned versions: {'; '.join(str(v) for v in pinned.data)}")
+    if pinned.data:
+        print(f"data matches the pinned versions: {'; '.join(str(v) for v in pinned.data)}")
+    else:
+        print("the link pins no data versions: the data given is taken as it is")
     print(f"re-running at level {pinned.level.value}, seed {pinned.seed}, on {device.name}: {pinned.steps} steps")
     with tempfile.TemporaryDirectory(prefix="scellis-verify-") as scratch:
         try:
-            session = replay_session(manifest, device, *data, DirectoryStore(args.store or scratch))
-            outcome = asyncio.run(replay(session, manifest, *data, report=_progress_printer(session)))
+            session = replay_session(pins, device, *data, DirectoryStore(args.store or scratch))
+            outcome = asyncio.run(replay(session, pins, *data, report=_progress_printer(session)))
         except (PlanRefused, ValueError) as err:
             print(f"scellis verify: cannot re-run it here: {err}", file=sys.stderr)
             return 2
-    ok, lines = compare(manifest, outcome, installed_engine(CHECKOUT / "dist" / "build.json"))
+    ok, lines = compare(pins, outcome, installed_engine(CHECKOUT / "dist" / "build.json"))
     print("\n".join(lines), file=sys.stdout if ok else sys.stderr)
     return 0 if ok else 1
 
@@ -370,7 +384,11 @@ def main(argv: list[str] | None = None) -> int:
     p_verify = sub.add_parser(
         "verify", help="re-run a manifest on its data and compare the final checkpoint", description=VERIFY_EXITS
     )
-    p_verify.add_argument("manifest", help="manifest JSON (format scellis.manifest/1), as `scellis run` writes it")
+    p_verify.add_argument(
+        "manifest",
+        help="manifest JSON (format scellis.manifest/1), as `scellis run` or the app writes it, or a share link "
+        "(an address ending in '#run=...'; quote it)",
+    )
     p_verify.add_argument("--data", required=True, help=DATA_HELP)
     p_verify.add_argument("--store", default=None, help="keep the re-run's checkpoints here (default: discarded)")
     p_verify.set_defaults(func=verify_cmd)

@@ -30,7 +30,7 @@ from scellis.planning import judge, plan_program
 from scellis.rng import RngState, permutation, position_substream
 from scellis.runtime.device import CompiledStep, Device
 from scellis.store.checkpoint import Checkpoint, save
-from scellis.store.objects import Store
+from scellis.store.objects import Store, check_key
 from scellis.store.tensorfile import Tensor
 
 
@@ -93,6 +93,19 @@ def _batch_of(fn: Function) -> int:
 
 def _f32(data: bytes) -> float:
     return float(struct.unpack_from("<f", data)[0])
+
+
+def _written(value: Any, step: int) -> list[tuple[int, str]]:
+    """The (step, key) of each checkpoint the run wrote before `step`, as a checkpoint's loop state keeps them."""
+    if not isinstance(value, list):
+        raise ValueError(f"the checkpoint's loop.checkpoints is not a list: {value!r}")
+    out: list[tuple[int, str]] = []
+    for i, entry in enumerate(value):
+        ok = isinstance(entry, list) and len(entry) == 2 and type(entry[0]) is int and isinstance(entry[1], str)
+        if not ok or not 0 <= entry[0] <= step or (out and entry[0] < out[-1][0]):
+            raise ValueError(f"the checkpoint's loop.checkpoints[{i}] is not a [step, key] pair in order: {entry!r}")
+        out.append((entry[0], check_key(entry[1])))
+    return out
 
 
 class Session:
@@ -395,7 +408,8 @@ class Session:
         values = await self.step.fetch(names)
         nodes = {input_name(n): n for n in self.step_fn.inputs}
         tensors = {name: Tensor.from_device(nodes[name].dtype, nodes[name].shape, values[name]) for name in names}
-        loop = {"state": self.loop.to_json(), "order_drawn": self.order is not None}
+        written = [[step, key] for step, key in self.checkpoints]  # a resumed run's manifest lists them all
+        loop = {"state": self.loop.to_json(), "order_drawn": self.order is not None, "checkpoints": written}
         program = self.compiled.key(self.level, self.device.features)
         rng = RngState(self.rng.seed, dict(self.rng.positions))
         return Checkpoint(
@@ -416,6 +430,7 @@ class Session:
         self.rng = RngState(checkpoint.rng.seed, dict(checkpoint.rng.positions))
         self.steps, self.epoch, self.cursor = checkpoint.step, checkpoint.epoch, checkpoint.cursor
         self.loop = LoopState.from_json(self.compiled.program.loop.rules, checkpoint.loop["state"])
+        self.checkpoints = _written(checkpoint.loop.get("checkpoints", []), checkpoint.step)
         self.order = None
         if checkpoint.loop.get("order_drawn") and train is not None:  # the epoch under way: its order again
             shuffled = self.compiled.program.loop.shuffle

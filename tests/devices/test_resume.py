@@ -7,6 +7,7 @@ clear error, never a fresh start."""
 from __future__ import annotations
 
 import asyncio
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -46,15 +47,15 @@ def new_session(device: object, store: DirectoryStore, level: Level = Level.DEBU
     return session
 
 
-async def straight(device: object, store: DirectoryStore) -> str:
+async def straight(device: object, store: DirectoryStore) -> tuple[str, list[tuple[int, str]]]:
     train, test = random_split(ROWS, 1), random_split(HELD_OUT, 2)
     session = new_session(device, store)
     await session.start(train)
     await session.run(train, test, steps=100)
-    return await save(store, await session.checkpoint())
+    return await save(store, await session.checkpoint()), session.checkpoints
 
 
-async def in_two(device: object, store: DirectoryStore) -> tuple[str, str]:
+async def in_two(device: object, store: DirectoryStore) -> tuple[str, str, list[tuple[int, str]]]:
     train, test = random_split(ROWS, 1), random_split(HELD_OUT, 2)
     first = new_session(device, store)
     await first.start(train)
@@ -66,22 +67,24 @@ async def in_two(device: object, store: DirectoryStore) -> tuple[str, str]:
     )
     await second.resume(checkpoint, train)
     await second.run(train, test, steps=50)
-    return middle, await save(store, await second.checkpoint())
+    return middle, await save(store, await second.checkpoint()), second.checkpoints
 
 
 def test_resume_equals_uninterrupted(devices: dict[str, object], tmp_path: Path) -> None:
     for name, device in devices.items():
         store = DirectoryStore(tmp_path / name)
-        whole = asyncio.run(straight(device, store))
-        middle, resumed = asyncio.run(in_two(device, store))
+        whole, written = asyncio.run(straight(device, store))
+        middle, resumed, carried = asyncio.run(in_two(device, store))
         assert resumed == whole, name
+        # the resumed session lists the checkpoint written before the interruption too (its manifest pins all)
+        assert [step for step, _ in written] == [30, 60, 90] and carried == written, name
         assert middle != whole and len(store.keys()) >= 5  # rule checkpoints at 30, 60, 90 and the two above
 
 
 def test_resume_refuses_what_it_cannot_continue(devices: dict[str, object], tmp_path: Path) -> None:
     store = DirectoryStore(tmp_path)
     device = devices["wasmtime"]
-    middle, _ = asyncio.run(in_two(device, store))
+    middle, _, _ = asyncio.run(in_two(device, store))
     session = new_session(device, store)
     key = session.compiled.key(Level.DEBUG, session.device.features)  # type: ignore[attr-defined]
     with pytest.raises(ResumeError, match="it was saved at level debug, and this run is at level prod"):
@@ -100,3 +103,24 @@ def test_resume_refuses_what_it_cannot_continue(devices: dict[str, object], tmp_
     with pytest.raises(ResumeError) as missing:
         asyncio.run(load(store, "sha256:" + "0" * 64, expect_program=key, expect_level=Level.DEBUG))
     assert missing.value.reasons == ["missing"]
+
+
+def test_a_checkpoint_with_a_bad_list_of_earlier_checkpoints_is_refused(
+    devices: dict[str, object], tmp_path: Path
+) -> None:
+    store = DirectoryStore(tmp_path)
+    train, test = random_split(ROWS, 1), random_split(HELD_OUT, 2)
+    first = new_session(devices["wasmtime"], store)
+    asyncio.run(first.start(train))
+    asyncio.run(first.run(train, test, steps=31))
+    checkpoint = asyncio.run(first.checkpoint())
+    assert checkpoint.loop["checkpoints"] == [[30, first.checkpoints[0][1]]]
+    bad = {
+        "a number": (5, "is not a list"),
+        "a later step": ([[40, first.checkpoints[0][1]]], r"loop.checkpoints\[0\] is not a \[step, key\] pair"),
+        "no key": ([[30, "sha256:12"]], "sha256"),
+    }
+    for value, message in bad.values():
+        changed = replace(checkpoint, loop={**checkpoint.loop, "checkpoints": value})
+        with pytest.raises(ValueError, match=message):
+            asyncio.run(new_session(devices["wasmtime"], store).resume(changed, train))

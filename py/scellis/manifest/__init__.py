@@ -5,7 +5,7 @@ re-runs a manifest to verify it. Manifests and links are untrusted data: read fi
 """
 
 from scellis.manifest.fields import ManifestError
-from scellis.manifest.link import LinkError, Shared, read_share_link, share_link
+from scellis.manifest.link import LinkError, RanOn, Shared, read_share_link, share_link
 from scellis.manifest.pins import (
     DataVersion,
     Engine,
@@ -23,6 +23,7 @@ __all__ = [
     "LinkError",
     "Manifest",
     "ManifestError",
+    "RanOn",
     "Settings",
     "Shared",
     "build_manifest",

@@ -3,9 +3,12 @@ that reproduce its run (level, seed, device kind, epochs, steps, data versions, 
 loads them and asks for the data; a fragment never reaches a server.
 
 The payload is base64url (no padding) of the zlib-compressed compact JSON
-{"format": "scellis.link/1", "program": ..., <pins.Settings fields>}. Reading a link is reading untrusted
-data: its length, its characters, its compressed and inflated sizes and every field are checked, and each
-problem is named (LinkError).
+{"format": "scellis.link/1", "program": ..., <pins.Settings fields>, "ran_on": ...}: `ran_on` is null for a
+program not run yet, else {"device", "engine_version"}: the device's name as its checkpoints record it and
+the engine's version, which a re-run needs to compare its final key and to know what the level promises.
+
+Reading a link is reading untrusted data: its length, its characters, its compressed and inflated sizes
+and every field are checked, and each problem is named (LinkError).
 """
 
 from __future__ import annotations
@@ -33,18 +36,34 @@ class LinkError(ManifestError):
 
 
 @dataclass(frozen=True)
+class RanOn:
+    """Where a shared run ran: its device's name (as its checkpoints record it) and the engine's version."""
+
+    device: str
+    engine_version: str
+
+
+@dataclass(frozen=True)
 class Shared:
-    """What a share link carries: a program (JSON, validated) and the settings of its run."""
+    """What a share link carries: a program (JSON, validated), the settings of its run, and where it ran
+    (None for a program not run yet, which pins no steps and no final key)."""
 
     program: dict[str, Any]
     settings: Settings
+    ran_on: RanOn | None = None
+
+    def __post_init__(self) -> None:
+        if (self.ran_on is None) != (self.settings.final is None):
+            raise ValueError("a shared run pins both its final key and where it ran, or neither")
 
 
 def share_link(run: Manifest | Shared, base: str = "") -> str:
     """`base` (the app's address; any fragment it has is replaced) with the fragment that reproduces `run`:
     a manifest's program and settings, or a program and settings not yet run (steps and final None)."""
-    shared = Shared(run.program, run.settings) if isinstance(run, Manifest) else run
-    payload = {"format": FORMAT, "program": shared.program, **shared.settings.to_json()}
+    shared = _of_manifest(run) if isinstance(run, Manifest) else run
+    ran = shared.ran_on
+    ran_on = None if ran is None else {"device": ran.device, "engine_version": ran.engine_version}
+    payload = {"format": FORMAT, "program": shared.program, **shared.settings.to_json(), "ran_on": ran_on}
     text = json.dumps(payload, separators=(",", ":"), sort_keys=True, ensure_ascii=False, allow_nan=False)
     packed = base64.urlsafe_b64encode(zlib.compress(text.encode(), 9)).rstrip(b"=").decode("ascii")
     if len(packed) > MAX_PAYLOAD:
@@ -60,16 +79,35 @@ def read_share_link(url: Any) -> Shared:
     if issues:
         raise LinkError(issues)
     r = Reader()
-    raw = r.record(value, "", ("format", "program", *SETTINGS_FIELDS))
+    raw = r.record(value, "", ("format", "program", *SETTINGS_FIELDS, "ran_on"))
     if raw is None:
         raise LinkError(r.issues)
     if raw["format"] != FORMAT:
         r.fail("format", f"must be {FORMAT!r}, got {show(raw['format'])}")
     program = read_program(raw["program"], "program", r, keyed=False)
     settings = read_settings(raw, r, ran=False)
+    ran_on = _read_ran_on(raw["ran_on"], r)
+    if settings is not None and (ran_on is None) != (settings.final is None):
+        r.fail("ran_on", "a link pinning a final key must say where it ran, and one pinning none must not")
     if r.issues or program is None or settings is None:
         raise LinkError(r.issues)
-    return Shared(program[0], settings)
+    return Shared(program[0], settings, ran_on)
+
+
+def _of_manifest(manifest: Manifest) -> Shared:
+    ran_on = RanOn(manifest.environment.device, manifest.engine.engine_version)
+    return Shared(manifest.program, manifest.settings, ran_on)
+
+
+def _read_ran_on(value: Any, r: Reader) -> RanOn | None:
+    if value is None:
+        return None
+    raw = r.record(value, "ran_on", ("device", "engine_version"))
+    if raw is None:
+        return None
+    device = r.text(raw["device"], "ran_on.device")
+    version = r.text(raw["engine_version"], "ran_on.engine_version", 200)
+    return None if device is None or version is None else RanOn(device, version)
 
 
 def _fail(message: str) -> LinkError:

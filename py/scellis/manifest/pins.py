@@ -60,7 +60,7 @@ def check_data(pinned: tuple[DataVersion, ...], train: Split, test: Split) -> li
             sizes = "" if (got.examples, got.shape) == (want.examples, want.shape) else f"; here: {got}, pinned: {want}"
             out.append(
                 f"the {want.split} split does not match the pinned data: its content hash is {got.sha256}, "
-                f"the manifest pins {want.sha256}{sizes}"
+                f"the run pins {want.sha256}{sizes}"
             )
     return out
 
