@@ -5,23 +5,75 @@ from __future__ import annotations
 
 import asyncio
 import json
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
-from scellis.app import apply_remedy, capped, example_program, plan_example, train_example
+from scellis import __version__
+from scellis.app import Driven, apply_remedy, capped, example_program, open_run, plan_example
 from scellis.datasets import digits_csv, from_files, read_digits, to_files
+from scellis.engine import engine_files
 from scellis.examples import digits_mlp
 from scellis.levels import Level
 from scellis.pipeline import compile_program
 from scellis.plan.breakdown import CATEGORIES
 from scellis.plan.budget import GREEN_SHARE, Budget
 from scellis.planning import plan_program
+from scellis.store import DirectoryStore
+
+# what dist/build.json says of the engine, for this very engine
+BUILD = json.dumps({"package_version": __version__, "engine_files": engine_files(), "tools": {"pyodide": "314.0.7"}})
+
+
+def train_example(
+    files: dict[str, bytes],
+    kind: str,
+    level: str,
+    epochs: int,
+    report: Callable[[dict], None],
+    *,
+    program: str | None = None,
+    cap: int | None = None,
+    store: Path | None = None,
+) -> dict:
+    """The page's run of `program` (the example unless given), driven 25 steps at a time to its end:
+    the last epoch's row, every row going to `report`; or the refusal of a red plan."""
+
+    async def drive(where: DirectoryStore) -> dict:
+        run = await open_run(
+            files,
+            program or example_program(),
+            device_kind=kind,
+            level=level,
+            seed="1",
+            epochs=epochs,
+            build=BUILD,
+            cap=cap,
+            store=where,
+        )
+        if not isinstance(run, Driven):
+            return json.loads(run)
+        rows = []
+        while True:
+            state = json.loads(await run.advance(25))
+            for row in state["epochs_done"]:
+                report(row)
+                rows.append(row)
+            if state["done"]:
+                return rows[-1]
+
+    if store is not None:
+        return asyncio.run(drive(DirectoryStore(store)))
+    with tempfile.TemporaryDirectory(prefix="scellis-app-") as scratch:
+        return asyncio.run(drive(DirectoryStore(Path(scratch))))
 
 
 def test_train_example_reports_every_epoch_with_level_and_notes() -> None:
     files = to_files(*read_digits(digits_csv().read_bytes()))
     seen: list[dict] = []
-    last = json.loads(asyncio.run(train_example(files, "cpu", "fast", 2, lambda text: seen.append(json.loads(text)))))
+    last = train_example(files, "cpu", "fast", 2, seen.append)
     assert [row["epoch"] for row in seen] == [1, 2] and last == seen[-1]
     assert last["level"] == "fast" and last["notes"] == []  # the digits MLP runs no float16 kernel
     assert "loss_scale" not in last  # so fast does not scale its loss
@@ -33,9 +85,9 @@ def test_train_example_reports_every_epoch_with_level_and_notes() -> None:
 def test_unknown_level_and_device_are_named() -> None:
     files = to_files(*read_digits(digits_csv().read_bytes()))
     with pytest.raises(ValueError, match="determinism level must be one of debug, prod, fast; got 'quick'"):
-        asyncio.run(train_example(files, "cpu", "quick", 1, print))
+        train_example(files, "cpu", "quick", 1, print)
     with pytest.raises(ValueError, match="unknown device kind 'tpu'"):
-        asyncio.run(train_example(files, "tpu", "prod", 1, print))
+        train_example(files, "tpu", "prod", 1, print)
 
 
 FILES = to_files(*read_digits(digits_csv().read_bytes()))
@@ -77,8 +129,8 @@ def test_a_cap_below_the_plan_is_red_and_training_is_refused() -> None:
     ]
     # evaluation runs in training-sized batches, so a smaller batch shrinks both: one is green
     assert any(r["verdict"]["color"] == "green" and "batch" in r["change"] for r in shown["remedies"])
-    seen: list[str] = []
-    out = json.loads(asyncio.run(train_example(FILES, "cpu", "prod", 1, seen.append, cap=cap)))
+    seen: list[dict] = []
+    out = train_example(FILES, "cpu", "prod", 1, seen.append, cap=cap)
     assert seen == [] and out["memory"]["verdict"] == "red"
     assert out["refused"].startswith("digits-mlp does not fit on CPU path (WebAssembly)")
     assert f"more than the budget of {cap:,}" in out["refused"]
@@ -96,8 +148,7 @@ def test_the_batch_remedy_applied_is_what_plans_green_and_trains() -> None:
     again = plan(program, cap)
     assert again["verdict"]["color"] == "green" and again["total"] == remedy["total"] and again["remedies"] == []
     seen: list[dict] = []
-    run = train_example(FILES, "cpu", "prod", 1, lambda text: seen.append(json.loads(text)), program=program, cap=cap)
-    last = json.loads(asyncio.run(run))
+    last = train_example(FILES, "cpu", "prod", 1, seen.append, program=program, cap=cap)
     assert [row["epoch"] for row in seen] == [1] and last["batch"] == remedy["batch"]
     assert last["steps"] == from_files(FILES)[0].n // remedy["batch"]
     assert last["memory"] == {"bytes": remedy["total"], "verdict": "green", "reasons": again["verdict"]["reasons"]}
@@ -125,5 +176,5 @@ def test_a_program_keeping_its_data_set_on_the_device_plans_and_trains_it() -> N
     shown = plan(program)
     resident = {row["category"]: row["bytes"] for row in shown["breakdown"]}["resident data set"]
     assert resident >= from_files(FILES)[0].n * 64 * 4  # the training split's pixels, at least
-    last = json.loads(asyncio.run(train_example(FILES, "cpu", "prod", 1, lambda text: None, program=program)))
+    last = train_example(FILES, "cpu", "prod", 1, lambda row: None, program=program)
     assert last["memory"]["bytes"] == shown["total"] and last["test"]["metric/accuracy"] > 0.5

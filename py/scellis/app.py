@@ -1,25 +1,29 @@
 """What the web app calls: the memory plan of the page's program on the page's device (with remedies),
-applying a remedy, and training the program, reporting each epoch. Runs in Pyodide; the page passes the
-data files, the program JSON and a callback, and opened the WebGPU device."""
+applying a remedy, opening a run of the program (from init or a stored checkpoint) that the page drives,
+reading a share link and opening the re-run of the run it pins. Runs in Pyodide; the page passes the
+data files, the program JSON and dist/build.json, and opened the WebGPU device."""
 
 from __future__ import annotations
 
 import inspect
 import json
-from collections.abc import Callable
 from typing import Any
 
 from scellis.datasets import from_files
 from scellis.examples import digits_mlp
 from scellis.levels import parse_level
 from scellis.lower import Schedule
+from scellis.manifest import check_data, engine_from_build, read_share_link
+from scellis.manifest.replay import Pins
+from scellis.pagerun import PageRun
 from scellis.pipeline import compile_program
 from scellis.plan.breakdown import CATEGORIES
 from scellis.plan.budget import GREEN_SHARE, Budget, Verdict
 from scellis.planning import ProgramPlan, judge, plan_program
 from scellis.remedies import Advice, advise, apply, device_judge
 from scellis.runtime.device import Device
-from scellis.session import EpochResult, PlanRefused, Session
+from scellis.session import PlanRefused
+from scellis.store.objects import Store, check_key
 
 
 async def _device(kind: str) -> Device:
@@ -127,52 +131,151 @@ def _plan_json(
     }
 
 
-async def train_example(
+def _seed(text: Any) -> int:
+    """The seed the page's field holds: a whole number from 0 to 2**64 - 1, as text or a number."""
+    try:
+        seed = int(str(text).strip())
+    except ValueError:
+        raise ValueError(f"the seed must be a whole number from 0 to 2**64 - 1, got {text!r}") from None
+    if not 0 <= seed < 2**64:
+        raise ValueError(f"the seed must be a whole number from 0 to 2**64 - 1, got {seed}")
+    return seed
+
+
+async def _store(store: Store | None) -> Store:
+    """The page's object store (IndexedDB) unless one is given (tests give a DirectoryStore)."""
+    if store is not None:
+        return store
+    from scellis.runtime.browser_store import BrowserStore
+
+    return await BrowserStore.open()
+
+
+class Driven:
+    """A PageRun as the page drives it: every answer as JSON text (so nothing of Python's reaches the page
+    but data), or, when the memory plan is red, the refusal from `open_run`."""
+
+    def __init__(self, run: PageRun) -> None:
+        self.run = run
+
+    async def advance(self, steps: int) -> str:
+        return json.dumps(await self.run.advance(int(steps)), allow_nan=False)
+
+    def state(self) -> str:
+        return json.dumps(self.run.state(), allow_nan=False)
+
+    async def checkpoint(self) -> str:
+        return await self.run.checkpoint()
+
+    async def manifest(self, base: str) -> str:
+        return json.dumps(await self.run.manifest(base), allow_nan=False)
+
+    async def verdict(self) -> str:
+        return json.dumps(await self.run.verdict(), allow_nan=False)
+
+
+async def open_run(
     files: dict[str, bytes],
+    program: str,
+    *,
     device_kind: str,
     level: str,
+    seed: Any,
     epochs: int,
-    report: Callable[[str], None],
-    *,
-    program: str | None = None,
+    build: str,
     cap: int | None = None,
-) -> str:
-    """Train `program` (JSON; the digits MLP when None) at the chosen determinism level under the memory
-    cap `cap` (bytes, or None); `report` receives each epoch as JSON; returns the last epoch as JSON, or,
-    when the memory plan is red, `{"refused": why, "memory": ...}` (nothing reached the device)."""
+    browser: str | None = None,
+    resume: str | None = None,
+    store: Store | None = None,
+) -> Driven | str:
+    """A run of `program` (JSON) on the page's device at `level` and `seed` for `epochs`, under the memory
+    cap `cap` (bytes, or None), from init or from the stored checkpoint `resume` (its key); `build` is
+    dist/build.json's text (the engine the manifest pins). When the memory plan is red: JSON
+    `{"refused": why, "memory": ...}`, and nothing reached the device."""
     train, test = from_files(files)
-    data = digits_mlp() if program is None else json.loads(program)
+    data, parsed, chosen = json.loads(program), parse_level(level), _seed(seed)
+    if resume is not None:
+        resume = check_key(resume.strip())
     device = CappedDevice(await _device(device_kind), cap)
-    session = Session(data, device, seed=1, level=parse_level(level), eval_rows=test.n, examples=train.n)
-
-    def send(result: EpochResult) -> None:
-        report(json.dumps(_epoch_json(result, session)))
-
+    where = await _store(store)
     try:
-        results = await session.fit(train, test, epochs, send)
+        run = await PageRun.open(
+            where,
+            device,
+            train,
+            test,
+            program=data,
+            device_kind=device_kind,
+            level=parsed,
+            seed=chosen,
+            epochs=int(epochs),
+            engine=engine_from_build(json.loads(build)),
+            browser=browser,
+            resume=resume,
+        )
     except PlanRefused as refused:
-        return json.dumps({"refused": str(refused), "memory": _memory_json(session)})
-    return json.dumps(_epoch_json(results[-1], session))
+        return _refusal(refused)
+    return Driven(run)
 
 
-def _memory_json(session: Session) -> dict[str, Any]:
-    """What the session holds on the device and its memory plan's verdict."""
-    return {"bytes": session.plan.total, "verdict": session.verdict.color, "reasons": list(session.verdict.reasons)}
+def _refusal(refused: PlanRefused) -> str:
+    verdict = refused.verdict
+    memory = {"bytes": refused.needs, "verdict": verdict.color, "reasons": list(verdict.reasons)}
+    return json.dumps({"refused": str(refused), "memory": memory})
 
 
-def _epoch_json(result: EpochResult, session: Session) -> dict[str, Any]:
-    """Epochs count from 1 on screen; metrics are the held-out split's (`loss`, `metric/<node>`); `notes`
-    say what the level could not use on this device; `memory` is what the session holds on the device
-    and the memory plan's verdict; `batch` the program's batch; where fast scales its loss, `loss_scale`
-    is the scale the epoch's last step used."""
-    out = {
-        "epoch": result.epoch + 1,
-        "steps": result.steps,
-        "batch": session.batch,
-        "train_loss": result.loss,
-        "test": result.metrics,
-        "level": session.level.value,
-        "notes": list(session.schedule.notes),
-        "memory": _memory_json(session),
-    }
-    return out if result.loss_scale is None else {**out, "loss_scale": result.loss_scale}
+def read_link(href: str) -> str:
+    """What the share link at `href` carries, for the page to show before anything runs: the program (JSON
+    text), its name, the settings and where it ran (null for a program not run yet). LinkError otherwise."""
+    shared = read_share_link(href)
+    ran_on = shared.ran_on
+    return json.dumps(
+        {
+            "program": json.dumps(shared.program),
+            "name": shared.program.get("name", "unnamed program"),
+            "settings": shared.settings.to_json(),
+            "ran_on": None if ran_on is None else {"device": ran_on.device, "engine_version": ran_on.engine_version},
+        }
+    )
+
+
+async def open_replay(
+    files: dict[str, bytes],
+    href: str,
+    page_kind: str,
+    build: str,
+    *,
+    cap: int | None = None,
+    browser: str | None = None,
+    store: Store | None = None,
+) -> tuple[Driven | str, str | None]:
+    """The re-run of the run the share link at `href` pins, on these data files (their hashes checked first:
+    ValueError names each split that differs), on the pinned device kind where the page has it and on the
+    CPU path where it has not (the second value says so; it is None otherwise)."""
+    pins = Pins.of(read_share_link(href))
+    train, test = from_files(files)
+    differ = check_data(pins.settings.data, train, test)
+    if differ:
+        raise ValueError("; ".join(differ))
+    kind, note = pins.settings.device, None
+    if kind == "webgpu" and page_kind != "webgpu":
+        kind = "cpu"
+        note = (
+            "the run was on WebGPU and this page has none: it re-runs on the CPU path, where the level may not "
+            "promise the same bits"
+        )
+    device = CappedDevice(await _device(kind), cap)
+    try:
+        run = await PageRun.replay(
+            await _store(store),
+            device,
+            train,
+            test,
+            pins=pins,
+            device_kind=kind,
+            engine=engine_from_build(json.loads(build)),
+            browser=browser,
+        )
+    except PlanRefused as refused:
+        return _refusal(refused), note
+    return Driven(run), note

@@ -4,12 +4,15 @@ as the Zen of Python the standard library holds. Pure Python, so the browser rea
 
 from __future__ import annotations
 
+import array
 import codecs
 import contextlib
 import csv
 import gzip
 import io
+import math
 import struct
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -72,9 +75,41 @@ def to_files(train: Split, test: Split) -> dict[str, bytes]:
 
 
 def from_files(files: dict[str, bytes]) -> tuple[Split, Split]:
-    """(train, test) from the served files."""
+    """(train, test) from the app's data files (names in DATA_FILES), checked: ValueError names the file and
+    the example that is wrong (a file missing, a size that is no whole number of examples, features and
+    labels of different counts, a label that is no class, a pixel that is not finite)."""
+    missing = [name for name in DATA_FILES if name not in files]
+    if missing:
+        raise ValueError(f"the data files lack {', '.join(missing)} (the four are {', '.join(DATA_FILES)})")
     tx, ty, vx, vy = (files[name] for name in DATA_FILES)
-    return Split(tx, ty, DIGITS_FEATURES), Split(vx, vy, DIGITS_FEATURES)
+    return _split(DATA_FILES[0], tx, DATA_FILES[1], ty), _split(DATA_FILES[2], vx, DATA_FILES[3], vy)
+
+
+def _split(x_name: str, x: bytes, y_name: str, y: bytes) -> Split:
+    row = DIGITS_FEATURES * 4
+    if len(x) % row or not x:
+        raise ValueError(
+            f"{x_name}: {len(x):,} bytes is not a whole number (one or more) of examples of 64 float32 pixels"
+        )
+    if len(y) % 4:
+        raise ValueError(f"{y_name}: {len(y):,} bytes is not a whole number of int32 labels")
+    if len(x) // row != len(y) // 4:
+        raise ValueError(f"{x_name} holds {len(x) // row:,} examples but {y_name} holds {len(y) // 4:,} labels")
+    labels = array.array("i", y)
+    pixels = array.array("f", x)
+    if sys.byteorder == "big":
+        labels.byteswap()
+        pixels.byteswap()
+    bad = next((i for i, label in enumerate(labels) if not 0 <= label < DIGITS_CLASSES), None)
+    if bad is not None:
+        raise ValueError(
+            f"{y_name}: example {bad}'s label is {labels[bad]}, not a class from 0 to {DIGITS_CLASSES - 1}"
+        )
+    bad = next((i for i, v in enumerate(pixels) if not math.isfinite(v)), None)
+    if bad is not None:
+        where = f"example {bad // DIGITS_FEATURES}, pixel {bad % DIGITS_FEATURES}"
+        raise ValueError(f"{x_name}: {where} is {pixels[bad]}, not a finite number")
+    return Split(x, y, DIGITS_FEATURES)
 
 
 def zen_of_python() -> str:

@@ -44,7 +44,12 @@ def checkpoints_to(store: Store) -> Checkpointer:
 
 
 class PlanRefused(RuntimeError):
-    """The memory plan is red on this device: nothing was sent to it."""
+    """The memory plan is red on this device: nothing was sent to it. `needs`: the bytes the session would
+    hold; `verdict`: the plan's, with its reasons."""
+
+    def __init__(self, message: str, needs: int, verdict: Verdict) -> None:
+        super().__init__(message)
+        self.needs, self.verdict = needs, verdict
 
 
 @dataclass(frozen=True)
@@ -194,7 +199,8 @@ class Session:
         budget = await budget if inspect.isawaitable(budget) else budget
         self.verdict = judge(plan, self.device.limits, budget)
         if self.verdict.color == "red":
-            raise PlanRefused(f"{plan.program} does not fit on {self.device.name}: " + "; ".join(self.verdict.reasons))
+            why = "; ".join(self.verdict.reasons)
+            raise PlanRefused(f"{plan.program} does not fit on {self.device.name}: {why}", plan.total, self.verdict)
         return self.verdict
 
     async def start(self, train: Split | None = None) -> None:

@@ -1,0 +1,280 @@
+"""The page's run: one training run that the page drives a few steps at a time, so it can show progress,
+pause, take a single step and go on; every checkpoint goes to the page's object store; a finished or
+paused run gives its manifest and share link. A run opened from a share link re-runs the pinned run and,
+at its end, compares its final key with the pinned one.
+
+Runs in Pyodide (the page passes its IndexedDB store, its device and the engine dist/build.json describes)
+and in CPython (tests pass a DirectoryStore, wasmtime's CPU path and the installed engine): nothing here
+touches the browser.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections import deque
+from dataclasses import dataclass
+from typing import Any
+
+from scellis.datasets import Split
+from scellis.levels import Level
+from scellis.manifest import Engine, build_manifest, check_data, share_link, to_json
+from scellis.manifest.record import Written
+from scellis.manifest.replay import NotedDevice, Outcome, Pins, checkpoints_as, compare, new_session
+from scellis.runtime.device import Device
+from scellis.session import EpochResult, Session, checkpoints_to
+from scellis.store.checkpoint import load, save
+from scellis.store.objects import Store
+
+RATE_WINDOW_S = 3.0  # steps/s is measured over about the last few seconds of running (pauses excluded)
+
+
+@dataclass(frozen=True)
+class Chunk:
+    seconds: float
+    steps: int
+
+
+class PageRun:
+    """A session, its data and store, and where the run stands. `limit`: the steps a re-run takes (the
+    pinned run's), else None (the loop's epochs); `pins`: what a re-run is compared with at its end."""
+
+    def __init__(
+        self,
+        session: Session,
+        train: Split,
+        test: Split,
+        store: Store,
+        *,
+        device_kind: str,
+        epochs: int,
+        engine: Engine,
+        browser: str | None,
+        device: NotedDevice,
+        pins: Pins | None = None,
+    ) -> None:
+        self.session, self.train, self.test, self.store = session, train, test, store
+        self.device_kind, self.epochs, self.engine, self.browser = device_kind, epochs, engine, browser
+        self.noted, self.pins = device, pins
+        self.limit = None if pins is None else pins.settings.steps
+        self.rows: list[dict[str, Any]] = []  # finished epochs not yet handed to the page
+        self.chunks: deque[Chunk] = deque()
+        self.final: str | None = None  # the key of the final state, once saved
+        self.saved: list[tuple[int, str]] = []  # (step, key) of each state saved from the page
+
+    @classmethod
+    async def open(
+        cls,
+        store: Store,
+        device: Device,
+        train: Split,
+        test: Split,
+        *,
+        program: dict[str, Any],
+        device_kind: str,
+        level: Level,
+        seed: int,
+        epochs: int,
+        engine: Engine,
+        browser: str | None = None,
+        resume: str | None = None,
+    ) -> PageRun:
+        """A new run of `program`, started from init, or from the stored checkpoint `resume` (a key): a
+        missing or corrupt object, or a checkpoint of another program or level, is a ResumeError naming what
+        differs. Nothing runs until `advance`; a red memory plan raises PlanRefused here."""
+        noted = NotedDevice(device)
+        session = new_session(program, noted, level=level, seed=seed, train=train, test=test)
+        session.checkpointer = checkpoints_to(store)
+        run = cls(
+            session,
+            train,
+            test,
+            store,
+            device_kind=device_kind,
+            epochs=epochs,
+            engine=engine,
+            browser=browser,
+            device=noted,
+        )
+        if resume is None:
+            await session.start(train)
+        else:
+            key = session.compiled.key(level, noted.features)
+            await session.resume(await load(store, resume, expect_program=key, expect_level=level), train)
+        return run
+
+    @classmethod
+    async def replay(
+        cls,
+        store: Store,
+        device: Device,
+        train: Split,
+        test: Split,
+        *,
+        pins: Pins,
+        device_kind: str,
+        engine: Engine,
+        browser: str | None = None,
+    ) -> PageRun:
+        """A re-run of a pinned run (a share link's or a manifest's) on `device`: the data must be the pinned
+        data (ValueError naming each split that differs, before anything is compiled); its checkpoints are
+        written as the pinned run's device would have written them (replay's module docstring)."""
+        differ = check_data(pins.settings.data, train, test)
+        if differ:
+            raise ValueError("; ".join(differ))
+        noted = NotedDevice(device)
+        pinned = pins.settings
+        session = new_session(pins.program, noted, level=pinned.level, seed=pinned.seed, train=train, test=test)
+        session.checkpointer = checkpoints_as(store, pins.device)
+        run = cls(
+            session,
+            train,
+            test,
+            store,
+            device_kind=device_kind,
+            epochs=pinned.epochs,
+            engine=engine,
+            browser=browser,
+            device=noted,
+            pins=pins,
+        )
+        await session.start(train)
+        return run
+
+    @property
+    def done(self) -> bool:
+        """Whether the run has reached its end: its epochs, a rule's stop, or a re-run's pinned steps."""
+        s = self.session
+        if self.limit is not None and s.steps >= self.limit:
+            return True
+        return s.loop.stopped or s.epoch >= self.epochs
+
+    async def advance(self, steps: int) -> dict[str, Any]:
+        """Run up to `steps` more steps (fewer at the run's end) and say where the run stands (`state`)."""
+        if steps < 1:
+            raise ValueError(f"steps must be at least 1, got {steps}")
+        if not self.done:
+            if self.limit is not None:
+                steps = min(steps, self.limit - self.session.steps)
+            before, began = self.session.steps, time.perf_counter()
+            await self.session.run(self.train, self.test, epochs=self.epochs, steps=steps, report=self._row)
+            self._clock(time.perf_counter() - began, self.session.steps - before)
+        return self.state()
+
+    def _row(self, result: EpochResult) -> None:
+        self.rows.append(epoch_json(result, self.session))
+
+    def _clock(self, seconds: float, steps: int) -> None:
+        self.chunks.append(Chunk(seconds, steps))
+        while len(self.chunks) > 1 and sum(c.seconds for c in self.chunks) - self.chunks[0].seconds >= RATE_WINDOW_S:
+            self.chunks.popleft()
+
+    @property
+    def steps_per_s(self) -> float | None:
+        seconds, steps = sum(c.seconds for c in self.chunks), sum(c.steps for c in self.chunks)
+        return steps / seconds if seconds > 0 and steps else None
+
+    @property
+    def total(self) -> int:
+        """The steps the whole run takes (without a rule stopping it early)."""
+        if self.limit is not None:
+            return self.limit
+        return self.epochs * (self.train.n // self.session.batch)
+
+    def state(self) -> dict[str, Any]:
+        """Where the run stands, for the run panel: steps done of the total, epoch (from 1), the latest loss
+        read back and held-out metrics, steps/s and the estimated seconds left (None until measured), the
+        decision log, the checkpoints written (step, key), the epochs finished since the last call, and
+        whether the run is done (and stopped by a rule). `saved`: the states saved from the page."""
+        s, rate = self.session, self.steps_per_s
+        rows, self.rows = self.rows, []
+        left = max(self.total - s.steps, 0)
+        return {
+            "step": s.steps,
+            "total": self.total,
+            "epoch": min(s.epoch + 1, self.epochs),
+            "epochs": self.epochs,
+            "loss": _number(s.last_loss),
+            "metrics": {name: _number(value) for name, value in s.last_metrics.items()},
+            "steps_per_s": rate,
+            "eta_s": None if rate is None else (0.0 if self.done else left / rate),
+            "events": [str(event) for event in s.loop.events],
+            "checkpoints": [{"step": step, "key": key} for step, key in s.checkpoints],
+            "saved": [{"step": step, "key": key} for step, key in self.saved],
+            "epochs_done": rows,
+            "done": self.done,
+            "stopped": s.loop.stopped,
+            "level": s.level.value,
+            "device": s.device.name,
+        }
+
+    async def checkpoint(self) -> str:
+        """Save the state as it is now (between chunks). It is the page's copy, not one of the loop
+        program's: it joins neither the run's checkpoints nor its decision log, so saving changes nothing
+        that a re-run of the run would compare."""
+        s = self.session
+        key = await save(self.store, await s.checkpoint())
+        self.saved.append((s.steps, key))
+        return key
+
+    async def manifest(self, base: str) -> dict[str, Any]:
+        """The run's manifest (as JSON text) and its share link on the page's address `base`; the state
+        as it is now is saved first as the run's final checkpoint (a paused run's manifest pins where it
+        stopped)."""
+        s = self.session
+        self.final = await save(self.store, await s.checkpoint())
+        manifest = build_manifest(
+            s,
+            self.train,
+            self.test,
+            device_kind=self.device_kind,
+            epochs=self.epochs,
+            final=self.final,
+            engine=self.engine,
+            budget=self.noted.noted,
+            browser=self.browser,
+        )
+        return {"manifest": to_json(manifest), "link": share_link(manifest, base), "final": self.final}
+
+    async def verdict(self) -> dict[str, Any]:
+        """A finished re-run compared with the pinned run: `verified` and the lines saying how it compares."""
+        if self.pins is None:
+            raise ValueError("this run was not opened from a pinned run: there is nothing to compare it with")
+        if not self.done:
+            raise ValueError(f"the re-run is at step {self.session.steps} of {self.total}: let it finish first")
+        s = self.session
+        assert s.checkpointer is not None
+        final = await s.checkpointer(s, "the final state")
+        key = s.compiled.key(s.level, s.device.features)
+        written = tuple(Written(step, k) for step, k in s.checkpoints)
+        outcome = Outcome(key, s.device.name, s.steps, final, written, dict(s.last_metrics))
+        ok, lines = compare(self.pins, outcome, self.engine)
+        return {"verified": ok, "final": final, "pinned": self.pins.settings.final, "lines": lines}
+
+
+def _number(value: float) -> float | str:
+    """A float for JSON; 'nan', 'inf' or '-inf' where it is not finite (JSON has no such numbers)."""
+    return value if math.isfinite(value) else str(value)
+
+
+def epoch_json(result: EpochResult, session: Session) -> dict[str, Any]:
+    """A finished epoch for the page's table: epochs count from 1 on screen; metrics are the held-out split's
+    (`loss`, `metric/<node>`); `notes` say what the level could not use on this device; `memory` is what
+    the session holds on the device and the memory plan's verdict; `batch` the program's batch; where fast
+    scales its loss, `loss_scale` is the scale the epoch's last step used."""
+    out = {
+        "epoch": result.epoch + 1,
+        "steps": result.steps,
+        "batch": session.batch,
+        "train_loss": _number(result.loss),
+        "test": {name: _number(value) for name, value in result.metrics.items()},
+        "level": session.level.value,
+        "notes": list(session.schedule.notes),
+        "memory": memory_json(session),
+    }
+    return out if result.loss_scale is None else {**out, "loss_scale": result.loss_scale}
+
+
+def memory_json(session: Session) -> dict[str, Any]:
+    """What the session holds on the device and its memory plan's verdict."""
+    return {"bytes": session.plan.total, "verdict": session.verdict.color, "reasons": list(session.verdict.reasons)}
