@@ -1,6 +1,7 @@
 """The app's pure modules under Node (no browser): the probe store kept per adapter across visits
-(app/src/probes.js), the memory plan panel's chart model (app/src/plan.js) and the object store's keys
-(app/src/store.js; its IndexedDB part runs in e2e/test_store_in_chromium.py)."""
+(app/src/probes.js), the memory plan panel's chart model (app/src/plan.js), the object store's keys
+(app/src/store.js; its IndexedDB part runs in e2e/test_store_in_chromium.py) and the run panel's logic
+(app/src/runmodel.js: the chunked driver, figures, the last run's record, keys and data files)."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ import assert from "node:assert/strict";
 import * as probes from "{SRC}/probes.js";
 import * as plan from "{SRC}/plan.js";
 import * as objects from "{SRC}/store.js";
+import * as runs from "{SRC}/runmodel.js";
 const storage = () => {{
   const items = new Map();
   return {{ items, getItem: (k) => (items.has(k) ? items.get(k) : null), setItem: (k, v) => items.set(k, String(v)),
@@ -203,3 +205,156 @@ out.refused = ["sha256:" + "A".repeat(64), "sha256:" + "0".repeat(63), "abc", 7]
         ["BadKey", "abc"],
         ["BadKey", "7"],
     ]
+
+
+# A run that takes `total` steps, answering as scellis.app.Driven does (JSON text); each advance is logged.
+FAKE_RUN = """
+const fakeRun = (total) => {
+  const run = { step: 0, calls: [] };
+  run.advance = async (n) => {
+    run.calls.push(n);
+    run.step = Math.min(run.step + n, total);
+    const done = run.step === total;
+    return JSON.stringify({ step: run.step, total, epoch: 1, epochs: 1, steps_per_s: 100, eta_s: done ? 0 : 1, done,
+      stopped: false });
+  };
+  return run;
+};
+let clock = 0;
+const fakeNow = () => clock;
+"""
+
+
+def test_the_driver_runs_in_chunks_pauses_steps_and_goes_on() -> None:
+    out = run_js(
+        FAKE_RUN
+        + """
+const run = fakeRun(100);
+const seen = [];
+let turns = 0;
+// each chunk takes 10 ms per step of simulated time; the page's turn between chunks pauses after the third
+const driver = new runs.Driver({ advance: async (n) => { clock += 10 * n; return run.advance(n); } },
+  { onState: (s) => seen.push(s.step), now: fakeNow,
+    wait: async () => { turns += 1; if (turns === 3) driver.paused = true; } });
+out.paused = (await driver.go()).step;
+out.stepped = (await driver.step()).step;
+out.tooSoon = await driver.go().then(async () => {
+  try { await driver.step(); return "no error"; } catch (e) { return "after the end"; }
+});
+out.last = driver.last.step;
+out.done = driver.last.done;
+out.calls = run.calls;
+out.seen = seen;
+let refused = "none";
+const busy = new runs.Driver({ advance: () => new Promise((resolve) => setTimeout(() => resolve(JSON.stringify(
+  { step: 1, total: 5, done: false })), 5)) }, { onState: () => {}, wait: async () => {} });
+const going = busy.go();
+try { await busy.step(); } catch (e) { refused = e.message; }
+busy.paused = true;
+await going;
+out.refused = refused;
+"""
+    )
+    assert out["paused"] == sum(out["calls"][:3]) and out["calls"][0] == 4
+    assert out["stepped"] == out["paused"] + 1 and out["calls"][3] == 1
+    assert out["last"] == 100 and out["done"] and out["tooSoon"] == "no error"
+    assert out["seen"][-1] == 100 and out["seen"] == sorted(out["seen"])
+    assert max(out["calls"]) <= 60  # 150 ms at 10 ms a step, changing at most fourfold per chunk
+    assert out["refused"] == "pause the run before taking a single step"
+
+
+def test_chunks_aim_at_the_target_and_change_at_most_fourfold() -> None:
+    out = run_js(
+        """
+out.fast = runs.nextChunk(4, 4, 1);          // 4,000 steps/s: 600 wanted, at most 16
+out.steady = runs.nextChunk(100, 100, 150);  // on target
+out.slow = runs.nextChunk(100, 100, 60000);  // far too slow: a quarter
+out.unknown = runs.nextChunk(8, 0, 0);
+out.cap = runs.nextChunk(1900, 1900, 1);
+out.one = runs.nextChunk(1, 1, 10000);
+"""
+    )
+    assert out == {"fast": 16, "steady": 100, "slow": 25, "unknown": 16, "cap": 2000, "one": 1}
+
+
+def test_figures_and_durations() -> None:
+    out = run_js(
+        """
+out.start = runs.figures({ step: 0, total: 440, epoch: 1, epochs: 20, steps_per_s: null, eta_s: null, done: false });
+out.going = runs.figures({ step: 120, total: 440, epoch: 6, epochs: 20, steps_per_s: 85.24, eta_s: 3.75, done: false });
+out.done = runs.figures({ step: 440, total: 440, epoch: 20, epochs: 20, steps_per_s: 90, eta_s: 0, done: true });
+out.stopped = runs.figures({ step: 300, total: 440, epoch: 14, epochs: 20, steps_per_s: 90, eta_s: 0, done: true,
+  stopped: true });
+out.durations = [0.2, 59.4, 61, 3600 * 2 + 65].map(runs.formatDuration);
+out.phases = Object.fromEntries(["running", "paused", "done", "failed", "idle"].map((p) => [p, runs.controls(p)]));
+"""
+    )
+    assert out["start"] == "step 0 of 440 · epoch 1 of 20"
+    assert out["going"] == "step 120 of 440 · epoch 6 of 20 · 85.2 steps/s · about 4 s left"
+    assert out["done"] == "step 440 of 440 · epoch 20 of 20 · 90.0 steps/s · done"
+    assert out["stopped"].endswith("· stopped by a rule")
+    assert out["durations"] == ["under a second", "59 s", "1 min 01 s", "2 h 01 min"]
+    phases = out["phases"]
+    assert phases["running"] == {
+        "pause": True,
+        "step": False,
+        "continue": False,
+        "save": False,
+        "pinned": False,
+        "resume": False,
+    }
+    assert phases["paused"] == {
+        "pause": False,
+        "step": True,
+        "continue": True,
+        "save": True,
+        "pinned": True,
+        "resume": True,
+    }
+    assert phases["done"]["pinned"] and phases["done"]["save"] and not phases["done"]["step"]
+    assert phases["idle"]["resume"] and not phases["idle"]["pinned"]
+
+
+def test_the_last_run_is_kept_checked_and_dropped_when_unreadable() -> None:
+    key = "sha256:" + "ab" * 32
+    out = run_js(
+        f"""
+const kept = storage();
+out.none = runs.lastRun(kept);
+const record = {{ program: "{{}}", level: "debug", seed: "7", epochs: 2, kind: "cpu", key: "{key}", step: 25 }};
+runs.rememberRun(kept, record);
+out.back = runs.lastRun(kept);
+kept.setItem(runs.LAST_RUN, "{{not json");
+out.corrupt = runs.lastRun(kept);
+out.dropped = kept.items.has(runs.LAST_RUN);
+kept.setItem(runs.LAST_RUN, JSON.stringify({{ ...record, level: "turbo" }}));
+out.tampered = runs.lastRun(kept);
+try {{ runs.rememberRun(kept, {{ ...record, key: "sha256:12" }}); out.badKey = "kept"; }}
+catch (e) {{ out.badKey = e.message; }}
+"""
+    )
+    assert out["none"] is None and out["back"]["key"] == key and out["back"]["step"] == 25
+    assert out["corrupt"] is None and out["dropped"] is False and out["tampered"] is None
+    assert out["badKey"] == "not a checkpoint key: sha256:12"
+
+
+def test_keys_data_files_and_manifest_names_are_checked() -> None:
+    key = "sha256:" + "0f" * 32
+    out = run_js(
+        f"""
+out.key = runs.keyFromText("  {key.upper().replace("SHA256", "sha256")}  ");
+out.short = runs.keyFromText("sha256:12");
+out.ok = runs.checkDataFiles([...runs.DATA_FILES].reverse());
+out.missing = runs.checkDataFiles(runs.DATA_FILES.slice(1));
+out.extra = runs.checkDataFiles([...runs.DATA_FILES, "notes.txt"]);
+out.name = runs.manifestName("digits mlp/v2", "{key}");
+out.unnamed = runs.manifestName("///", "{key}");
+"""
+    )
+    assert out["key"] == {"key": key}
+    assert out["short"]["error"] == 'a checkpoint key is "sha256:" and 64 hexadecimal digits; got "sha256:12"'
+    assert out["ok"] == {}
+    assert out["missing"]["error"].startswith("missing digits-train-x.f32: choose all four data files")
+    assert out["extra"]["error"].startswith("notes.txt: not one of the data files")
+    assert out["name"] == "digits-mlp-v2-0f0f0f0f0f0f.manifest.json"
+    assert out["unnamed"] == "run-0f0f0f0f0f0f.manifest.json"

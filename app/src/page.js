@@ -90,19 +90,45 @@ export function showTrainPanel(selected, promises, { onLevel, onTrain }) {
   const button = document.getElementById("train-button");
   button.onclick = () => {
     const epochs = document.getElementById("train-epochs");
+    const seed = document.getElementById("train-seed");
     if (!epochs.checkValidity() || epochs.value === "") {
       document.getElementById("train-status").textContent = "epochs: a whole number from 1 to 1000";
       return;
     }
-    document.getElementById("train-setup").disabled = true; // no change to the run while it trains
-    section.dataset.state = "running";
-    section.dataset.level = level.value;
-    document.querySelector("#train-log tbody").replaceChildren();
-    document.getElementById("train-memory").textContent = "";
-    document.getElementById("train-status").textContent = `training at level ${level.value}…`;
-    onTrain(level.value, Number(epochs.value));
+    if (!seed.checkValidity() || seed.value === "" || BigInt(seed.value) >= 2n ** 64n) {
+      document.getElementById("train-status").textContent = "seed: a whole number from 0 to 18446744073709551615";
+      return;
+    }
+    showTrainStarting(level.value, `training at level ${level.value}…`);
+    onTrain(level.value, Number(epochs.value), seed.value);
   };
   section.hidden = false;
+}
+
+// The run's settings as a share link or the last run's record gives them; the level's change event
+// fires, so its promise and plan are shown.
+export function setRunSettings({ level, seed, epochs }) {
+  const select = document.getElementById("train-level");
+  select.value = level;
+  select.dispatchEvent(new Event("change"));
+  document.getElementById("train-seed").value = String(seed);
+  document.getElementById("train-epochs").value = String(epochs);
+}
+
+// The run's settings are locked while it trains (or resumes), and the page says what it is doing.
+export function showTrainStarting(level, status) {
+  const section = document.getElementById("train");
+  document.getElementById("train-setup").disabled = true;
+  section.dataset.state = "running";
+  section.dataset.level = level;
+  document.getElementById("train-memory").textContent = "";
+  document.getElementById("train-status").textContent = status;
+}
+
+// Paused: the settings stay locked (the run goes on from here), the status says where it stands.
+export function showTrainPaused(step) {
+  document.getElementById("train").dataset.state = "paused";
+  document.getElementById("train-status").textContent = `paused after step ${step}`;
 }
 
 export function showEpoch(row) {
@@ -125,13 +151,18 @@ export function showEpoch(row) {
   document.getElementById("train-status").textContent = `epoch ${row.epoch}: test accuracy ${accuracy}`;
 }
 
-export function showTrainDone(last, error) {
+// The run's end: `last` is its last finished epoch's row (null when it ended before finishing one).
+export function showTrainDone(last, error, state = null) {
   const section = document.getElementById("train");
   section.dataset.state = error ? "error" : "done";
-  if (!error) section.dataset.accuracy = String(last.test["metric/accuracy"]);
+  const accuracy = last?.test["metric/accuracy"];
+  if (!error && accuracy !== undefined) section.dataset.accuracy = String(accuracy);
+  const how = state?.stopped ? "stopped by a rule" : "done";
   document.getElementById("train-status").textContent = error
     ? `training failed: ${errorText(error)}`
-    : `done: test accuracy ${(last.test["metric/accuracy"] * 100).toFixed(1)} % after ${last.steps} steps, level ${last.level}`;
+    : last
+      ? `${how}: test accuracy ${(accuracy * 100).toFixed(1)} % after ${last.steps} steps, level ${last.level}`
+      : `${how} after ${state?.step ?? 0} steps`;
   document.getElementById("train-setup").disabled = false;
 }
 

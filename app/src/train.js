@@ -1,15 +1,27 @@
 // The engine's calls for the page's program: fetch the data set shipped in data/, open the device,
-// plan the program's memory there, apply remedies, and let the engine (Python) drive epochs,
-// reporting each one back.
+// plan the program's memory there, apply remedies, open a run the page drives (scellis.app.Driven: every
+// answer JSON text), read a share link and open the re-run of the run it pins.
 
 import { openDevice } from "./executor.js";
 
 const DATA_FILES = ["digits-train-x.f32", "digits-train-y.i32", "digits-test-x.f32", "digits-test-y.i32"];
 
-const TRAIN_PY = `
-from scellis.app import train_example
+const RUN_PY = `
+from scellis.app import open_run
 files = {name: bytes(data) for name, data in js_files.to_py().items()}
-await train_example(files, device_kind, level, epochs, report, program=program, cap=cap)
+await open_run(files, program, device_kind=device_kind, level=level, seed=seed, epochs=epochs, build=build,
+               cap=cap, browser=browser, resume=resume)
+`;
+
+const REPLAY_PY = `
+from scellis.app import open_replay
+files = {name: bytes(data) for name, data in js_files.to_py().items()}
+await open_replay(files, href, page_kind, build, cap=cap, browser=browser)
+`;
+
+const LINK_PY = `
+from scellis.app import read_link
+read_link(href)
 `;
 
 const PLAN_PY = `
@@ -73,14 +85,42 @@ export async function applyRemedy(pyodide, program, change) {
   return pyodide.runPythonAsync(APPLY_PY, { globals });
 }
 
-// Trains `run.program` for `run.epochs` on a freshly opened device; resolves to the last epoch, or to
-// {refused, memory} when the memory plan is red.
-export async function trainProgram(pyodide, files, run, onEpoch) {
+// Opens a run of `run.program` (from init, or from the stored checkpoint `run.resume`) on a freshly
+// opened device: a PyProxy of scellis.app.Driven, or {refused, memory} when the memory plan is red.
+export async function openRun(pyodide, files, build, run) {
   await prepareDevice(run.kind);
-  const { program, kind, level, epochs } = run;
-  const globals = pyodide.toPy({ program, device_kind: kind, level, epochs, cap: run.cap ?? undefined });
+  const { program, kind, level, epochs, seed } = run;
+  const globals = pyodide.toPy({
+    program,
+    device_kind: kind,
+    level,
+    epochs,
+    seed,
+    build,
+    cap: run.cap ?? undefined, // Python's None
+    browser: navigator.userAgent,
+    resume: run.resume ?? undefined,
+  });
   globals.set("js_files", files);
-  globals.set("report", (text) => onEpoch(JSON.parse(text)));
-  const last = await pyodide.runPythonAsync(TRAIN_PY, { globals });
-  return JSON.parse(last);
+  const opened = await pyodide.runPythonAsync(RUN_PY, { globals });
+  return typeof opened === "string" ? JSON.parse(opened) : opened;
+}
+
+// What the share link `href` carries: {program (JSON text), name, settings, ran_on}; throws its problems.
+export async function readLink(pyodide, href) {
+  const globals = pyodide.toPy({ href });
+  return JSON.parse(await pyodide.runPythonAsync(LINK_PY, { globals }));
+}
+
+// Opens the re-run of the run the link pins, on `files`: {run (PyProxy of Driven), note} or
+// {refused, memory, note}.
+export async function openReplay(pyodide, files, build, kind, href) {
+  await prepareDevice(kind);
+  const globals = pyodide.toPy({ href, page_kind: kind, build, cap: undefined, browser: navigator.userAgent });
+  globals.set("js_files", files);
+  const pair = await pyodide.runPythonAsync(REPLAY_PY, { globals });
+  const [opened, note] = pair.toJs({ depth: 1 });
+  pair.destroy();
+  const extra = { note: note ?? null };
+  return typeof opened === "string" ? { ...JSON.parse(opened), ...extra } : { run: opened, ...extra };
 }

@@ -1,0 +1,159 @@
+// The run panel's logic without the DOM: driving a run a chunk of steps at a time (so the page can pause,
+// take a single step and go on), the figures it shows, the last run kept across visits, the data files a
+// re-run asks for, and the manifest's file name. Node runs it in tests/test_app_js.py.
+
+export const CHUNK_TARGET_MS = 150; // a chunk of steps this long keeps the page answering between chunks
+export const MAX_CHUNK = 2000;
+export const DATA_FILES = ["digits-train-x.f32", "digits-train-y.i32", "digits-test-x.f32", "digits-test-y.i32"];
+export const LAST_RUN = "scellis.lastRun";
+const KEY = /^sha256:[0-9a-f]{64}$/;
+
+// The next chunk's steps: about CHUNK_TARGET_MS of running at the rate the last chunk (`steps` in `ms`)
+// ran, changing at most fourfold at a time.
+export function nextChunk(previous, steps, ms) {
+  if (!(steps > 0) || !(ms > 0)) return Math.min(previous * 2, MAX_CHUNK);
+  const wanted = Math.round((steps / ms) * CHUNK_TARGET_MS);
+  const bounded = Math.min(Math.max(wanted, Math.ceil(previous / 4), 1), previous * 4);
+  return Math.min(bounded, MAX_CHUNK);
+}
+
+export function formatDuration(seconds) {
+  if (seconds < 1) return "under a second";
+  const s = Math.round(seconds);
+  if (s < 60) return `${s} s`;
+  const m = Math.floor(s / 60);
+  if (m < 60) return `${m} min ${String(s % 60).padStart(2, "0")} s`;
+  return `${Math.floor(m / 60)} h ${String(m % 60).padStart(2, "0")} min`;
+}
+
+// One line of where the run stands: steps of the total, epoch, rate and time left (once measured).
+export function figures(state) {
+  const parts = [`step ${state.step} of ${state.total}`, `epoch ${state.epoch} of ${state.epochs}`];
+  if (state.steps_per_s !== null) parts.push(`${state.steps_per_s.toPrecision(3)} steps/s`);
+  if (state.done) parts.push(state.stopped ? "stopped by a rule" : "done");
+  else if (state.eta_s !== null) parts.push(`about ${formatDuration(state.eta_s)} left`);
+  return parts.join(" · ");
+}
+
+// What the run panel's buttons allow in each phase of a run.
+export function controls(phase) {
+  const running = phase === "running";
+  const paused = phase === "paused";
+  const idle = phase === "done" || phase === "failed" || phase === "idle";
+  return {
+    pause: running,
+    step: paused,
+    continue: paused,
+    save: paused || phase === "done",
+    pinned: paused || phase === "done",
+    resume: paused || idle,
+  };
+}
+
+// Drives a run (anything with `advance(steps)` resolving to the state as JSON text) a chunk at a time.
+// `onState(state)` after each chunk; `wait()` between chunks gives the page its turn.
+export class Driver {
+  constructor(run, { onState, wait = () => new Promise((resolve) => setTimeout(resolve, 0)), now = () => performance.now() }) {
+    this.run = run;
+    this.onState = onState;
+    this.wait = wait;
+    this.now = now;
+    this.chunk = 4;
+    this.paused = true;
+    this.loop = null;
+    this.last = null;
+  }
+
+  async advance(steps) {
+    const began = this.now();
+    const before = this.last ? this.last.step : null;
+    const state = JSON.parse(await this.run.advance(steps));
+    if (before !== null) this.chunk = nextChunk(this.chunk, state.step - before, this.now() - began);
+    this.last = state;
+    this.onState(state);
+    return state;
+  }
+
+  // Runs until paused or done; resolves with the last state.
+  go() {
+    if (this.loop) return this.loop;
+    this.paused = false;
+    this.loop = (async () => {
+      try {
+        let state = this.last;
+        while (!this.paused && !(state && state.done)) {
+          state = await this.advance(this.chunk);
+          if (!state.done) await this.wait();
+        }
+        return state;
+      } finally {
+        this.paused = true;
+        this.loop = null;
+      }
+    })();
+    return this.loop;
+  }
+
+  // Stops after the chunk under way; resolves once it has.
+  async pause() {
+    this.paused = true;
+    if (this.loop) await this.loop;
+    return this.last;
+  }
+
+  // One step, while paused.
+  async step() {
+    if (this.loop) throw new Error("pause the run before taking a single step");
+    if (this.last && this.last.done) return this.last;
+    return this.advance(1);
+  }
+}
+
+// The last run's record (program, level, seed, epochs, device kind, the latest key and its step), kept so a
+// reloaded page can resume it; null when there is none or it is unreadable (then it is dropped).
+export function lastRun(storage) {
+  const text = storage.getItem(LAST_RUN);
+  if (text === null) return null;
+  try {
+    const record = JSON.parse(text);
+    const ok =
+      typeof record.program === "string" &&
+      ["debug", "prod", "fast"].includes(record.level) &&
+      /^\d+$/.test(record.seed) &&
+      Number.isInteger(record.epochs) &&
+      Number.isInteger(record.step) &&
+      KEY.test(record.key);
+    if (ok) return record;
+  } catch {
+    // not JSON: dropped below
+  }
+  storage.removeItem(LAST_RUN);
+  return null;
+}
+
+export function rememberRun(storage, record) {
+  if (!KEY.test(record.key)) throw new Error(`not a checkpoint key: ${record.key}`);
+  storage.setItem(LAST_RUN, JSON.stringify(record));
+}
+
+// A checkpoint key as typed or pasted: trimmed, checked; {key} or {error}.
+export function keyFromText(text) {
+  const key = String(text).trim().toLowerCase();
+  if (KEY.test(key)) return { key };
+  return { error: `a checkpoint key is "sha256:" and 64 hexadecimal digits; got "${String(text).trim().slice(0, 80)}"` };
+}
+
+// The files picked for a re-run, by name: the four data files and nothing else; {error} names the problem.
+export function checkDataFiles(names) {
+  const unknown = names.filter((name) => !DATA_FILES.includes(name));
+  const missing = DATA_FILES.filter((name) => !names.includes(name));
+  if (unknown.length) return { error: `${unknown.join(", ")}: not one of the data files (${DATA_FILES.join(", ")})` };
+  if (missing.length) return { error: `missing ${missing.join(", ")}: choose all four data files (${DATA_FILES.join(", ")})` };
+  return {};
+}
+
+// The manifest's download name: the program's name and the start of the final key.
+export function manifestName(program, final) {
+  const name = String(program).replace(/[^A-Za-z0-9_-]+/g, "-").replace(/^-+|-+$/g, "") || "run";
+  return `${name}-${final.slice("sha256:".length, "sha256:".length + 12)}.manifest.json`;
+}

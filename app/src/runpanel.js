@@ -1,0 +1,186 @@
+// DOM rendering of the run panel (progress, controls, decision log, checkpoints, the pinned run's
+// manifest and share link, resume from a key) and of a shared run's card (what the link carries, the data
+// it asks for, the re-run's progress and its verdict). The logic is runmodel.js's; main.js wires them.
+
+import { errorText } from "./format.js";
+import { controls, figures } from "./runmodel.js";
+
+const byId = (id) => document.getElementById(id);
+
+function element(tag, text, attributes = {}) {
+  const node = document.createElement(tag);
+  if (text !== undefined) node.textContent = text;
+  for (const [name, value] of Object.entries(attributes)) node.setAttribute(name, value);
+  return node;
+}
+
+function keyItem(step, key, why) {
+  const item = element("li", `step ${step}: `);
+  item.append(element("code", key), why ? ` (${why})` : "");
+  item.dataset.key = key;
+  return item;
+}
+
+export function showRunStart({ where, level, seed, resume }) {
+  const panel = byId("run");
+  panel.hidden = false;
+  const from = resume ? `, resumed from ${resume}` : "";
+  byId("run-line").textContent = `${where}, level ${level}, seed ${seed}${from}`;
+  byId("run-progress").value = 0;
+  byId("run-figures").textContent = "starting…";
+  byId("run-events").replaceChildren();
+  byId("run-checkpoints").replaceChildren();
+  byId("run-pinned-status").textContent = "";
+  byId("run-link-box").hidden = true;
+  document.querySelector("#train-log tbody").replaceChildren();
+}
+
+export function showRunState(state) {
+  const panel = byId("run");
+  panel.dataset.step = String(state.step);
+  byId("run-progress").max = Math.max(state.total, 1);
+  byId("run-progress").value = state.step;
+  byId("run-figures").textContent = figures(state);
+  byId("run-events").replaceChildren(...state.events.map((text) => element("li", text)));
+  const written = state.checkpoints.map(({ step, key }) => keyItem(step, key, "loop program"));
+  const saved = state.saved.map(({ step, key }) => keyItem(step, key, "saved from the page"));
+  byId("run-checkpoints").replaceChildren(...written, ...saved);
+}
+
+export function setRunPhase(phase) {
+  byId("run").dataset.phase = phase;
+  const allowed = controls(phase);
+  byId("run-pause").disabled = !allowed.pause;
+  byId("run-step").disabled = !allowed.step;
+  byId("run-continue").disabled = !allowed.continue;
+  byId("run-save").disabled = !allowed.save;
+  byId("run-manifest").disabled = !allowed.pinned;
+  byId("run-link").disabled = !allowed.pinned;
+  byId("resume-button").disabled = !allowed.resume;
+}
+
+export function showPinnedStatus(text) {
+  byId("run-pinned-status").textContent = text;
+}
+
+export function showLink(link) {
+  byId("run-link-text").value = link;
+  byId("run-link-box").hidden = false;
+}
+
+export function wireRunControls(handlers) {
+  for (const [id, handler] of Object.entries({
+    "run-pause": handlers.onPause,
+    "run-step": handlers.onStep,
+    "run-continue": handlers.onContinue,
+    "run-save": handlers.onSave,
+    "run-manifest": handlers.onManifest,
+    "run-link": handlers.onLink,
+  })) {
+    byId(id).onclick = handler;
+  }
+}
+
+// The last run's newest checkpoint (runmodel.lastRun's record, or null) in the resume form.
+export function showLastKey(last) {
+  if (last) {
+    byId("resume-key").value = last.key;
+    byId("resume-help").textContent = `the last run's newest checkpoint (step ${last.step}, level ${last.level}); or paste any checkpoint key`;
+  } else {
+    byId("resume-help").textContent = "a checkpoint's key, as the run panel lists it";
+  }
+}
+
+// The resume form; `onResume(text)` on submit. `last` (runmodel.lastRun) prefills the key.
+export function wireResume(onResume, last) {
+  const form = byId("resume-form");
+  showLastKey(last);
+  form.onsubmit = (event) => {
+    event.preventDefault();
+    onResume(byId("resume-key").value);
+  };
+}
+
+export function showResumeError(text) {
+  const box = byId("resume-error");
+  box.textContent = text;
+  box.hidden = !text;
+}
+
+// Starts a download of `text` as the file `name`.
+export function download(name, text) {
+  const url = URL.createObjectURL(new Blob([text], { type: "application/json" }));
+  const link = element("a", undefined, { href: url, download: name });
+  document.body.append(link);
+  link.click();
+  link.remove();
+  setTimeout(() => URL.revokeObjectURL(url), 60_000);
+}
+
+// A shared run's card: what the link carries.
+export function showShared(shown) {
+  const card = byId("shared");
+  card.hidden = false;
+  card.dataset.state = "asking";
+  const s = shown.settings;
+  const ran = shown.ran_on;
+  byId("shared-summary").textContent = ran
+    ? `This link pins a run of ${shown.name}. Give it the data, and the page re-runs it and compares the result with the pinned final checkpoint.`
+    : `This link shares ${shown.name} with its settings; it has not been run, so there is nothing to compare with.`;
+  const facts = [
+    ["Program", shown.name],
+    ["Determinism level", s.level],
+    ["Seed", String(s.seed)],
+    ["Device kind", s.device === "cpu" ? "CPU path (WebAssembly)" : "WebGPU"],
+    ["Epochs", String(s.epochs)],
+  ];
+  if (s.steps !== null) facts.push(["Steps", String(s.steps)]);
+  for (const v of s.data) facts.push([`Data, ${v.split}`, `${v.sha256} (${v.examples} examples of shape [${v.shape}])`]);
+  if (ran) facts.push(["Ran on", ran.device], ["Engine", ran.engine_version], ["Final checkpoint", s.final]);
+  const list = byId("shared-facts");
+  list.replaceChildren();
+  for (const [label, value] of facts) list.append(element("dt", label), element("dd", value));
+  byId("shared-data").hidden = !ran;
+}
+
+export function wireShared({ onSiteData, onFiles }) {
+  byId("shared-site-data").onclick = onSiteData;
+  byId("shared-files").onchange = (event) => onFiles([...event.target.files]);
+}
+
+export function showSharedBusy(busy) {
+  byId("shared-site-data").disabled = busy;
+  byId("shared-files").disabled = busy;
+}
+
+export function showSharedStatus(text) {
+  byId("shared-status").textContent = text;
+}
+
+export function showSharedState(state) {
+  byId("shared").dataset.state = "running";
+  byId("shared-progress").max = Math.max(state.total, 1);
+  byId("shared-progress").value = state.step;
+  byId("shared-figures").textContent = figures(state);
+}
+
+export function showSharedVerdict(verdict) {
+  const word = verdict.lines.find((line) => !line.startsWith("note:")) ?? "";
+  const state = verdict.verified ? "verified" : word.startsWith("MISMATCH") ? "mismatch" : "different";
+  byId("shared").dataset.state = state;
+  const box = byId("shared-verdict");
+  box.textContent = verdict.lines.join("\n");
+  box.hidden = false;
+}
+
+export function showSharedError(error, prefix = "") {
+  const box = byId("shared-error");
+  byId("shared").hidden = false;
+  byId("shared").dataset.state = "error";
+  box.textContent = `${prefix}${typeof error === "string" ? error : errorText(error)}`;
+  box.hidden = false;
+}
+
+export function clearSharedError() {
+  byId("shared-error").hidden = true;
+}
