@@ -5,6 +5,7 @@ other than the pinned fails before any training."""
 from __future__ import annotations
 
 import asyncio
+import io
 import json
 from collections.abc import Callable
 from dataclasses import replace
@@ -18,6 +19,8 @@ from scellis.datasets import digits_csv, read_digits, to_files
 from scellis.examples import digits_mlp
 from scellis.levels import Level
 from scellis.manifest import Settings, Shared, read_manifest, read_share_link, share_link
+from scellis.runtime.cpu_device import CpuDevice
+from scellis.session import Session, checkpoints_to
 from scellis.store import DirectoryStore, key_of
 from scellis.store.checkpoint import Checkpoint, load
 
@@ -262,3 +265,37 @@ def test_a_share_link_of_a_program_not_run_yet_cannot_be_verified(
     )
     status, _, err = verify_link(folder, "http://127.0.0.1:8000/#run=AAAA&run=BBBB", capsys)
     assert status == 2 and "must hold one 'run=' parameter, it holds 2" in err
+
+
+def test_the_progress_bar_draws_steps_rate_and_time_left() -> None:
+    assert cli.progress_bar(0, 44, None, None, width=4) == "[....] step 0/44"
+    assert cli.progress_bar(22, 44, 81.26, 0.27, width=4) == "[##..] step 22/44, 81.3 steps/s, 0 s left"
+    assert cli.progress_bar(44, 44, 80.0, 0.0, width=4) == "[####] step 44/44, 80.0 steps/s, 0 s left"
+
+
+class Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_on_a_terminal_the_run_goes_in_chunks_with_a_bar_and_the_same_bits(
+    folder: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    train, test = read_digits(digits_csv().read_bytes())
+    device = asyncio.run(CpuDevice.open())
+
+    async def final(bar: Terminal | None) -> str:
+        session = Session(
+            json.loads((folder / "mlp.json").read_text()), device, seed=7, level=Level.DEBUG, eval_rows=test.n
+        )
+        session.checkpointer = checkpoints_to(DirectoryStore(folder / "bar-store"))
+        await session.start(train)
+        await cli._drive(session, train, test, 2, bar)
+        return key_of((await session.checkpoint()).to_bytes())
+
+    terminal = Terminal()
+    assert asyncio.run(final(terminal)) == asyncio.run(final(None))
+    drawn = terminal.getvalue()
+    assert drawn.count("step 44/44, ") == 1 and " steps/s, " in drawn and drawn.endswith("\r\x1b[K")
+    printed = capsys.readouterr().out.splitlines()  # each epoch's line, once per run
+    assert [line.split(",")[0] for line in printed] == ["  step 22/44 (epoch 1/2)", "  step 44/44 (epoch 2/2)"] * 2

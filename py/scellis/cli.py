@@ -10,9 +10,10 @@ import json
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TextIO
 
 from scellis.levels import Level
 
@@ -207,6 +208,50 @@ def _progress_printer(session: Session) -> Callable[[EpochResult], None]:
     return report
 
 
+BAR_WIDTH = 28
+BAR_CHUNK_S = 0.25  # on a terminal the run goes in chunks of about this long, the bar redrawn after each
+
+
+def progress_bar(step: int, total: int, rate: float | None, eta: float | None, width: int = BAR_WIDTH) -> str:
+    """One line: a bar of `width` cells, steps of the total, steps/s and the time left (once measured)."""
+    filled = min(width, round(width * step / total)) if total else 0
+    line = f"[{'#' * filled}{'.' * (width - filled)}] step {step}/{total}"
+    if rate is not None:
+        line += f", {rate:.1f} steps/s"
+    if eta is not None:
+        line += f", {eta:.0f} s left"
+    return line
+
+
+async def _drive(session: Session, train: Split, test: Split, epochs: int, bar: TextIO | None) -> None:
+    """Run the session's loop program for `epochs` (already started), each finished epoch printed; on a
+    terminal (`bar`) in chunks of about BAR_CHUNK_S, with a progress bar redrawn after each. Chunks change
+    no bit: a run paused and continued is the same run (Session.run)."""
+    report = _progress_printer(session)
+    if bar is None:
+        await session.run(train, test, epochs=epochs, report=report)
+        return
+    per_epoch = train.n // session.batch
+    total, chunk, began, first = epochs * per_epoch, 1, time.perf_counter(), session.steps
+
+    def printed(result: EpochResult) -> None:
+        bar.write("\r\033[K")  # the bar's line, cleared for the epoch's own
+        report(result)
+
+    while session.epoch < epochs and not session.loop.stopped:
+        start, before = time.perf_counter(), session.steps
+        await session.run(train, test, epochs=epochs, steps=chunk, report=printed)
+        took, done = time.perf_counter() - start, session.steps - before
+        if done == 0:
+            break
+        chunk = max(1, min(chunk * 4, round(done / took * BAR_CHUNK_S) if took > 0 else chunk * 4))
+        rate = (session.steps - first) / (time.perf_counter() - began)
+        bar.write("\r\033[K" + progress_bar(session.steps, total, rate, (total - session.steps) / rate))
+        bar.flush()
+    bar.write("\r\033[K")
+    bar.flush()
+
+
 def _print_log(manifest: Manifest) -> None:
     print(f"decisions ({len(manifest.events)}):" if manifest.events else "decisions: none")
     for event in manifest.events:
@@ -242,7 +287,8 @@ def run_cmd(args: argparse.Namespace) -> int:
     )
 
     async def train_and_save() -> str:
-        await session.fit(train, test, epochs, _progress_printer(session))
+        await session.start(train)
+        await _drive(session, train, test, epochs, sys.stderr if sys.stderr.isatty() else None)
         return await save(store, await session.checkpoint())
 
     try:
