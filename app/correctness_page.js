@@ -2,13 +2,7 @@
 // shipped by the build) against this build's engine version.
 
 import { describeIdentity, formatError, ROW_HEADINGS, rowCells, summarize } from "./src/correctness.js";
-
-function element(tag, text, attrs = {}) {
-  const node = document.createElement(tag);
-  if (text !== undefined) node.textContent = text;
-  for (const [key, value] of Object.entries(attrs)) node.setAttribute(key, value);
-  return node;
-}
+import { element } from "./src/dom.js";
 
 function table(headings, rows) {
   const node = element("table");

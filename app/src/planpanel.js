@@ -2,6 +2,7 @@
 // by category with the budget on the same scale, each function's bytes, remedies as buttons and the
 // capacity facts. The panel's controls (memory limit, reset, measure again) call back into main.js.
 
+import { byId, element } from "./dom.js";
 import { formatBytes } from "./format.js";
 import {
   VERDICT_WORDS,
@@ -12,15 +13,6 @@ import {
   programLine,
   remedyLabel,
 } from "./plan.js";
-
-const byId = (id) => document.getElementById(id);
-
-function element(tag, text, attributes = {}) {
-  const node = document.createElement(tag);
-  if (text !== undefined) node.textContent = text;
-  for (const [name, value] of Object.entries(attributes)) node.setAttribute(name, value);
-  return node;
-}
 
 // Bytes in human units, the exact count in a tooltip.
 function bytesNode(n) {

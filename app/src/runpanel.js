@@ -2,17 +2,9 @@
 // manifest and share link, resume from a key) and of a shared run's card (what the link carries, the data
 // it asks for, the re-run's progress and its verdict). The logic is runmodel.js's; main.js wires them.
 
+import { byId, element } from "./dom.js";
 import { errorText } from "./format.js";
 import { controls, figures } from "./runmodel.js";
-
-const byId = (id) => document.getElementById(id);
-
-function element(tag, text, attributes = {}) {
-  const node = document.createElement(tag);
-  if (text !== undefined) node.textContent = text;
-  for (const [name, value] of Object.entries(attributes)) node.setAttribute(name, value);
-  return node;
-}
 
 function keyItem(step, key, why) {
   const item = element("li", `step ${step}: `);

@@ -36,26 +36,31 @@ class Chunk:
 
 
 class PageRun:
-    """A session, its data and store, and where the run stands. `limit`: the steps a re-run takes (the
-    pinned run's), else None (the loop's epochs); `pins`: what a re-run is compared with at its end."""
+    """A session, its data and store, and where the run stands. `pins`: what a re-run is compared with at
+    its end (None for a run of the page's own), whose steps it takes (`limit`; else the loop's epochs) and
+    whose device name its checkpoints carry (replay's module docstring)."""
 
     def __init__(
         self,
-        session: Session,
+        store: Store,
+        device: Device,
         train: Split,
         test: Split,
-        store: Store,
         *,
+        program: dict[str, Any],
+        level: Level,
+        seed: int,
         device_kind: str,
         epochs: int,
         engine: Engine,
         browser: str | None,
-        device: NotedDevice,
         pins: Pins | None = None,
     ) -> None:
-        self.session, self.train, self.test, self.store = session, train, test, store
+        self.noted = NotedDevice(device)
+        self.session = new_session(program, self.noted, level=level, seed=seed, train=train, test=test)
+        self.session.checkpointer = checkpoints_to(store) if pins is None else checkpoints_as(store, pins.device)
+        self.train, self.test, self.store, self.pins = train, test, store, pins
         self.device_kind, self.epochs, self.engine, self.browser = device_kind, epochs, engine, browser
-        self.noted, self.pins = device, pins
         self.limit = None if pins is None else pins.settings.steps
         self.rows: list[dict[str, Any]] = []  # finished epochs not yet handed to the page
         self.chunks: deque[Chunk] = deque()
@@ -82,24 +87,24 @@ class PageRun:
         """A new run of `program`, started from init, or from the stored checkpoint `resume` (a key): a
         missing or corrupt object, or a checkpoint of another program or level, is a ResumeError naming what
         differs. Nothing runs until `advance`; a red memory plan raises PlanRefused here."""
-        noted = NotedDevice(device)
-        session = new_session(program, noted, level=level, seed=seed, train=train, test=test)
-        session.checkpointer = checkpoints_to(store)
         run = cls(
-            session,
+            store,
+            device,
             train,
             test,
-            store,
+            program=program,
+            level=level,
+            seed=seed,
             device_kind=device_kind,
             epochs=epochs,
             engine=engine,
             browser=browser,
-            device=noted,
         )
+        session = run.session
         if resume is None:
             await session.start(train)
         else:
-            key = session.compiled.key(level, noted.features)
+            key = session.compiled.key(level, run.noted.features)
             await session.resume(await load(store, resume, expect_program=key, expect_level=level), train)
         return run
 
@@ -117,28 +122,26 @@ class PageRun:
         browser: str | None = None,
     ) -> PageRun:
         """A re-run of a pinned run (a share link's or a manifest's) on `device`: the data must be the pinned
-        data (ValueError naming each split that differs, before anything is compiled); its checkpoints are
-        written as the pinned run's device would have written them (replay's module docstring)."""
+        data (ValueError naming each split that differs, before anything is compiled)."""
         differ = check_data(pins.settings.data, train, test)
         if differ:
             raise ValueError("; ".join(differ))
-        noted = NotedDevice(device)
         pinned = pins.settings
-        session = new_session(pins.program, noted, level=pinned.level, seed=pinned.seed, train=train, test=test)
-        session.checkpointer = checkpoints_as(store, pins.device)
         run = cls(
-            session,
+            store,
+            device,
             train,
             test,
-            store,
+            program=pins.program,
+            level=pinned.level,
+            seed=pinned.seed,
             device_kind=device_kind,
             epochs=pinned.epochs,
             engine=engine,
             browser=browser,
-            device=noted,
             pins=pins,
         )
-        await session.start(train)
+        await run.session.start(train)
         return run
 
     @property
