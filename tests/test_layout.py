@@ -25,6 +25,7 @@ TOP = {
     "checks",
     "planning",
     "remedies",
+    "pagerun",
 }  # above every stage
 BROWSER_MODULES = {"js", "pyodide"}
 

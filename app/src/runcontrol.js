@@ -1,0 +1,191 @@
+// The run the page drives: opened from init or a checkpoint key, run chunk by chunk (runmodel.Driver),
+// and the run panel's buttons answered. One run at a time; a new one replaces the old. The last run's
+// newest checkpoint is kept in localStorage so a later visit can resume it.
+
+import { errorText } from "./format.js";
+import { showEpoch, setRunSettings, showTrainDone, showTrainPaused, showTrainRefused, showTrainStarting } from "./page.js";
+import { Driver, keyFromText, lastRun, manifestName, rememberRun } from "./runmodel.js";
+import {
+  download,
+  setRunPhase,
+  showLastKey,
+  showLink,
+  showPinnedStatus,
+  showResumeError,
+  showRunStart,
+  showRunState,
+  wireResume,
+  wireRunControls,
+} from "./runpanel.js";
+import { openRun } from "./train.js";
+
+// The newest of a run's checkpoints (written by its loop program or saved from the page), or null.
+function latestKey(state) {
+  const all = [...state.checkpoints, ...state.saved].sort((a, b) => a.step - b.step);
+  return all.length ? all[all.length - 1] : null;
+}
+
+const fieldValue = (id) => document.getElementById(id).value;
+
+export class RunControl {
+  // `controller.current()`: the page's program, device kind, level and memory cap.
+  constructor(pyodide, files, buildText, controller) {
+    Object.assign(this, { pyodide, files, buildText, controller });
+    this.current = null; // {run (PyProxy of scellis.app.Driven), driver, settings, rows}
+  }
+
+  wire() {
+    const guarded = (work) => async () => {
+      try {
+        await work();
+      } catch (error) {
+        console.error(error);
+        showPinnedStatus(`failed: ${errorText(error)}`);
+      }
+    };
+    wireRunControls({
+      onPause: guarded(() => this.pause()),
+      onStep: guarded(() => this.step()),
+      onContinue: () => this.drive(),
+      onSave: guarded(() => this.save()),
+      onManifest: guarded(() => this.downloadManifest()),
+      onLink: guarded(() => this.copyLink()),
+    });
+    wireResume((text) => this.resume(text), lastRun(localStorage));
+    setRunPhase("idle");
+  }
+
+  onState(state) {
+    showRunState(state);
+    for (const row of state.epochs_done) {
+      showEpoch(row);
+      this.current.rows.push(row);
+    }
+    const latest = latestKey(state);
+    if (!latest) return;
+    const { program, level, seed, epochs, kind } = this.current.settings;
+    const record = { program, level, seed, epochs, kind, key: latest.key, step: latest.step };
+    rememberRun(localStorage, record);
+    showLastKey(record);
+  }
+
+  finished(state) {
+    const rows = this.current.rows;
+    setRunPhase("done");
+    showTrainDone(rows.length ? rows[rows.length - 1] : null, null, state);
+  }
+
+  async drive() {
+    const { level } = this.current.settings;
+    setRunPhase("running");
+    showTrainStarting(level, `training at level ${level}…`);
+    try {
+      const state = await this.current.driver.go();
+      if (state.done) this.finished(state);
+      else {
+        setRunPhase("paused");
+        showTrainPaused(state.step);
+      }
+    } catch (error) {
+      console.error(error);
+      setRunPhase("failed");
+      showTrainDone(null, error);
+    }
+  }
+
+  // Opens a run with `settings` ({program, kind, level, seed, epochs, cap, resume}) and drives it.
+  async start(settings) {
+    if (this.current) {
+      await this.current.driver.pause();
+      this.current.run.destroy();
+      this.current = null;
+    }
+    showResumeError("");
+    const status = settings.resume ? `resuming from ${settings.resume}…` : `training at level ${settings.level}…`;
+    showTrainStarting(settings.level, status);
+    let opened;
+    try {
+      opened = await openRun(this.pyodide, this.files, this.buildText, settings);
+    } catch (error) {
+      console.error(error);
+      showTrainDone(null, error);
+      setRunPhase("idle");
+      if (settings.resume) showResumeError(`Cannot resume: ${errorText(error)}`);
+      return;
+    }
+    if (opened.refused) {
+      showTrainRefused(opened);
+      return;
+    }
+    const where = settings.kind === "cpu" ? "CPU path (WebAssembly)" : "WebGPU";
+    showRunStart({ where, level: settings.level, seed: settings.seed, resume: settings.resume });
+    this.current = { run: opened, settings, rows: [], driver: null };
+    this.current.driver = new Driver(opened, { onState: (state) => this.onState(state) });
+    this.onState(JSON.parse(opened.state()));
+    await this.drive();
+  }
+
+  async pause() {
+    const state = await this.current.driver.pause();
+    if (state?.done) return; // the run ended as it was paused: drive() has shown its end
+    setRunPhase("paused");
+    if (state) showTrainPaused(state.step);
+  }
+
+  async step() {
+    const state = await this.current.driver.step();
+    if (state.done) this.finished(state);
+    else showTrainPaused(state.step);
+  }
+
+  async save() {
+    const key = await this.current.run.checkpoint();
+    this.onState(JSON.parse(this.current.run.state()));
+    showPinnedStatus(`saved ${key}`);
+  }
+
+  async pinned() {
+    return JSON.parse(await this.current.run.manifest(location.href));
+  }
+
+  async downloadManifest() {
+    const out = await this.pinned();
+    const manifest = JSON.parse(out.manifest);
+    download(manifestName(manifest.program.json.name, out.final), out.manifest);
+    showPinnedStatus(`manifest of step ${manifest.steps} downloaded; final checkpoint ${out.final}`);
+    showLink(out.link);
+  }
+
+  async copyLink() {
+    const out = await this.pinned();
+    showLink(out.link);
+    try {
+      await navigator.clipboard.writeText(out.link);
+      showPinnedStatus("share link copied");
+    } catch {
+      showPinnedStatus("the clipboard is not available here: select the link below and copy it");
+    }
+  }
+
+  // The resume form: the last run's own settings when resuming it; otherwise the page's, which the
+  // checkpoint must match (the engine names what differs).
+  resume(text) {
+    const parsed = keyFromText(text);
+    if (parsed.error) {
+      showResumeError(parsed.error);
+      return;
+    }
+    const record = lastRun(localStorage);
+    const page = this.controller.current();
+    const own = record && record.key === parsed.key;
+    const settings = own
+      ? { ...page, program: record.program, level: record.level, seed: record.seed, epochs: record.epochs }
+      : { ...page, seed: fieldValue("train-seed"), epochs: Number(fieldValue("train-epochs")) };
+    if (!settings.level) {
+      showResumeError("choose the determinism level the checkpoint was saved at first");
+      return;
+    }
+    if (own) setRunSettings(record);
+    this.start({ ...settings, resume: parsed.key });
+  }
+}

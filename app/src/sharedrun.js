@@ -1,0 +1,81 @@
+// A share link's run: its card shows what the link pins and asks for the data; the data's hashes are
+// checked before anything runs, the run is re-run (runmodel.Driver) and its final key compared with the
+// pinned one. A link to a program not run yet loads the program and its settings into the trainer.
+
+import { setRunSettings } from "./page.js";
+import { Driver, checkDataFiles } from "./runmodel.js";
+import {
+  clearSharedError,
+  showShared,
+  showSharedBusy,
+  showSharedError,
+  showSharedState,
+  showSharedStatus,
+  showSharedVerdict,
+  wireShared,
+} from "./runpanel.js";
+import { fetchData, openReplay, readLink } from "./train.js";
+
+export class SharedRun {
+  constructor(pyodide, buildText, kind, controller) {
+    Object.assign(this, { pyodide, buildText, kind, controller });
+  }
+
+  // Reads the link in the page's address and shows it; nothing runs until the data is given.
+  async show() {
+    try {
+      this.shown = await readLink(this.pyodide, location.href);
+    } catch (error) {
+      console.error(error);
+      showSharedError(error, "This share link cannot be read: ");
+      return;
+    }
+    showShared(this.shown);
+    if (!this.shown.ran_on) {
+      this.controller.load(this.shown.program, "the shared program");
+      setRunSettings(this.shown.settings);
+      showSharedStatus("Loaded into the trainer below: choose Train to run it.");
+      return;
+    }
+    wireShared({
+      onSiteData: async () => this.rerun(await fetchData(new URL(".", location.href))),
+      onFiles: (picked) => this.rerunFiles(picked),
+    });
+  }
+
+  async rerunFiles(picked) {
+    const checked = checkDataFiles(picked.map((file) => file.name));
+    if (checked.error) {
+      showSharedError(checked.error);
+      return;
+    }
+    const read = async (file) => [file.name, new Uint8Array(await file.arrayBuffer())];
+    await this.rerun(Object.fromEntries(await Promise.all(picked.map(read))));
+  }
+
+  async rerun(files) {
+    clearSharedError();
+    showSharedBusy(true);
+    showSharedStatus("Checking the data's hashes…");
+    try {
+      const opened = await openReplay(this.pyodide, files, this.buildText, this.kind, location.href);
+      if (opened.refused) {
+        showSharedError(`the re-run does not fit on this device: ${opened.refused}`);
+        return;
+      }
+      const { level, seed } = this.shown.settings;
+      showSharedStatus(`The data matches the pinned hashes. Re-running (${opened.note ?? `level ${level}, seed ${seed}`})…`);
+      await new Driver(opened.run, { onState: showSharedState }).go();
+      const verdict = JSON.parse(await opened.run.verdict());
+      opened.run.destroy();
+      showSharedVerdict(verdict);
+      showSharedStatus(verdict.verified ? "Verified." : "The re-run did not reach the pinned checkpoint.");
+    } catch (error) {
+      console.error(error);
+      showSharedStatus("");
+      showSharedError(error, "Nothing was verified: ");
+    } finally {
+      showSharedBusy(false);
+    }
+  }
+}
