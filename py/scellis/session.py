@@ -30,7 +30,7 @@ from scellis.planning import judge, plan_program
 from scellis.rng import RngState, permutation, position_substream
 from scellis.runtime.device import CompiledStep, Device
 from scellis.store.checkpoint import Checkpoint, save
-from scellis.store.objects import Store, check_key
+from scellis.store.objects import Store, check_key, key_of
 from scellis.store.tensorfile import Tensor
 
 
@@ -162,7 +162,8 @@ class Session:
         self.last_loss = float("nan")
         self.last_metrics: dict[str, float] = {}
         self.checkpointer: Checkpointer | None = None
-        self.checkpoints: list[tuple[int, str]] = []  # (step, key) of each checkpoint this session wrote
+        self.checkpoints: list[tuple[int, str]] = []  # (step, key) of each checkpoint the run's rules wrote
+        self.by_rule = False  # whether the checkpoint being taken is one a rule asked for
         step_inputs = {input_name(n) for n in step_fn.inputs}
         self.counts_skips, self.scales_lr = SKIPPED in step_inputs, LR_SCALE in step_inputs
         self.lr_scale_written: float | None = None
@@ -371,7 +372,12 @@ class Session:
                 f"the loop program asks for a checkpoint at step {self.steps}, but the session has no store "
                 "to write it to (set session.checkpointer)"
             )
-        self.checkpoints.append((self.steps, await self.checkpointer(self, action)))
+        self.by_rule = True  # the checkpoint says so: resuming from it lists its own key with the others
+        try:
+            key = await self.checkpointer(self, action)
+        finally:
+            self.by_rule = False
+        self.checkpoints.append((self.steps, key))
 
     async def evaluate(self, test: Split) -> dict[str, float]:
         """Loss and metrics on all of `test`, in batches of the evaluation's rows: each batch's values
@@ -415,7 +421,12 @@ class Session:
         nodes = {input_name(n): n for n in self.step_fn.inputs}
         tensors = {name: Tensor.from_device(nodes[name].dtype, nodes[name].shape, values[name]) for name in names}
         written = [[step, key] for step, key in self.checkpoints]  # a resumed run's manifest lists them all
-        loop = {"state": self.loop.to_json(), "order_drawn": self.order is not None, "checkpoints": written}
+        loop = {
+            "state": self.loop.to_json(),
+            "order_drawn": self.order is not None,
+            "checkpoints": written,
+            "by_rule": self.by_rule,
+        }
         program = self.compiled.key(self.level, self.device.features)
         rng = RngState(self.rng.seed, dict(self.rng.positions))
         return Checkpoint(
@@ -437,6 +448,8 @@ class Session:
         self.steps, self.epoch, self.cursor = checkpoint.step, checkpoint.epoch, checkpoint.cursor
         self.loop = LoopState.from_json(self.compiled.program.loop.rules, checkpoint.loop["state"])
         self.checkpoints = _written(checkpoint.loop.get("checkpoints", []), checkpoint.step)
+        if checkpoint.loop.get("by_rule") is True:  # one of the loop program's own: the run's list holds it too
+            self.checkpoints.append((checkpoint.step, key_of(checkpoint.to_bytes())))
         self.order = None
         if checkpoint.loop.get("order_drawn") and train is not None:  # the epoch under way: its order again
             shuffled = self.compiled.program.loop.shuffle

@@ -70,6 +70,17 @@ async def in_two(device: object, store: DirectoryStore) -> tuple[str, str, list[
     return middle, await save(store, await second.checkpoint()), second.checkpoints
 
 
+async def from_rule_checkpoint(device: object, store: DirectoryStore, key: str) -> tuple[str, list[tuple[int, str]]]:
+    train, test = random_split(ROWS, 1), random_split(HELD_OUT, 2)
+    session = new_session(device, store)
+    checkpoint = await load(
+        store, key, expect_program=session.compiled.key(Level.DEBUG, session.device.features), expect_level=Level.DEBUG
+    )
+    await session.resume(checkpoint, train)
+    await session.run(train, test, steps=100 - checkpoint.step)
+    return await save(store, await session.checkpoint()), session.checkpoints
+
+
 def test_resume_equals_uninterrupted(devices: dict[str, object], tmp_path: Path) -> None:
     for name, device in devices.items():
         store = DirectoryStore(tmp_path / name)
@@ -78,6 +89,8 @@ def test_resume_equals_uninterrupted(devices: dict[str, object], tmp_path: Path)
         assert resumed == whole, name
         # the resumed session lists the checkpoint written before the interruption too (its manifest pins all)
         assert [step for step, _ in written] == [30, 60, 90] and carried == written, name
+        # resumed from a checkpoint its loop program wrote (at step 60): that one is listed as well
+        assert asyncio.run(from_rule_checkpoint(device, store, written[1][1])) == (whole, written), name
         assert middle != whole and len(store.keys()) >= 5  # rule checkpoints at 30, 60, 90 and the two above
 
 
