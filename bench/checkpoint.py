@@ -130,23 +130,30 @@ def step_overhead(every: list[int], runs: int, folder: Path) -> list[tuple[str, 
     train, test = read_digits(digits_csv().read_bytes())
     device = asyncio.run(CpuDevice.open())
 
-    def timed(n: int | None) -> float:
+    def once(n: int | None, run: str) -> float:
         program = digits_mlp()
         rules = [{"on": "step", "if": {"every": n}, "then": ["checkpoint"]}] if n else []
         program["loop"] = {**program["loop"], "epochs": 4, "rules": rules}
-        times = []
-        for run in range(runs + 1):  # a warm-up first
-            session = Session(program, device, seed=1, level=Level.PROD, eval_rows=test.n)
-            session.checkpointer = checkpoints_to(DirectoryStore(folder / f"every-{n}-{run}"))
-            asyncio.run(session.start(train))
-            start = time.perf_counter()
-            asyncio.run(session.run(train, test))
-            times.append((time.perf_counter() - start) / session.steps)
-        return statistics.median(times[1:])
+        session = Session(program, device, seed=1, level=Level.PROD, eval_rows=test.n)
+        session.checkpointer = checkpoints_to(DirectoryStore(folder / f"every-{n}-{run}"))
+        asyncio.run(session.start(train))
+        start = time.perf_counter()
+        asyncio.run(session.run(train, test))
+        return (time.perf_counter() - start) / session.steps
 
-    base = timed(None)
+    # round robin, after a warm-up of each: drift in the machine's load falls on every setting alike
+    settings: list[int | None] = [None, *every]
+    times: dict[int | None, list[float]] = {n: [] for n in settings}
+    for run in range(runs + 1):
+        for n in settings:
+            seconds = once(n, str(run))
+            if run:
+                times[n].append(seconds)
+    base = statistics.median(times[None])
     rows = [("no checkpoints", base * 1000, 0.0)]
-    rows += [(f"a checkpoint every {n} steps", t * 1000, t / base - 1) for n in every for t in [timed(n)]]
+    rows += [
+        (f"a checkpoint every {n} steps", t * 1000, t / base - 1) for n in every for t in [statistics.median(times[n])]
+    ]
     return rows
 
 
