@@ -282,6 +282,7 @@ def test_figures_and_durations() -> None:
         """
 out.start = runs.figures({ step: 0, total: 440, epoch: 1, epochs: 20, steps_per_s: null, eta_s: null, done: false });
 out.going = runs.figures({ step: 120, total: 440, epoch: 6, epochs: 20, steps_per_s: 85.24, eta_s: 3.75, done: false });
+out.soon = runs.figures({ step: 439, total: 440, epoch: 20, epochs: 20, steps_per_s: 361, eta_s: 0.003, done: false });
 out.done = runs.figures({ step: 440, total: 440, epoch: 20, epochs: 20, steps_per_s: 90, eta_s: 0, done: true });
 out.stopped = runs.figures({ step: 300, total: 440, epoch: 14, epochs: 20, steps_per_s: 90, eta_s: 0, done: true,
   stopped: true });
@@ -293,6 +294,7 @@ out.phases = Object.fromEntries(["running", "paused", "done", "failed", "idle"].
     assert out["going"] == "step 120 of 440 · epoch 6 of 20 · 85.2 steps/s · about 4 s left"
     assert out["done"] == "step 440 of 440 · epoch 20 of 20 · 90.0 steps/s · done"
     assert out["stopped"].endswith("· stopped by a rule")
+    assert out["soon"].endswith("· 361 steps/s · under a second left")
     assert out["durations"] == ["under a second", "59 s", "1 min 01 s", "2 h 01 min"]
     phases = out["phases"]
     assert phases["running"] == {

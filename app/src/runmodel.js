@@ -31,7 +31,7 @@ export function figures(state) {
   const parts = [`step ${state.step} of ${state.total}`, `epoch ${state.epoch} of ${state.epochs}`];
   if (state.steps_per_s !== null) parts.push(`${state.steps_per_s.toPrecision(3)} steps/s`);
   if (state.done) parts.push(state.stopped ? "stopped by a rule" : "done");
-  else if (state.eta_s !== null) parts.push(`about ${formatDuration(state.eta_s)} left`);
+  else if (state.eta_s !== null) parts.push(state.eta_s < 1 ? "under a second left" : `about ${formatDuration(state.eta_s)} left`);
   return parts.join(" · ");
 }
 
