@@ -450,6 +450,22 @@ SPECS: tuple[OpSpec, ...] = (
 CATALOG: dict[str, OpSpec] = {spec.name: spec for spec in SPECS}
 
 
-def palette() -> list[dict[str, Any]]:
-    """Every drawn op, described for the app (one source of truth for the editor and the engine)."""
-    return [spec.describe() for spec in SPECS]
+# The kind of an op's output where it is not "float", as the lowering makes it (tests/graph/test_palette.py
+# holds this against the lowering of every op): the editor refuses a wire of the wrong kind before
+# validation would. An `input` node's output kind follows its dtype parameter.
+OUTPUT_KINDS = {"less": "bool", "equal": "bool"}
+DTYPE_KINDS = {"float32": "float", "int32": "int"}
+
+
+def palette() -> dict[str, Any]:
+    """The whole catalog as JSON for the app's node palette and editor: the categories in order of first
+    use, and every op's description in catalog order with its output's kind (or the parameter it follows)."""
+    ops = []
+    for spec in SPECS:
+        entry = spec.describe()
+        if spec.name == "input":
+            entry["outputs"] = [{"name": "out", "kind": "any", "kind_param": "dtype", "kinds": dict(DTYPE_KINDS)}]
+        else:
+            entry["outputs"] = [{"name": "out", "kind": OUTPUT_KINDS.get(spec.name, "float")}]
+        ops.append(entry)
+    return {"categories": list(dict.fromkeys(spec.category for spec in SPECS)), "ops": ops}
