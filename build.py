@@ -196,6 +196,7 @@ def build_app() -> None:
         [
             str(esbuild),
             "app/main.js",
+            "app/engine_worker.js",
             "app/correctness_page.js",
             "app/sw.js",
             "--bundle",
@@ -334,7 +335,10 @@ def steps(tools: dict[str, str]) -> list[Step]:
         Step(
             "app",
             lambda: [*files_under(ROOT / "app"), ROOT / "package-lock.json", WASM_OUT],
-            lambda: [DIST / n for n in ("main.js", "correctness_page.js", "sw.js", WASM_OUT.name, *APP_STATIC)],
+            lambda: [
+                DIST / n
+                for n in ("main.js", "engine_worker.js", "correctness_page.js", "sw.js", WASM_OUT.name, *APP_STATIC)
+            ],
             build_app,
             f"esbuild {tools['esbuild']}",
         ),

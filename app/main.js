@@ -7,13 +7,12 @@ import { capFromText } from "./src/plan.js";
 import { showCapError, showPlan, showPlanMessage, wirePlanControls } from "./src/planpanel.js";
 import { RunControl } from "./src/runcontrol.js";
 import { SharedRun } from "./src/sharedrun.js";
-import { openStore } from "./src/store.js";
-import { applyRemedy, exampleProgram, fetchData, planProgram, prepareDevice } from "./src/train.js";
+import { applyRemedy, exampleProgram, forgetProbes, planProgram } from "./src/train.js";
 
 // What the page will run: the program (JSON text: the example, or the example changed by the remedies
 // named in `applied`), the device kind, the level, the memory cap (bytes or null). Replaced, never
 // mutated, on every change; the plan shown is always of the latest one.
-function runController(pyodide, files, kind, example) {
+function runController(engine, kind, example) {
   let run = { kind, program: example, applied: [], level: "", cap: null };
   let latest = 0;
   const replan = async () => {
@@ -22,7 +21,7 @@ function runController(pyodide, files, kind, example) {
     const ticket = latest;
     showPlanMessage("planning", "Planning…");
     try {
-      const plan = await planProgram(pyodide, files, run);
+      const plan = await planProgram(engine, run);
       if (ticket === latest) showPlan(plan, run.applied, apply);
     } catch (error) {
       console.error(error);
@@ -32,7 +31,7 @@ function runController(pyodide, files, kind, example) {
   const apply = async (remedy) => {
     showPlanMessage("planning", `Applying ${remedy.name}…`);
     try {
-      const program = await applyRemedy(pyodide, run.program, remedy.change);
+      const program = await applyRemedy(engine, run.program, remedy.change);
       run = { ...run, program, applied: [...run.applied, remedy.name] };
     } catch (error) {
       console.error(error);
@@ -58,29 +57,28 @@ function runController(pyodide, files, kind, example) {
       if (!parsed.error) update({ cap: parsed.cap });
     },
     onReset: () => update({ program: example, applied: [] }),
-    onMeasure: () => {
-      globalThis.scellisGpu?.forgetProbes(); // the next plan probes the device again
+    onMeasure: async () => {
+      await forgetProbes(engine); // the next plan probes the device again
       replan();
     },
   });
   return { setLevel: (level) => update({ level }), current: () => run, load };
 }
 
-// The train card with its memory plan panel and run panel, once the data and the example program are
-// here; then, when the address carries a share link, its card.
+// The train card with its memory plan panel and run panel, once the example program is here; then, when
+// the address carries a share link, its card.
 async function showRun(session) {
-  const base = new URL(".", location.href);
-  const [files, example] = await Promise.all([fetchData(base), exampleProgram(session.pyodide)]);
+  const example = await exampleProgram(session.engine);
   const { selected, levels } = session.report;
   const kind = selected.device.kind;
-  const controller = runController(session.pyodide, files, kind, example);
-  const runs = new RunControl(session.pyodide, files, session.buildText, controller);
+  const controller = runController(session.engine, kind, example);
+  const runs = new RunControl(session.engine, controller);
   runs.wire();
   showTrainPanel(selected, levels, {
     onLevel: controller.setLevel,
     onTrain: (level, epochs, seed) => runs.start({ ...controller.current(), level, epochs, seed }),
   });
-  if (location.hash.includes("run=")) await new SharedRun(session.pyodide, session.buildText, kind, controller).show();
+  if (location.hash.includes("run=")) await new SharedRun(session.engine, kind, controller).show();
 }
 
 // Registers the service worker and has it keep a copy of this build; resolves once the copy is whole.
@@ -97,17 +95,17 @@ async function enableOffline(buildText) {
   return "available: this site starts without a network after this visit";
 }
 
-// The engine opens the page's object store (IndexedDB) through this (runtime/browser_store.py).
-globalThis.scellisStore = { open: openStore };
-
 boot(showStage)
   .then((session) => {
     const readyMs = performance.now(); // since navigation began
-    window.scellis = { ...session, readyMs, stages: stagesSeen, prepareDevice };
+    // for tests and benchmarks: Python run in the engine's worker (after opening WebGPU when `kind` says)
+    const python = (code, values = {}, kind = undefined) => session.engine.call("python", code, values, kind);
+    const inWorker = (source, arg) => session.engine.call("script", source, arg);
+    window.scellis = { report: session.report, build: session.build, readyMs, stages: stagesSeen, python, inWorker };
     showReady(session, readyMs);
     return Promise.all([
       showRun(session),
-      exampleGuide(session.pyodide).then(showGuide),
+      exampleGuide(session.engine).then(showGuide),
       enableOffline(session.buildText)
         .catch((error) => `not available (${error.message})`)
         .then(showOffline),

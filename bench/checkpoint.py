@@ -90,7 +90,7 @@ def chromium_rows(sizes: list[int], runs: int) -> list[dict]:
 
     code = f"MiB = {MiB}\nSIZES = {sizes}\nRUNS = {runs}\n{TIMING}\n{PAGE}"
     with served_app(ROOT / "dist", webgpu=False) as app:
-        return json.loads(app.page.evaluate("(code) => window.scellis.pyodide.runPythonAsync(code)", code))
+        return json.loads(app.page.evaluate("(code) => window.scellis.python(code)", code))
 
 
 def safetensors_row(nbytes: int, runs: int) -> dict:

@@ -51,7 +51,7 @@ def in_cpython(runs: int) -> dict:
 def in_pyodide(runs: int) -> dict:
     with served_app(ROOT / "dist", webgpu=False) as app:
         code = f"RUNS = {runs}\nSIZES = {SIZES!r}\n{TIMING}"
-        result = app.page.evaluate("(code) => window.scellis.pyodide.runPython(code)", code)
+        result = app.page.evaluate("(code) => window.scellis.python(code)", code)
     return {int(k): v for k, v in json.loads(result).items()}
 
 

@@ -67,7 +67,7 @@ def in_pyodide(runs: int, sizes: tuple[int, ...]) -> dict:
     with served_app(ROOT / "dist", webgpu=False) as app:
         code = f"RUNS = {runs}\nSIZES = {sizes!r}\n{TIMING}"
         app.page.set_default_timeout(0)  # 10,000 nodes take minutes in Pyodide
-        result = app.page.evaluate("(code) => window.scellis.pyodide.runPython(code)", code)
+        result = app.page.evaluate("(code) => window.scellis.python(code)", code)
     return {int(k): v for k, v in json.loads(result).items()}
 
 

@@ -81,10 +81,7 @@ def chromium_rates(draws: int, runs: int) -> dict[str, float]:
 
     with served_app(ROOT / "dist", webgpu=True) as app:
         code = f"import json\nDRAWS = {draws}\nRUNS = {runs}\nKEY = {KEY}\n{PAGE}"
-        script = """async (code) => {
-            await window.scellis.prepareDevice("webgpu");
-            return window.scellis.pyodide.runPythonAsync(code);
-        }"""
+        script = """async (code) => window.scellis.python(code, {}, "webgpu")"""
         return json.loads(app.page.evaluate(script, code))
 
 

@@ -55,7 +55,4 @@ async def page_devices():
             ("Chromium: CPU path (WebAssembly)", await CpuDevice.open())]
 """
 
-PAGE_SCRIPT = """async (code) => {
-    await window.scellis.prepareDevice("webgpu");
-    return window.scellis.pyodide.runPythonAsync(code);
-}"""
+PAGE_SCRIPT = """async (code) => window.scellis.python(code, {}, "webgpu")"""

@@ -22,5 +22,5 @@ str(len(program.nodes))
 
 
 def test_a_deep_graph_is_released_without_overflowing_the_stack(loaded: LoadedApp) -> None:
-    out = loaded.page.evaluate("(code) => window.scellis.pyodide.runPython(code)", PAGE)
+    out = loaded.page.evaluate("(code) => window.scellis.python(code)", PAGE)
     assert int(out) == 2000  # the program's nodes, and Python still alive to count them

@@ -50,7 +50,7 @@ def test_a_manifest_from_the_page_verifies_in_cpython(
     loaded: LoadedApp, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     # on the page's CPU path, whether or not the page has WebGPU: its bits are the same as under wasmtime
-    text = loaded.page.evaluate("(code) => window.scellis.pyodide.runPythonAsync(code)", TRAIN)
+    text = loaded.page.evaluate("(code) => window.scellis.python(code)", TRAIN)
     manifest = tmp_path / "run.manifest.json"
     manifest.write_text(text)
     argv = ["verify", str(manifest), "--data", "digits", "--store", str(tmp_path / "store")]

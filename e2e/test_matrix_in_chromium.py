@@ -50,11 +50,7 @@ for case in CASES:
         results[f"{case.name}|{level.value}"] = {"outputs": encoded, "repeat": repeat}
 json.dumps({"name": device.name, "features": sorted(device.features), "results": results})
 """
-SCRIPT = """async ([code, kind, inputs]) => {
-    if (kind === "webgpu") await window.scellis.prepareDevice("webgpu");
-    const globals = window.scellis.pyodide.toPy({ KIND: kind, INPUTS: inputs });
-    return window.scellis.pyodide.runPythonAsync(code, { globals });
-}"""
+SCRIPT = """async ([code, kind, inputs]) => window.scellis.python(code, { KIND: kind, INPUTS: inputs }, kind)"""
 
 
 def _values() -> dict[str, dict]:
@@ -172,11 +168,7 @@ json.dumps(out)
 
 def test_a_session_in_the_page_allocates_what_the_plan_says(loaded: LoadedApp) -> None:
     kind = loaded.page.evaluate("() => document.body.dataset.device")
-    script = """async ([code, kind]) => {
-        if (kind === "webgpu") await window.scellis.prepareDevice("webgpu");
-        const globals = window.scellis.pyodide.toPy({ KIND: kind });
-        return window.scellis.pyodide.runPythonAsync(code, { globals });
-    }"""
+    script = """async ([code, kind]) => window.scellis.python(code, { KIND: kind }, kind)"""
     allocated = json.loads(loaded.page.evaluate(script, [ALLOCATED, kind]))
     assert sorted(allocated) == ["cnn", "mlp", "transformer"]
     for name, (got, planned) in allocated.items():

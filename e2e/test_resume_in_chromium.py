@@ -77,7 +77,7 @@ await save(store, await session.checkpoint())
 """
 )
 
-RUN = "(code) => window.scellis.pyodide.runPythonAsync(code)"
+RUN = "(code) => window.scellis.python(code)"
 
 
 @contextmanager
@@ -93,7 +93,7 @@ def chromium(playwright: Playwright) -> Iterator[Browser]:
 
 def written(page: Page) -> list[str]:
     return json.loads(
-        page.evaluate("() => JSON.stringify(window.scellis.pyodide.globals.get('written')?.toJs() ?? [])")
+        page.evaluate("() => window.scellis.python(\"import json\\njson.dumps(globals().get('written', []))\")")
     )
 
 
@@ -111,13 +111,13 @@ def interrupted_then_resumed(browser: Browser, base_url: str) -> str:
     """The run started in one page, that page closed after its second checkpoint, and the run resumed
     from that checkpoint's key in a new page of the same origin; the final checkpoint's key."""
     first = open_app(browser, base_url)
-    first.page.evaluate("(code) => { window.run = window.scellis.pyodide.runPythonAsync(code); return 1; }", STARTED)
+    first.page.evaluate("(code) => { window.run = window.scellis.python(code); return 1; }", STARTED)
     deadline = time.monotonic() + 120
     while len(written(first.page)) < 2:  # the checkpoints after steps 10 and 20
         assert time.monotonic() < deadline, "the run wrote no second checkpoint in time"
         time.sleep(0.05)
     key = written(first.page)[-1]
-    state = first.page.evaluate("() => window.scellis.pyodide.globals.get('session').steps")
+    state = first.page.evaluate("() => window.scellis.python('session.steps')")
     assert state < 30, "the run was to be closed before its end"
     first.page.close()  # mid-run: the tab goes away with its run; IndexedDB keeps what was written
 

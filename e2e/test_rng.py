@@ -39,10 +39,7 @@ def expected() -> str:
 def test_draws_in_the_page_equal_cpython(loaded: LoadedApp) -> None:
     kind = loaded.page.evaluate("() => document.body.dataset.device")
     code = f"DRAWS = {DRAWS}\nKIND = {kind!r}\n{PAGE}"
-    script = """async ([code, kind]) => {
-        if (kind === "webgpu") await window.scellis.prepareDevice("webgpu");
-        return window.scellis.pyodide.runPythonAsync(code);
-    }"""
+    script = """async ([code, kind]) => window.scellis.python(code, {}, kind)"""
     hashes = eval(loaded.page.evaluate(script, [code, kind]))  # a dict literal of names to hex digests
     assert set(hashes) == ({"cpu", "webgpu"} if kind == "webgpu" else {"cpu"})
     want = expected()

@@ -14,10 +14,7 @@ from appdriver import LoadedApp, launch, open_app, wait_ready
 from playwright.sync_api import Browser, Playwright
 
 MiB = 1 << 20
-RUN = """async ([code, values]) => {
-    const pyodide = window.scellis.pyodide;
-    return pyodide.runPythonAsync(code, { globals: pyodide.toPy(values) });
-}"""
+RUN = """async ([code, values]) => window.scellis.python(code, values)"""
 
 
 @pytest.fixture(scope="module")

@@ -1,10 +1,7 @@
-// Start-up: load Pyodide from this site, install the scellis wheel, ask the engine what it can reach.
+// Start-up: read the build manifest, then start the engine's worker (engine.js), which loads Pyodide,
+// installs the scellis wheel and says what it can reach; each stage is reported as it begins.
 
-const REPORT_PY = `
-import json
-from scellis.runtime.report import environment_report
-json.dumps(await environment_report(check=True))
-`;
+import { startEngine } from "./engine.js";
 
 async function fetchText(url) {
   const response = await fetch(url);
@@ -12,35 +9,16 @@ async function fetchText(url) {
   return response.text();
 }
 
-const GUIDE_PY = `
-import json, time
-from scellis.examples import digits_mlp
-from scellis.levels import Level
-from scellis.pipeline import compile_program
-start = time.perf_counter()
-guide = compile_program(digits_mlp()).guide(Level.PROD)
-guide["compile_ms"] = (time.perf_counter() - start) * 1000
-json.dumps(guide)
-`;
-
-// Compiles the example program in the page and returns every stage's artifact.
-export async function exampleGuide(pyodide) {
-  return JSON.parse(await pyodide.runPythonAsync(GUIDE_PY));
+// Compiles the example program in the engine and returns every stage's artifact.
+export function exampleGuide(engine) {
+  return engine.call("guide");
 }
 
-// Runs each stage in order, reporting (index, label) before it starts.
 export async function boot(onStage) {
   const base = new URL(".", location.href);
   onStage(0, "Reading the build manifest…");
   const buildText = await fetchText(new URL("build.json", base));
   const build = JSON.parse(buildText);
-  onStage(1, `Loading Python (Pyodide ${build.tools.pyodide})…`);
-  const pyodideModule = new URL("pyodide/pyodide.mjs", base).href;
-  const { loadPyodide } = await import(pyodideModule);
-  const pyodide = await loadPyodide({ indexURL: new URL("pyodide/", base).href });
-  onStage(2, `Installing the engine (${build.wheel})…`);
-  await pyodide.loadPackage(new URL(build.wheel, base).href, { messageCallback: () => {} });
-  onStage(3, "Finding devices and checking the CPU path…");
-  const report = JSON.parse(await pyodide.runPythonAsync(REPORT_PY));
-  return { build, buildText, report, pyodide };
+  const { engine, report } = await startEngine(base, buildText, onStage);
+  return { build, buildText, report, engine };
 }

@@ -29,9 +29,9 @@ const fieldValue = (id) => document.getElementById(id).value;
 
 export class RunControl {
   // `controller.current()`: the page's program, device kind, level and memory cap.
-  constructor(pyodide, files, buildText, controller) {
-    Object.assign(this, { pyodide, files, buildText, controller });
-    this.current = null; // {run (PyProxy of scellis.app.Driven), driver, settings, rows}
+  constructor(engine, controller) {
+    Object.assign(this, { engine, controller });
+    this.current = null; // {run (engine.RemoteRun), driver, settings, rows}
   }
 
   wire() {
@@ -97,7 +97,7 @@ export class RunControl {
   async start(settings) {
     if (this.current) {
       await this.current.driver.pause();
-      this.current.run.destroy();
+      await this.current.run.close();
       this.current = null;
     }
     showResumeError("");
@@ -105,7 +105,7 @@ export class RunControl {
     showTrainStarting(settings.level, status);
     let opened;
     try {
-      opened = await openRun(this.pyodide, this.files, this.buildText, settings);
+      opened = await openRun(this.engine, settings);
     } catch (error) {
       console.error(error);
       showTrainDone(null, error);
@@ -121,7 +121,7 @@ export class RunControl {
     showRunStart({ where, level: settings.level, seed: settings.seed, resume: settings.resume });
     this.current = { run: opened, settings, rows: [], driver: null };
     this.current.driver = new Driver(opened, { onState: (state) => this.onState(state) });
-    this.onState(JSON.parse(opened.state()));
+    this.onState(opened.first);
     await this.drive();
   }
 
@@ -140,7 +140,7 @@ export class RunControl {
 
   async save() {
     const key = await this.current.run.checkpoint();
-    this.onState(JSON.parse(this.current.run.state()));
+    this.onState(JSON.parse(await this.current.run.state()));
     showPinnedStatus(`saved ${key}`);
   }
 

@@ -14,17 +14,17 @@ import {
   showSharedVerdict,
   wireShared,
 } from "./runpanel.js";
-import { fetchData, openReplay, readLink } from "./train.js";
+import { openReplay, readLink } from "./train.js";
 
 export class SharedRun {
-  constructor(pyodide, buildText, kind, controller) {
-    Object.assign(this, { pyodide, buildText, kind, controller });
+  constructor(engine, kind, controller) {
+    Object.assign(this, { engine, kind, controller });
   }
 
   // Reads the link in the page's address and shows it; nothing runs until the data is given.
   async show() {
     try {
-      this.shown = await readLink(this.pyodide, location.href);
+      this.shown = await readLink(this.engine, location.href);
     } catch (error) {
       console.error(error);
       showSharedError(error, "This share link cannot be read: ");
@@ -38,7 +38,7 @@ export class SharedRun {
       return;
     }
     wireShared({
-      onSiteData: async () => this.rerun(await fetchData(new URL(".", location.href))),
+      onSiteData: () => this.rerun("site"),
       onFiles: (picked) => this.rerunFiles(picked),
     });
   }
@@ -53,12 +53,13 @@ export class SharedRun {
     await this.rerun(Object.fromEntries(await Promise.all(picked.map(read))));
   }
 
-  async rerun(files) {
+  // `data`: "site" (the digits this site ships) or the data files by name.
+  async rerun(data) {
     clearSharedError();
     showSharedBusy(true);
     showSharedStatus("Checking the data's hashes…");
     try {
-      const opened = await openReplay(this.pyodide, files, this.buildText, this.kind, location.href);
+      const opened = await openReplay(this.engine, data, this.kind, location.href);
       if (opened.refused) {
         showSharedError(`the re-run does not fit on this device: ${opened.refused}`);
         return;
@@ -67,7 +68,7 @@ export class SharedRun {
       showSharedStatus(`The data matches the pinned hashes. Re-running (${opened.note ?? `level ${level}, seed ${seed}`})…`);
       await new Driver(opened.run, { onState: showSharedState }).go();
       const verdict = JSON.parse(await opened.run.verdict());
-      opened.run.destroy();
+      await opened.run.close();
       showSharedVerdict(verdict);
       showSharedStatus(verdict.verified ? "Verified." : "The re-run did not reach the pinned checkpoint.");
     } catch (error) {

@@ -1,0 +1,188 @@
+// The engine in its Web Worker: Pyodide, the scellis wheel, the WebGPU executor and the IndexedDB store
+// live here, off the page's main thread, so the page stays responsive while a run computes. Every call
+// the page makes (rpc.js) is a handler below; answers are data (JSON text or plain values). Runs the
+// page drives are kept here by id and reached through `advance`, `checkpoint`, and so on.
+
+import { openDevice } from "./executor.js";
+import { mirroredStorage, serve } from "./rpc.js";
+import { openStore } from "./store.js";
+
+const DATA_FILES = ["digits-train-x.f32", "digits-train-y.i32", "digits-test-x.f32", "digits-test-y.i32"];
+
+const REPORT_PY = `
+import json
+from scellis.runtime.report import environment_report
+json.dumps(await environment_report(check=True))
+`;
+
+const GUIDE_PY = `
+import json, time
+from scellis.examples import digits_mlp
+from scellis.levels import Level
+from scellis.pipeline import compile_program
+start = time.perf_counter()
+guide = compile_program(digits_mlp()).guide(Level.PROD)
+guide["compile_ms"] = (time.perf_counter() - start) * 1000
+json.dumps(guide)
+`;
+
+const FILES_PY = "files = {name: bytes(data) for name, data in js_files.to_py().items()}\n";
+
+const PYTHON = {
+  example: "from scellis.app import example_program\nexample_program()",
+  plan: `from scellis.app import plan_example\n${FILES_PY}await plan_example(files, program, device_kind, level, cap)`,
+  apply: "from scellis.app import apply_remedy\napply_remedy(program, change)",
+  link: "from scellis.app import read_link\nread_link(href)",
+  run: `from scellis.app import open_run
+${FILES_PY}await open_run(files, program, device_kind=device_kind, level=level, seed=seed, epochs=epochs,
+               build=build, cap=cap, browser=browser, resume=resume)`,
+  replay: `from scellis.app import open_replay
+${FILES_PY}await open_replay(files, href, page_kind, build, cap=cap, browser=browser)`,
+};
+
+async function fetchBytes(url) {
+  const response = await fetch(url);
+  if (!response.ok) throw new Error(`${url}: HTTP ${response.status}`);
+  return new Uint8Array(await response.arrayBuffer());
+}
+
+class Engine {
+  constructor(port, base) {
+    this.port = port;
+    this.base = base;
+    this.runs = new Map(); // id -> PyProxy of scellis.app.Driven
+    this.nextRun = 1;
+    this.siteFiles = null;
+    this.storage = mirroredStorage({}, (key, value) => this.rpc.emit("storage", { key, value }));
+  }
+
+  // Start-up, reporting each stage to the page: Pyodide, the wheel, then what the engine can reach.
+  async boot(buildText, storageEntries) {
+    this.storage = mirroredStorage(storageEntries, (key, value) => this.rpc.emit("storage", { key, value }));
+    this.buildText = buildText;
+    const build = JSON.parse(buildText);
+    this.rpc.emit("stage", [1, `Loading Python (Pyodide ${build.tools.pyodide})…`]);
+    const { loadPyodide } = await import(new URL("pyodide/pyodide.mjs", this.base).href);
+    this.pyodide = await loadPyodide({ indexURL: new URL("pyodide/", this.base).href });
+    this.rpc.emit("stage", [2, `Installing the engine (${build.wheel})…`]);
+    await this.pyodide.loadPackage(new URL(build.wheel, this.base).href, { messageCallback: () => {} });
+    this.rpc.emit("stage", [3, "Finding devices and checking the CPU path…"]);
+    return JSON.parse(await this.pyodide.runPythonAsync(REPORT_PY));
+  }
+
+  python(code, values = {}, files = undefined) {
+    const globals = this.pyodide.toPy(values);
+    if (files !== undefined) globals.set("js_files", files);
+    return this.pyodide.runPythonAsync(code, { globals });
+  }
+
+  // The data a call names: "site" (the digits this site ships, fetched once) or files by name.
+  async files(data) {
+    if (data !== "site") return data;
+    if (!this.siteFiles) {
+      const entries = await Promise.all(DATA_FILES.map(async (n) => [n, await fetchBytes(new URL(`data/${n}`, this.base))]));
+      this.siteFiles = Object.fromEntries(entries);
+    }
+    return this.siteFiles;
+  }
+
+  // Opens the WebGPU device the engine's executor uses (a fresh one for each run; kept for planning).
+  async prepareDevice(kind, fresh = true) {
+    if (kind !== "webgpu" || (!fresh && globalThis.scellisGpu)) return;
+    const adapter = await navigator.gpu.requestAdapter();
+    if (!adapter) throw new Error("the WebGPU adapter went away");
+    globalThis.scellisGpu = await openDevice(adapter, this.storage);
+  }
+
+  // A run opened in Python: kept by id, or its refusal / failure answered as is.
+  keep(opened) {
+    if (typeof opened === "string") return { opened: JSON.parse(opened) };
+    const id = this.nextRun++;
+    this.runs.set(id, opened);
+    return { id, state: JSON.parse(opened.state()) };
+  }
+
+  run(id) {
+    const run = this.runs.get(id);
+    if (!run) throw new Error(`no run ${id} in the engine (it was closed)`);
+    return run;
+  }
+
+  handlers() {
+    return {
+      boot: (buildText, storage) => this.boot(buildText, storage),
+      guide: async () => JSON.parse(await this.python(GUIDE_PY)),
+      example: () => this.python(PYTHON.example),
+      plan: async (data, run) => {
+        await this.prepareDevice(run.kind, false);
+        const values = { program: run.program, device_kind: run.kind, level: run.level, cap: run.cap ?? undefined };
+        return JSON.parse(await this.python(PYTHON.plan, values, await this.files(data)));
+      },
+      apply: (program, change) => this.python(PYTHON.apply, { program, change: JSON.stringify(change) }),
+      forgetProbes: () => globalThis.scellisGpu?.forgetProbes(),
+      openRun: (data, run) => this.openRun(data, run),
+      advance: (id, steps) => this.run(id).advance(steps),
+      state: (id) => this.run(id).state(),
+      checkpoint: (id) => this.run(id).checkpoint(),
+      manifest: (id, base) => this.run(id).manifest(base),
+      verdict: (id) => this.run(id).verdict(),
+      closeRun: (id) => {
+        this.runs.get(id)?.destroy();
+        this.runs.delete(id);
+      },
+      readLink: async (href) => JSON.parse(await this.python(PYTHON.link, { href })),
+      openReplay: (data, kind, href, browser) => this.openReplay(data, kind, href, browser),
+      python: (code, values, kind) => this.testPython(code, values, kind),
+      // for tests: a JS function (its source) called with `arg` in the worker, where the device lives
+      script: (source, arg) => (0, eval)(`(${source})`)(arg),
+    };
+  }
+
+  async openRun(data, run) {
+    await this.prepareDevice(run.kind);
+    const values = {
+      program: run.program,
+      device_kind: run.kind,
+      level: run.level,
+      epochs: run.epochs,
+      seed: run.seed,
+      build: this.buildText,
+      cap: run.cap ?? undefined, // Python's None
+      browser: run.browser,
+      resume: run.resume ?? undefined,
+    };
+    return this.keep(await this.python(PYTHON.run, values, await this.files(data)));
+  }
+
+  async openReplay(data, kind, href, browser) {
+    await this.prepareDevice(kind);
+    const values = { href, page_kind: kind, build: this.buildText, cap: undefined, browser };
+    const pair = await this.python(PYTHON.replay, values, await this.files(data));
+    const [opened, note] = pair.toJs({ depth: 1 });
+    pair.destroy();
+    return { ...this.keep(opened), note: note ?? null };
+  }
+
+  // For tests and benchmarks: Python run in the engine as the page's own calls are (after opening the
+  // device of `kind` when it is WebGPU); the answer must be data (text, a number, or None).
+  // Names persist from call to call in one namespace, as in a Python session; `values` are set in it.
+  async testPython(code, values = {}, kind = undefined) {
+    if (kind) await this.prepareDevice(kind);
+    for (const [name, value] of Object.entries(values)) this.pyodide.globals.set(name, this.pyodide.toPy(value));
+    const result = await this.pyodide.runPythonAsync(code);
+    if (result && typeof result === "object" && typeof result.toJs === "function") {
+      const plain = result.toJs({ dict_converter: Object.fromEntries });
+      result.destroy();
+      return plain;
+    }
+    return result;
+  }
+}
+
+// The worker's entry calls this once: `port` is the worker's global scope.
+export function startEngine(port) {
+  globalThis.scellisStore = { open: openStore }; // the engine's BrowserStore opens IndexedDB through it
+  const engine = new Engine(port, new URL(".", port.location.href)); // the worker sits at the site's root
+  engine.rpc = serve(port, engine.handlers());
+  return engine;
+}
