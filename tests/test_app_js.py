@@ -1,7 +1,8 @@
 """The app's pure modules under Node (no browser): the probe store kept per adapter across visits
 (app/src/probes.js), the memory plan panel's chart model (app/src/plan.js), the object store's keys
 (app/src/store.js; its IndexedDB part runs in e2e/test_store_in_chromium.py) and the run panel's logic
-(app/src/runmodel.js: the chunked driver, figures, the last run's record, keys and data files)."""
+(app/src/runmodel.js: the chunked driver, figures, the last run's record, keys and data files) and the
+page-to-worker calls (app/src/rpc.js) over a MessageChannel."""
 
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ import * as probes from "{SRC}/probes.js";
 import * as plan from "{SRC}/plan.js";
 import * as objects from "{SRC}/store.js";
 import * as runs from "{SRC}/runmodel.js";
+import * as rpc from "{SRC}/rpc.js";
 const storage = () => {{
   const items = new Map();
   return {{ items, getItem: (k) => (items.has(k) ? items.get(k) : null), setItem: (k, v) => items.set(k, String(v)),
@@ -360,3 +362,52 @@ out.unnamed = runs.manifestName("///", "{key}");
     assert out["extra"]["error"].startswith("notes.txt: not one of the data files")
     assert out["name"] == "digits-mlp-v2-0f0f0f0f0f0f.manifest.json"
     assert out["unnamed"] == "run-0f0f0f0f0f0f.manifest.json"
+
+
+def test_calls_events_and_errors_cross_a_message_port() -> None:
+    out = run_js(
+        """
+const { port1, port2 } = new MessageChannel();
+const served = rpc.serve(port2, {
+  add: (a, b) => a + b,
+  later: async (x) => { await new Promise((r) => setTimeout(r, 5)); return { x, list: [1, 2] }; },
+  fails: () => {
+    const e = new Error("Traceback ...\\nValueError: the seed must be a whole number");
+    e.type = "ValueError";
+    throw e;
+  },
+  shout: (word) => { served.emit("heard", word.toUpperCase()); return "ok"; },
+});
+const caller = rpc.connect(port1);
+const heard = [];
+caller.on("heard", (word) => heard.push(word));
+out.sums = await Promise.all([caller.call("add", 2, 3), caller.call("later", "y"), caller.call("add", "a", "b")]);
+try { await caller.call("fails"); } catch (e) { out.error = { message: e.message, type: e.type }; }
+try { await caller.call("missing", 1); } catch (e) { out.missing = e.message; }
+out.shout = await caller.call("shout", "hi");
+out.heard = heard;
+const lonely = new MessageChannel();
+const stuck = rpc.connect(lonely.port1);  // nobody answers
+const pending = stuck.call("anything").catch((e) => e.message);
+stuck.close("the worker went away");
+out.closed = await pending;
+lonely.port1.close();
+lonely.port2.close();
+const changes = [];
+const kept = rpc.mirroredStorage({ a: "1" }, (key, value) => changes.push([key, value]));
+kept.setItem("b", 2);
+kept.removeItem("a");
+out.storage = { a: kept.getItem("a"), b: kept.getItem("b"), changes };
+port1.close();
+port2.close();
+"""
+    )
+    assert out["sums"] == [5, {"x": "y", "list": [1, 2]}, "ab"]
+    assert out["error"] == {
+        "message": "Traceback ...\nValueError: the seed must be a whole number",
+        "type": "ValueError",
+    }
+    assert out["missing"] == 'the engine has no call named "missing"'
+    assert out["shout"] == "ok" and out["heard"] == ["HI"]
+    assert out["closed"] == "the worker went away"
+    assert out["storage"] == {"a": None, "b": "2", "changes": [["b", "2"], ["a", None]]}
