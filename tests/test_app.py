@@ -12,7 +12,16 @@ from pathlib import Path
 import pytest
 
 from scellis import __version__
-from scellis.app import Driven, apply_remedy, capped, example_program, open_run, plan_example
+from scellis.app import (
+    Driven,
+    apply_remedy,
+    capped,
+    check_program,
+    example_program,
+    open_run,
+    palette_json,
+    plan_example,
+)
 from scellis.datasets import digits_csv, from_files, read_digits, to_files
 from scellis.engine import engine_files
 from scellis.examples import digits_mlp
@@ -178,3 +187,23 @@ def test_a_program_keeping_its_data_set_on_the_device_plans_and_trains_it() -> N
     assert resident >= from_files(FILES)[0].n * 64 * 4  # the training split's pixels, at least
     last = train_example(FILES, "cpu", "prod", 1, lambda row: None, program=program)
     assert last["memory"]["bytes"] == shown["total"] and last["test"]["metric/accuracy"] > 0.5
+
+
+def test_the_editor_gets_the_palette_and_every_problem_of_a_program() -> None:
+    shown = json.loads(palette_json())
+    assert "linear" in {op["name"] for op in shown["ops"]} and shown["categories"]
+    assert json.loads(check_program(example_program())) == {"issues": []}
+    assert json.loads(check_program('{"nodes": 3')) == {
+        "issues": [
+            {"path": "", "node": None, "port": None, "message": "not JSON (line 1, column 12): Expecting ',' delimiter"}
+        ]
+    }
+    broken = json.loads(example_program())
+    broken["nodes"][2]["params"]["features"] = -1
+    [issue] = json.loads(check_program(json.dumps(broken)))["issues"]
+    assert issue == {
+        "path": "nodes[2].params.features",
+        "node": "hidden",
+        "port": None,
+        "message": "must be at least 1, got -1",
+    }

@@ -33,6 +33,8 @@ const PYTHON = {
   plan: `from scellis.app import plan_example\n${FILES_PY}await plan_example(files, program, device_kind, level, cap)`,
   apply: "from scellis.app import apply_remedy\napply_remedy(program, change)",
   link: "from scellis.app import read_link\nread_link(href)",
+  palette: "from scellis.app import palette_json\npalette_json()",
+  check: "from scellis.app import check_program\ncheck_program(program)",
   run: `from scellis.app import open_run
 ${FILES_PY}await open_run(files, program, device_kind=device_kind, level=level, seed=seed, epochs=epochs,
                build=build, cap=cap, browser=browser, resume=resume)`,
@@ -119,6 +121,9 @@ class Engine {
         return JSON.parse(await this.python(PYTHON.plan, values, await this.files(data)));
       },
       apply: (program, change) => this.python(PYTHON.apply, { program, change: JSON.stringify(change) }),
+      // the editor's op palette, and every problem of a program (JSON text) with its node and port
+      palette: async () => JSON.parse(await this.python(PYTHON.palette)),
+      check: async (program) => JSON.parse(await this.python(PYTHON.check, { program })),
       forgetProbes: () => globalThis.scellisGpu?.forgetProbes(),
       openRun: (data, run) => this.openRun(data, run),
       advance: (id, steps) => this.run(id).advance(steps),

@@ -11,6 +11,7 @@ from typing import Any
 
 from scellis.datasets import from_files
 from scellis.examples import digits_mlp
+from scellis.graph import ProgramError, palette
 from scellis.levels import parse_level
 from scellis.lower import Schedule
 from scellis.manifest import engine_from_build, read_share_link
@@ -68,6 +69,29 @@ class CappedDevice:
 def example_program() -> str:
     """The program the page starts with (and returns to on reset): the digits MLP, as JSON."""
     return json.dumps(digits_mlp())
+
+
+def palette_json() -> str:
+    """The op catalog for the editor's palette (graph.catalog.palette), as JSON."""
+    return json.dumps(palette())
+
+
+def check_program(program: str) -> str:
+    """Every problem of `program` (JSON text) as the editor marks them: `{"issues": [{path, node, port,
+    message}]}`, none when it compiles. Problems of the text itself (not JSON, not an object) have the
+    empty path; shape and type errors come from compiling it, each with its node."""
+    try:
+        data = json.loads(program)
+    except json.JSONDecodeError as error:
+        where = f"line {error.lineno}, column {error.colno}"
+        return json.dumps(
+            {"issues": [{"path": "", "node": None, "port": None, "message": f"not JSON ({where}): {error.msg}"}]}
+        )
+    try:
+        compile_program(data)
+    except ProgramError as error:
+        return json.dumps({"issues": [issue.to_json() for issue in error.issues]})
+    return json.dumps({"issues": []})
 
 
 def apply_remedy(program: str, change: str) -> str:
