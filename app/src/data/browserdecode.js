@@ -4,7 +4,8 @@
 export async function decodeInBrowser(bytes, name) {
   const type = /\.png$/i.test(name) ? "image/png" : "image/jpeg";
   // Unpremultiplied and unconverted, so the values are the file's own.
-  const bitmap = await createImageBitmap(new Blob([bytes], { type }), { premultiplyAlpha: "none", colorSpaceConversion: "none" });
+  const options = { premultiplyAlpha: "none", colorSpaceConversion: "none" };
+  const bitmap = await createImageBitmap(new Blob([bytes], { type }), options);
   try {
     const canvas = new OffscreenCanvas(bitmap.width, bitmap.height);
     const context = canvas.getContext("2d", { willReadFrequently: true });

@@ -13,8 +13,9 @@ export const CSV_DEFAULTS = Object.freeze({
   header: "auto", // true, false, or "auto": a header when its first row has text where the later rows have numbers
   target: null, // a column name (the header's), a 0-based index (negative counts from the end), or null: the last
   labels: "auto", // "classes", "numbers", or "auto": classes for a text target, numbers (regression) for a numeric one
-  missing: "refuse", // "refuse"; "drop" its row; or "fill": a numeric column's mean, a categorical column's all-zero one-hot
-  missingTokens: ["", "NA", "N/A", "NaN", "nan", "null", "?"], // values taken as missing (after trimming unquoted fields)
+  // "refuse"; "drop" the row; or "fill": a numeric column's mean, a categorical column's all-zero one-hot.
+  missing: "refuse",
+  missingTokens: ["", "NA", "N/A", "NaN", "nan", "null", "?"], // missing values (unquoted fields are trimmed first)
   delimiter: ",",
   maxCategories: 1000, // the most categories a categorical column may have (its one-hot width)
   onProgress: null, // ({ bytes, rows }) after each chunk of a stream
@@ -24,7 +25,7 @@ export const CSV_DEFAULTS = Object.freeze({
 export async function parseCsv(input, file, options = {}) {
   if (typeof input !== "string") return parseCsvStream([new Uint8Array(input)], file, options);
   const table = new Table(file, { ...CSV_DEFAULTS, ...options });
-  const rows = new CsvRows(file, table.options.delimiter, (fields, row) => table.addRow(fields, row));
+  const rows = table.rowReader();
   rows.push(input.startsWith("\uFEFF") ? input.slice(1) : input);
   rows.end();
   return table.finish();
@@ -34,7 +35,7 @@ export async function parseCsv(input, file, options = {}) {
 // file is read a chunk at a time and never held whole, only the compact column values are.
 export async function parseCsvStream(source, file, options = {}) {
   const table = new Table(file, { ...CSV_DEFAULTS, ...options });
-  const rows = new CsvRows(file, table.options.delimiter, (fields, row) => table.addRow(fields, row));
+  const rows = table.rowReader();
   await feedChunks(source, rows, table.options.onProgress);
   return table.finish();
 }
@@ -52,6 +53,11 @@ class Table {
     this.target = null;
     this.rows = 0; // rows kept after the first
     this.skipped = 0; // rows dropped for a missing value
+  }
+
+  rowReader() {
+    const onRow = (fields, row) => this.addRow(fields, row);
+    return new CsvRows(this.file, this.options.delimiter, onRow, (c) => this.columnLabel(c));
   }
 
   addRow(fields, row) {
@@ -84,7 +90,8 @@ class Table {
       const index = header === false ? -1 : this.first.fields.indexOf(target);
       if (index < 0) {
         const names = this.first.fields.map(quoted).join(", ");
-        throw new DataError({ file: this.file }, `has no column named ${quoted(target)} (the first row holds ${names})`);
+        const why = `has no column named ${quoted(target)} (the first row holds ${names})`;
+        throw new DataError({ file: this.file }, why);
       }
       return index;
     }
@@ -110,12 +117,14 @@ class Table {
     const { missing } = this.options;
     const value = quoted(fields[c]);
     if (missing === "refuse") {
-      throw this.error(row, c, `the value is missing (${value}): pass missing "drop" to leave such rows out, or "fill"`);
+      const why = `the value is missing (${value}): pass missing "drop" to leave such rows out, or "fill"`;
+      throw this.error(row, c, why);
     }
     if (missing === "fill") {
       const target = fields.findIndex((text, i) => i === this.target && this.missingTokens.has(text));
       if (target >= 0) {
-        const why = `the target is missing (${quoted(fields[target])}), and a target cannot be filled: pass missing "drop"`;
+        const value = quoted(fields[target]);
+        const why = `the target is missing (${value}), and a target cannot be filled: pass missing "drop"`;
         throw this.error(row, target, why);
       }
     }
@@ -162,7 +171,8 @@ class Table {
     const { y, classes } = this.labelsOf(columns[this.target]);
     const { x, layout } = this.features(columns, names);
     const source = { format: "csv", header, target: names[this.target], skippedRows: this.skipped };
-    return makeDataset({ name: this.file, exampleShape: [layout.width], featureType: "float32", classes, columns: layout.columns, x, y, source });
+    const shape = { name: this.file, exampleShape: [layout.width], featureType: "float32", classes };
+    return makeDataset({ ...shape, columns: layout.columns, x, y, source });
   }
 
   labelsOf(column) {
@@ -170,7 +180,8 @@ class Table {
     if (column.kind === "category") {
       if (labels === "numbers") {
         const { row, text } = column.firstText;
-        throw this.error(row, this.target, `the target holds text (${quoted(text)}), not a number, and labels "numbers" asks for numbers`);
+        const why = `the target holds text (${quoted(text)}), not a number, and labels "numbers" asks for numbers`;
+        throw this.error(row, this.target, why);
       }
       return { y: column.codes, classes: column.categories };
     }
@@ -189,7 +200,8 @@ class Table {
       if (c === this.target) return;
       const width = column.kind === "number" ? 1 : column.categories.length;
       const fill = column.kind === "number" ? this.fillValue(column.values, c) : null;
-      layout.columns.push({ name: names[c], kind: column.kind, categories: column.categories ?? null, offset: layout.width, width, fill });
+      const categories = column.categories ?? null;
+      layout.columns.push({ name: names[c], kind: column.kind, categories, offset: layout.width, width, fill });
       layout.width += width;
       sources.push(column);
     });
@@ -210,7 +222,9 @@ class Table {
       present += 1;
     }
     if (present === values.length) return null;
-    if (present === 0) throw this.error(undefined, c, "the column has no value in any row, so there is nothing to fill it from");
+    if (present === 0) {
+      throw this.error(undefined, c, "the column has no value in any row, so there is nothing to fill it from");
+    }
     return Math.fround(sum / present);
   }
 }

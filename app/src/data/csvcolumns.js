@@ -87,7 +87,10 @@ export class ColumnValues {
     if (code === undefined) {
       code = this.categories.size;
       if (code === this.maxCategories) {
-        throw this.fail(row, `holds more than ${this.maxCategories} distinct values (${quoted(text)} is one too many), too many for one-hot features: leave the column out or raise maxCategories`);
+        const why =
+          `holds more than ${this.maxCategories} distinct values (${quoted(text)} is one too many), too many ` +
+          "for one-hot features: leave the column out or raise maxCategories";
+        throw this.fail(row, why);
       }
       this.categories.set(text, code);
     }
@@ -98,7 +101,9 @@ export class ColumnValues {
     this.firstText = { row, text };
     this.codes = new Growable(Int32Array);
     this.categories = new Map();
-    for (const value of this.numbers.view()) this.codes.push(Number.isNaN(value) ? -1 : this.codeOf(numberName(value), row));
+    for (const value of this.numbers.view()) {
+      this.codes.push(Number.isNaN(value) ? -1 : this.codeOf(numberName(value), row));
+    }
     this.numbers = null;
   }
 

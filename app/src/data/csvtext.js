@@ -9,17 +9,22 @@ const CR = 13;
 const LF = 10;
 const SPACE = 32;
 const TAB = 9;
+const REPLACEMENT = "\uFFFD";
 
 export class CsvRows {
   // `onRow(fields, row)` gets each record's fields (unquoted ones trimmed) and its 1-based row number,
-  // counted as a spreadsheet counts records; blank lines are counted but not passed on.
-  constructor(file, delimiter, onRow) {
+  // counted as a spreadsheet counts records; blank lines are counted but not passed on. `columnLabel(index)`
+  // names a column in messages.
+  constructor(file, delimiter, onRow, columnLabel = columnLetter) {
     if (delimiter.length !== 1 || "\r\n\"".includes(delimiter)) {
-      throw new DataError({ file }, `the delimiter must be one character other than a quote or newline, not ${JSON.stringify(delimiter)}`);
+      const why = `the delimiter must be one character other than a quote or newline, not ${JSON.stringify(delimiter)}`;
+      throw new DataError({ file }, why);
     }
     this.file = file;
     this.separator = delimiter.charCodeAt(0);
     this.onRow = onRow;
+    this.columnLabel = columnLabel;
+    this.replaced = false; // the text holds U+FFFD, as bytes that are no UTF-8 decode to
     this.row = 1;
     this.fields = [];
     this.field = "";
@@ -33,6 +38,7 @@ export class CsvRows {
   }
 
   push(text) {
+    this.replaced ||= text.includes(REPLACEMENT);
     let i = 0;
     while (i < text.length) i = this.inQuotes ? this.readQuoted(text, i) : this.readPlain(text, i);
   }
@@ -91,7 +97,8 @@ export class CsvRows {
       this.quoteRow = this.row;
       this.field = "";
     } else {
-      // A run of plain text; a quote inside an unquoted field is taken as it is.
+      // A run of plain text up to the next delimiter, newline or quote (a quote after text, as in 5'11",
+      // is taken as it is; one after spaces only opens a quoted field).
       let j = i + 1;
       while (j < text.length && !this.isBreak(text.charCodeAt(j))) j++;
       this.field += text.slice(i, j);
@@ -101,10 +108,13 @@ export class CsvRows {
   }
 
   isBreak(c) {
-    return c === this.separator || c === CR || c === LF;
+    return c === this.separator || c === CR || c === LF || c === QUOTE;
   }
 
   endField() {
+    if (this.replaced && this.field.includes(REPLACEMENT)) {
+      throw this.error(this.row, "is not UTF-8 text (a byte here is no UTF-8 character): save the file as CSV UTF-8");
+    }
     this.fields.push(this.quoted ? this.field : this.field.trim());
     this.field = "";
     this.quoted = false;
@@ -122,7 +132,7 @@ export class CsvRows {
   }
 
   error(row, why) {
-    return new DataError({ file: this.file, row, column: columnLetter(this.fields.length) }, why);
+    return new DataError({ file: this.file, row, column: this.columnLabel(this.fields.length) }, why);
   }
 }
 
@@ -134,31 +144,27 @@ export async function* chunksOf(source) {
     return;
   }
   const reader = source.getReader();
+  let ended = false;
   try {
     for (let next = await reader.read(); !next.done; next = await reader.read()) yield next.value;
+    ended = true;
   } finally {
+    if (!ended) await reader.cancel(); // a refused file is read no further
     reader.releaseLock();
   }
 }
 
-// Feeds `rows` the UTF-8 text of the chunks, a chunk at a time; a BOM at the start is dropped.
+// Feeds `rows` the UTF-8 text of the chunks, a chunk at a time; a BOM at the start is dropped. Bytes that
+// are no UTF-8 decode to U+FFFD, which `rows` refuses where it stands (so the message names its cell).
 // `onProgress({ bytes, rows })` follows each chunk (rows: the records read so far).
 export async function feedChunks(source, rows, onProgress) {
-  const decoder = new TextDecoder("utf-8", { fatal: true });
+  const decoder = new TextDecoder("utf-8");
   let bytes = 0;
   for await (const chunk of chunksOf(source)) {
-    rows.push(decode(decoder, chunk, { stream: true }, rows));
+    rows.push(decoder.decode(chunk, { stream: true }));
     bytes += chunk.length;
     onProgress?.({ bytes, rows: rows.row - 1 });
   }
-  rows.push(decode(decoder, undefined, undefined, rows));
+  rows.push(decoder.decode());
   rows.end();
-}
-
-function decode(decoder, chunk, options, rows) {
-  try {
-    return decoder.decode(chunk, options);
-  } catch {
-    throw new DataError({ file: rows.file, row: rows.row }, "is not UTF-8 text (save the file as CSV UTF-8)");
-  }
 }

@@ -10,13 +10,19 @@ import { concatBytes, littleEndianBytes, sha256Key } from "./bytes.js";
 //   source: what the importer says of the file (format and its own details) }. Checked, not copied.
 export function makeDataset({ name, exampleShape, featureType, classes = null, columns = null, x, y, source = {} }) {
   const width = exampleShape.reduce((a, b) => a * b, 1);
-  if (!exampleShape.every((d) => Number.isInteger(d) && d > 0)) throw new TypeError(`bad example shape [${exampleShape}]`);
+  if (!exampleShape.every((d) => Number.isInteger(d) && d > 0)) {
+    throw new TypeError(`bad example shape [${exampleShape}]`);
+  }
   const XType = { float32: Float32Array, int32: Int32Array }[featureType];
   if (!XType || !(x instanceof XType)) throw new TypeError(`features must be a ${featureType} array`);
   const YType = classes === null ? Float32Array : Int32Array;
-  if (!(y instanceof YType)) throw new TypeError(`labels must be ${YType.name} when classes is ${classes === null ? "null" : "given"}`);
+  if (!(y instanceof YType)) {
+    throw new TypeError(`labels must be ${YType.name} when classes is ${classes === null ? "null" : "given"}`);
+  }
   const n = y.length;
-  if (x.length !== n * width) throw new TypeError(`${x.length} feature values are not ${n} examples of shape [${exampleShape}]`);
+  if (x.length !== n * width) {
+    throw new TypeError(`${x.length} feature values are not ${n} examples of shape [${exampleShape}]`);
+  }
   if (classes !== null) {
     const bad = y.findIndex((label) => label < 0 || label >= classes.length);
     if (bad >= 0) throw new TypeError(`example ${bad}'s label ${y[bad]} is no class of ${classes.length}`);
@@ -67,13 +73,20 @@ export function permutation(n, seed) {
 // validation (at least one and at most n - 1 when n >= 2, none when the fraction is 0); both lists are
 // sorted, so each split keeps the file's order.
 export function splitIndices(n, { fraction = 0.2, seed = 0 } = {}) {
-  if (!(fraction >= 0 && fraction < 1)) throw new RangeError(`the validation fraction must be in [0, 1), not ${fraction}`);
-  if (!Number.isInteger(seed) || seed < 0 || seed > 0xffffffff) throw new RangeError(`the seed must be a uint32, not ${seed}`);
+  if (!(fraction >= 0 && fraction < 1)) {
+    throw new RangeError(`the validation fraction must be in [0, 1), not ${fraction}`);
+  }
+  if (!Number.isInteger(seed) || seed < 0 || seed > 0xffffffff) {
+    throw new RangeError(`the seed must be a uint32, not ${seed}`);
+  }
   const wanted = Math.round(n * fraction);
   const held = fraction === 0 || n < 2 ? 0 : Math.min(Math.max(wanted, 1), n - 1);
   const order = permutation(n, seed);
   const ascending = (a, b) => a - b;
-  return { train: Array.from(order.subarray(held)).sort(ascending), validation: Array.from(order.subarray(0, held)).sort(ascending) };
+  return {
+    train: Array.from(order.subarray(held)).sort(ascending),
+    validation: Array.from(order.subarray(0, held)).sort(ascending),
+  };
 }
 
 export function splitDataset(dataset, options = {}) {

@@ -22,6 +22,7 @@ const SKIPPED_NAMES = new Set(["thumbs.db", "desktop.ini"]);
 
 // A data set from a ZIP's bytes: its entries' paths say their classes.
 export async function imagesFromZip(bytes, file, options = {}) {
+  const settings = settingsOf(options);
   let files;
   try {
     files = unzipSync(bytes);
@@ -29,22 +30,21 @@ export async function imagesFromZip(bytes, file, options = {}) {
     throw new DataError({ file }, `is not a readable ZIP archive (${error.message})`);
   }
   const entries = Object.entries(files).map(([path, data]) => ({ path, read: async () => data }));
-  return imagesFromEntries(entries, file, options);
+  return imagesFromEntries(entries, file, settings);
 }
 
 // A data set from a folder's files: File objects of an <input webkitdirectory> (their webkitRelativePath
 // begins with the picked folder's name), or { path, bytes } records. `folder` names it in messages.
 export async function imagesFromFiles(files, folder, options = {}) {
+  const settings = settingsOf(options);
   const entries = Array.from(files, (f) => ({
     path: f.path ?? (f.webkitRelativePath || f.name),
     read: async () => f.bytes ?? new Uint8Array(await f.arrayBuffer()),
   }));
-  return imagesFromEntries(entries, folder, options);
+  return imagesFromEntries(entries, folder, settings);
 }
 
-async function imagesFromEntries(entries, file, options) {
-  const settings = { ...IMAGE_DEFAULTS, ...options };
-  checkSettings(settings);
+async function imagesFromEntries(entries, file, settings) {
   const { classes, items } = classify(entries, file);
   const channels = settings.color === "rgb" ? 3 : 1;
   let size = settings.size;
@@ -57,8 +57,8 @@ async function imagesFromEntries(entries, file, options) {
       size = { height: image.height, width: image.width };
       sizeOf = item.path;
     } else if (sizeOf !== null && (image.height !== size.height || image.width !== size.width)) {
-      const why = `is ${image.width}x${image.height} pixels but ${sizeOf} is ${size.width}x${size.height}: give a size to resize them all to`;
-      throw new DataError(where, why);
+      const sizes = `is ${image.width}x${image.height} pixels but ${sizeOf} is ${size.width}x${size.height}`;
+      throw new DataError(where, `${sizes}: give a size to resize them all to`);
     }
     const width = size.height * size.width * channels;
     x ??= new Float32Array(items.length * width);
@@ -66,28 +66,40 @@ async function imagesFromEntries(entries, file, options) {
     settings.onProgress?.({ done: i + 1, total: items.length });
   }
   const y = Int32Array.from(items, (item) => item.label);
-  const source = { format: "images", color: settings.color, resized: settings.size !== null, paths: items.map((item) => item.path) };
-  return makeDataset({ name: file, exampleShape: [size.height, size.width, channels], featureType: "float32", classes, x, y, source });
+  const paths = items.map((item) => item.path);
+  const source = { format: "images", color: settings.color, resized: settings.size !== null, paths };
+  const exampleShape = [size.height, size.width, channels];
+  return makeDataset({ name: file, exampleShape, featureType: "float32", classes, x, y, source });
 }
 
-function checkSettings({ decode, color, size }) {
+function settingsOf(options) {
+  const settings = { ...IMAGE_DEFAULTS, ...options };
+  const { decode, color, size } = settings;
   if (typeof decode !== "function") throw new TypeError("images need a decode(bytes, name) function");
-  if (color !== "gray" && color !== "rgb") throw new TypeError(`images need color "gray" or "rgb", not ${JSON.stringify(color)}`);
+  if (color !== "gray" && color !== "rgb") {
+    throw new TypeError(`images need color "gray" or "rgb", not ${JSON.stringify(color)}`);
+  }
   const positive = (d) => Number.isInteger(d) && d > 0;
   if (size !== null && !(positive(size.height) && positive(size.width))) {
     throw new TypeError(`an image size must be { height, width } in whole pixels, not ${JSON.stringify(size)}`);
   }
+  return settings;
 }
 
 // Paths as lists of folder and file names; a ZIP's folder entries end in "/" and macOS's __MACOSX copies
 // are left out. A top folder that holds everything (the picked folder, or a zipped folder) is dropped.
 function splitPaths(entries) {
   const split = entries
-    .map((entry) => ({ ...entry, parts: entry.path.split(/[\\/]/).filter((p) => p !== "" && p !== "."), folder: /[\\/]$/.test(entry.path) }))
+    .map((entry) => {
+      const parts = entry.path.split(/[\\/]/).filter((part) => part !== "" && part !== ".");
+      return { ...entry, parts, folder: /[\\/]$/.test(entry.path) };
+    })
     .filter((entry) => entry.parts.length > 0 && entry.parts[0] !== "__MACOSX");
   const files = split.filter((entry) => !entry.folder);
   const top = files[0]?.parts[0];
-  const wrapped = files.every((entry) => entry.parts.length >= 2 && entry.parts[0] === top) && files.some((entry) => entry.parts.length >= 3);
+  const wrapped =
+    files.every((entry) => entry.parts.length >= 2 && entry.parts[0] === top) &&
+    files.some((entry) => entry.parts.length >= 3);
   if (wrapped) split.forEach((entry) => entry.parts.shift());
   return split.filter((entry) => entry.parts.length > 0);
 }
@@ -109,9 +121,12 @@ function classify(entries, file) {
     if (entry.folder || entry.parts.length > 1) folders.add(entry.parts[0]);
     if (entry.folder || isSkipped(entry.parts)) continue;
     if (entry.parts.length === 1) {
-      throw new DataError({ file, entry: path }, "lies outside any class folder: put each image in a folder named for its class");
+      const why = "lies outside any class folder: put each image in a folder named for its class";
+      throw new DataError({ file, entry: path }, why);
     }
-    if (!IMAGE_NAME.test(path)) throw new DataError({ file, entry: path }, "is not a PNG or JPEG image (.png, .jpg or .jpeg)");
+    if (!IMAGE_NAME.test(path)) {
+      throw new DataError({ file, entry: path }, "is not a PNG or JPEG image (.png, .jpg or .jpeg)");
+    }
     images.push({ path, folder: entry.parts[0], read: entry.read });
   }
   const classes = [...folders].sort();
@@ -119,7 +134,9 @@ function classify(entries, file) {
   const byPath = (a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0);
   const items = classes.flatMap((name, label) => {
     const own = images.filter((image) => image.folder === name).sort(byPath);
-    if (own.length === 0) throw new DataError({ file, entry: `${name}/` }, "is a class folder with no PNG or JPEG image");
+    if (own.length === 0) {
+      throw new DataError({ file, entry: `${name}/` }, "is a class folder with no PNG or JPEG image");
+    }
     return own.map((image) => ({ path: image.path, label, read: image.read }));
   });
   return { classes, items };
@@ -143,7 +160,8 @@ async function decodeChecked(bytes, name, where, decode) {
   const { width, height, rgba } = image ?? {};
   const whole = (d) => Number.isInteger(d) && d > 0;
   if (!whole(width) || !whole(height) || rgba?.length !== width * height * 4) {
-    throw new DataError(where, `was decoded to ${width}x${height} pixels with ${rgba?.length} RGBA bytes, which do not agree`);
+    const why = `was decoded to ${width}x${height} pixels with ${rgba?.length} RGBA bytes, which do not agree`;
+    throw new DataError(where, why);
   }
   return image;
 }

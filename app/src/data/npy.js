@@ -30,9 +30,13 @@ export const NPY_DEFAULTS = Object.freeze({
 // One .npy file: { dtype, shape, data } with `data` a typed array in C order. `where`: { file, entry? }.
 export function readNpy(bytes, where) {
   const fail = (why) => new DataError(where, why);
-  if (bytes.length < 10 || MAGIC.some((b, i) => bytes[i] !== b)) throw fail("is not a NumPy .npy array (its first bytes are not \\x93NUMPY)");
+  if (bytes.length < 10 || MAGIC.some((b, i) => bytes[i] !== b)) {
+    throw fail("is not a NumPy .npy array (its first bytes are not \\x93NUMPY)");
+  }
   const major = bytes[6];
-  if (major < 1 || major > 3) throw fail(`is a .npy file of format version ${major}.${bytes[7]}; versions 1, 2 and 3 are read`);
+  if (major < 1 || major > 3) {
+    throw fail(`is a .npy file of format version ${major}.${bytes[7]}; versions 1, 2 and 3 are read`);
+  }
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   const start = major === 1 ? 10 : 12;
   const length = major === 1 ? view.getUint16(8, true) : view.getUint32(8, true);
@@ -55,7 +59,9 @@ function parseHeader(text, fail) {
   const order = /'fortran_order':\s*(True|False)/.exec(text);
   const shape = /'shape':\s*\(([^)]*)\)/.exec(text);
   if (!descr || !order || !shape) throw fail(`has a header that is not NumPy's: ${JSON.stringify(text.trim())}`);
-  if (descr[2]) throw fail("holds a structured array (fields of several dtypes); save each field as an array of its own");
+  if (descr[2]) {
+    throw fail("holds a structured array (fields of several dtypes); save each field as an array of its own");
+  }
   const dtype = descr[1];
   if (dtype.startsWith(">")) {
     throw fail(`holds big-endian numbers (${dtype}); save it little-endian, as array.astype("<${dtype.slice(1)}")`);
@@ -97,8 +103,13 @@ export function datasetFromNpz(bytes, file, options = {}) {
   const held = names.map((name) => JSON.stringify(name.slice(0, -4))).join(", ") || "none";
   const pick = (wanted, role, fallback) => {
     const name = wanted === null ? fallback : withSuffix(wanted);
-    if (name === undefined) throw new DataError({ file }, `holds ${names.length} array(s) (${held}); a data set needs two, features and labels`);
-    if (!names.includes(name)) throw new DataError({ file }, `has no array ${JSON.stringify(wanted)} for the ${role} (its arrays: ${held})`);
+    if (name === undefined) {
+      const why = `holds ${names.length} array(s) (${held}); a data set needs two, features and labels`;
+      throw new DataError({ file }, why);
+    }
+    if (!names.includes(name)) {
+      throw new DataError({ file }, `has no array ${JSON.stringify(wanted)} for the ${role} (its arrays: ${held})`);
+    }
     return name;
   };
   const xName = pick(settings.x, "features", pair[0]);
@@ -148,11 +159,14 @@ function datasetFromArrays(name, x, y, settings) {
   if (yShape[0] !== n) throw new DataError(y.where, `holds ${yShape[0]} labels, but the features hold ${n} examples`);
   if (n === 0) throw new DataError(x.where, "holds no examples");
   const exampleShape = xShape.length === 1 ? [1] : xShape.slice(1);
-  if (exampleShape.includes(0)) throw new DataError(x.where, `has examples of shape (${exampleShape.join(", ")}), which hold no values`);
+  if (exampleShape.includes(0)) {
+    throw new DataError(x.where, `has examples of shape (${exampleShape.join(", ")}), which hold no values`);
+  }
   const features = settings.featureType === "int32" ? intFeatures(x) : floatValues(x, "features");
   const { labels, classes } = labelsOf(y, settings);
   const source = { format: settings.format, x: x.where.entry ?? x.where.file, y: y.where.entry ?? y.where.file };
-  return makeDataset({ name, exampleShape, featureType: settings.featureType, classes, x: features, y: labels, source });
+  const { featureType } = settings;
+  return makeDataset({ name, exampleShape, featureType, classes, x: features, y: labels, source });
 }
 
 // float32 copies of the values, each finite; integers beyond 2^24 round as float32 rounds them.
@@ -162,19 +176,23 @@ function floatValues({ array, where }, role) {
   for (let i = 0; i < out.length; i++) {
     out[i] = big ? Number(array.data[i]) : array.data[i];
     if (!Number.isFinite(out[i])) {
-      throw new DataError(where, `element ${elementIndex(i, array.shape)} is ${array.data[i]} as float32; ${role} must be finite numbers`);
+      const element = `element ${elementIndex(i, array.shape)} is ${array.data[i]}`;
+      throw new DataError(where, `${element} as float32; ${role} must be finite numbers`);
     }
   }
   return out;
 }
 
 function intFeatures({ array, where }) {
-  if (!DTYPES[array.dtype].integer) throw new DataError(where, `holds ${array.dtype} values; int32 features need an integer array`);
+  if (!DTYPES[array.dtype].integer) {
+    throw new DataError(where, `holds ${array.dtype} values; int32 features need an integer array`);
+  }
   const out = new Int32Array(array.data.length);
   for (let i = 0; i < out.length; i++) {
     const value = Number(array.data[i]);
     if (value < INT32_MIN || value > INT32_MAX) {
-      throw new DataError(where, `element ${elementIndex(i, array.shape)} is ${array.data[i]}, which does not fit in int32`);
+      const element = `element ${elementIndex(i, array.shape)} is ${array.data[i]}`;
+      throw new DataError(where, `${element}, which does not fit in int32`);
     }
     out[i] = value;
   }

@@ -36,7 +36,10 @@ function table(dataset, rows, features) {
   if (dataset.columns === null) {
     const shown = Math.min(width, features);
     const header = [...Array.from({ length: shown }, (_, j) => `x[${j}]`), target];
-    const body = Array.from({ length: count }, (_, i) => [...dataset.x.subarray(i * width, i * width + shown), labelOf(dataset, i)]);
+    const body = Array.from({ length: count }, (_, i) => [
+      ...dataset.x.subarray(i * width, i * width + shown),
+      labelOf(dataset, i),
+    ]);
     return { header, rows: body };
   }
   const header = [...dataset.columns.map((column) => column.name), target];
