@@ -22,6 +22,7 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from scellis.codegen.cpu import COPY, PRODUCER_EXPORTS, TAPE, needs_temp
 from scellis.lower.kernels import ACC, Kernel, Kind, Schedule, View
 from scellis.ops import DType, Op
 from scellis.ops import defs as d
@@ -33,13 +34,7 @@ from scellis.runtime.ready import Synchronous
 
 REDUCE_CODES = {Op.SUM: 0, Op.MEAN: 1, Op.MAX: 2, Op.VAR: 3}
 ROW_CODES = {Kind.SOFTMAX: 4, Kind.LOG_SOFTMAX: 5, Kind.ARGMAX: 6}
-CONV_EXPORTS = {
-    Kind.CONV2D: "sc_cpu_conv2d",
-    Kind.CONV2D_GRAD_INPUT: "sc_cpu_conv2d_grad_input",
-    Kind.CONV2D_GRAD_WEIGHT: "sc_cpu_conv2d_grad_weight",
-}
-# Kinds whose export can write a strided output; the others write contiguous results.
-STRIDED_OUTPUT = {Kind.ELEMENTWISE, Kind.RANDOM, Kind.MATMUL}
+CONVOLUTIONS = (Kind.CONV2D, Kind.CONV2D_GRAD_INPUT, Kind.CONV2D_GRAD_WEIGHT)
 # wasm/cpu_step.c: sc_cpu_run's entries name their export by its position here, from 1.
 RUN_ORDER = (
     "sc_cpu_tape", "sc_cpu_matmul", "sc_cpu_reduce", "sc_cpu_rows", "sc_cpu_conv2d", "sc_cpu_conv2d_grad_input",
@@ -163,7 +158,7 @@ class _Memory:
 
     def __init__(self, cpu: CpuPath, schedule: Schedule) -> None:
         count = len(schedule.buffers)
-        needing = [i for i, k in enumerate(schedule.kernels) if _needs_temp(k)]
+        needing = [i for i, k in enumerate(schedule.kernels) if needs_temp(k)]
         self.temp = {kernel: count + j for j, kernel in enumerate(needing)}  # kernel index -> buffer number
         self.plan = plan = plan_memory(schedule)
         self.slot_bytes = plan.allocated
@@ -198,7 +193,7 @@ def compile_schedule(cpu: CpuPath, schedule: Schedule) -> CompiledCpu:
     parts = [p for i, k in enumerate(schedule.kernels) for p in _kernel_parts(k, memory, memory.temp.get(i))]
     calls = _place_parts(cpu, parts)
     carry = tuple(
-        Call("sc_cpu_copy", (memory.buffer_at[c.src], memory.buffer_at[c.dst], 0, schedule.buffer(c.src).size))
+        Call(COPY, (memory.buffer_at[c.src], memory.buffer_at[c.dst], 0, schedule.buffer(c.src).size))
         for c in schedule.carry
     )
     names = dict((*schedule.inputs, *schedule.outputs))
@@ -234,13 +229,9 @@ def _ask(cpu: CpuPath, export: str, address: int) -> int:
     return int(value)
 
 
-def _needs_temp(kernel: Kernel) -> bool:
-    return kernel.kind not in STRIDED_OUTPUT and not kernel.out.is_contiguous
-
-
 def _kernel_parts(kernel: Kernel, memory: _Memory, temp: int | None) -> list[Part]:
     """The export calls of one kernel: the producer (if any), then the tape when there is an epilogue
-    or a temporary to move."""
+    or a temporary to move (the order codegen.cpu.cpu_calls names)."""
     if kernel.kind is Kind.ELEMENTWISE:
         return [_tape(kernel, Source(), memory)]
     if kernel.kind is Kind.RANDOM:
@@ -256,7 +247,7 @@ def _kernel_parts(kernel: Kernel, memory: _Memory, temp: int | None) -> list[Par
 
 def _tape(kernel: Kernel, acc: Source, memory: _Memory) -> Part:
     words = encode(kernel.expr, kernel.inputs, acc, kernel.out, memory.address)
-    return Part("sc_cpu_tape", tuple(words), kernel.out.size, "sc_cpu_tape_scratch_bytes")
+    return Part(TAPE, tuple(words), kernel.out.size, "sc_cpu_tape_scratch_bytes")
 
 
 # -- producer descriptors ---------------------------------------------------------------------------------
@@ -287,7 +278,7 @@ def _matmul(kernel: Kernel, address: Address, acc: View) -> Part:
     batch, (sa, sb, sc) = merge_axes(acc.shape[:-2], [a.strides[:-2], b.strides[:-2], acc.strides[:-2]])
     words = [address(a), address(b), address(acc), m, n, k, *_matrix(a), *_matrix(b), *_matrix(acc), 0]
     words += [len(batch), *padded(batch), *padded(sa), *padded(sb), *padded(sc)]
-    return Part("sc_cpu_matmul", tuple(words), "sc_cpu_matmul_items", "sc_cpu_matmul_scratch_bytes")
+    return Part(PRODUCER_EXPORTS[kernel.kind], tuple(words), "sc_cpu_matmul_items", "sc_cpu_matmul_scratch_bytes")
 
 
 def _split(view: View, kept: int, address: Address, out_at: int, *, op: int, correction: int = 0) -> tuple[int, ...]:
@@ -305,13 +296,13 @@ def _reduce(kernel: Kernel, address: Address, acc: View) -> Part:
     assert isinstance(kernel.arg, tuple)
     op, correction = kernel.arg
     words = _split(kernel.inputs[0], len(acc.shape), address, address(acc), op=REDUCE_CODES[op], correction=correction)
-    return Part("sc_cpu_reduce", words, acc.size)
+    return Part(PRODUCER_EXPORTS[kernel.kind], words, acc.size)
 
 
 def _rows(kernel: Kernel, address: Address, acc: View) -> Part:
     x = kernel.inputs[0]
     words = _split(x, len(x.shape) - 1, address, address(acc), op=ROW_CODES[kernel.kind])
-    return Part("sc_cpu_rows", words, math.prod(x.shape[:-1]))
+    return Part(PRODUCER_EXPORTS[kernel.kind], words, math.prod(x.shape[:-1]))
 
 
 def _conv(kernel: Kernel, address: Address, acc: View) -> Part:
@@ -334,7 +325,7 @@ def _conv(kernel: Kernel, address: Address, acc: View) -> Part:
         *arg.stride, *arg.padding, *arg.dilation, arg.groups,
     )  # fmt: skip
     items = arg.groups if kernel.kind is Kind.CONV2D_GRAD_WEIGHT else n * arg.groups
-    return Part(CONV_EXPORTS[kernel.kind], words, items, "sc_cpu_conv2d_scratch_bytes")
+    return Part(PRODUCER_EXPORTS[kernel.kind], words, items, "sc_cpu_conv2d_scratch_bytes")
 
 
 def _pool(kernel: Kernel, address: Address, acc: View) -> Part:
@@ -350,14 +341,14 @@ def _pool(kernel: Kernel, address: Address, acc: View) -> Part:
     x_at = address(kernel.inputs[0]) if is_max or not grad else 0
     g_at = address(g) if g else 0
     words = (x_at, g_at, address(acc), int(is_max), *x_shape, *arg.kernel, *y_shape[2:], *arg.stride, *arg.padding)
-    return Part("sc_cpu_pool2d_grad" if grad else "sc_cpu_pool2d", words, x_shape[0] * x_shape[1])
+    return Part(PRODUCER_EXPORTS[kernel.kind], words, x_shape[0] * x_shape[1])
 
 
 def _gather(kernel: Kernel, address: Address, acc: View) -> Part:
     _contiguous(kernel, 2)
     table, indices = kernel.inputs[:2]
     words = (address(indices), address(table), address(acc), indices.size, math.prod(table.shape[1:]), table.shape[0])
-    return Part("sc_cpu_gather", words, indices.size)
+    return Part(PRODUCER_EXPORTS[kernel.kind], words, indices.size)
 
 
 def _scatter_add(kernel: Kernel, address: Address, acc: View) -> Part:
@@ -366,7 +357,9 @@ def _scatter_add(kernel: Kernel, address: Address, acc: View) -> Part:
     assert isinstance(kernel.arg, d.RowsArg)
     row = math.prod(g.shape[len(indices.shape) :])
     return Part(
-        "sc_cpu_scatter_add", (address(indices), address(g), address(acc), indices.size, row, kernel.arg.rows), row
+        PRODUCER_EXPORTS[kernel.kind],
+        (address(indices), address(g), address(acc), indices.size, row, kernel.arg.rows),
+        row,
     )
 
 
@@ -377,14 +370,14 @@ def _per_example(kernel: Kernel, address: Address, acc: View) -> Part:
     h = x.shape[-2] if kernel.kind is Kind.SHIFT2D else 1
     planes = x.size // (h * x.shape[-1])
     words = (address(x), address(control), address(acc), planes // x.shape[0], h, x.shape[-1])
-    return Part(f"sc_cpu_{kernel.kind.value}", words, planes)
+    return Part(PRODUCER_EXPORTS[kernel.kind], words, planes)
 
 
 PRODUCERS: dict[Kind, Producer] = {
     Kind.MATMUL: _matmul,
     Kind.REDUCE: _reduce,
     **dict.fromkeys((Kind.SOFTMAX, Kind.LOG_SOFTMAX, Kind.ARGMAX), _rows),
-    **dict.fromkeys(CONV_EXPORTS, _conv),
+    **dict.fromkeys(CONVOLUTIONS, _conv),
     **dict.fromkeys((Kind.MAX_POOL2D, Kind.MAX_POOL2D_GRAD, Kind.AVG_POOL2D, Kind.AVG_POOL2D_GRAD), _pool),
     Kind.GATHER: _gather,
     Kind.SCATTER_ADD: _scatter_add,

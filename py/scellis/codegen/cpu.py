@@ -1,0 +1,50 @@
+"""Stage: code (the CPU path). Which exports of the CPU path's module (`scellis_cpu.wasm`, wasm/) run each
+kernel: the one table the CPU path's compiler (runtime.cpu_device) and the Guide both read.
+
+A producer kind calls its export, which writes the accumulator; a fused epilogue then runs as a tape
+(`sc_cpu_tape`) over that result in place, and so does the move out of a temporary when a kind that writes
+only contiguous results has a strided output. ELEMENTWISE and RANDOM kernels are one tape each.
+"""
+
+from __future__ import annotations
+
+from scellis.lower.kernels import ACC, Kernel, Kind
+
+TAPE = "sc_cpu_tape"
+COPY = "sc_cpu_copy"  # the schedule's carry copies
+TAPED = {Kind.ELEMENTWISE, Kind.RANDOM}  # one tape: the draw runs inside it
+PRODUCER_EXPORTS = {
+    Kind.MATMUL: "sc_cpu_matmul",
+    Kind.REDUCE: "sc_cpu_reduce",
+    Kind.SOFTMAX: "sc_cpu_rows",
+    Kind.LOG_SOFTMAX: "sc_cpu_rows",
+    Kind.ARGMAX: "sc_cpu_rows",
+    Kind.CONV2D: "sc_cpu_conv2d",
+    Kind.CONV2D_GRAD_INPUT: "sc_cpu_conv2d_grad_input",
+    Kind.CONV2D_GRAD_WEIGHT: "sc_cpu_conv2d_grad_weight",
+    Kind.MAX_POOL2D: "sc_cpu_pool2d",
+    Kind.AVG_POOL2D: "sc_cpu_pool2d",
+    Kind.MAX_POOL2D_GRAD: "sc_cpu_pool2d_grad",
+    Kind.AVG_POOL2D_GRAD: "sc_cpu_pool2d_grad",
+    Kind.GATHER: "sc_cpu_gather",
+    Kind.SCATTER_ADD: "sc_cpu_scatter_add",
+    Kind.SHIFT2D: "sc_cpu_shift2d",
+    Kind.FLIP_LAST: "sc_cpu_flip_last",
+}
+# Kinds whose export can write a strided output; the others write contiguous results.
+STRIDED_OUTPUT = {Kind.ELEMENTWISE, Kind.RANDOM, Kind.MATMUL}
+
+
+def needs_temp(kernel: Kernel) -> bool:
+    """Whether the producer writes into a temporary that a tape then moves to the kernel's output."""
+    return kernel.kind not in STRIDED_OUTPUT and not kernel.out.is_contiguous
+
+
+def cpu_calls(kernel: Kernel) -> tuple[str, ...]:
+    """The exports the CPU path calls for `kernel`, in order."""
+    if kernel.kind in TAPED:
+        return (TAPE,)
+    producer = PRODUCER_EXPORTS[kernel.kind]
+    if needs_temp(kernel) or kernel.expr != ACC:
+        return (producer, TAPE)
+    return (producer,)

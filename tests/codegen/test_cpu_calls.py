@@ -1,0 +1,28 @@
+"""The CPU path's exports per kernel (codegen.cpu): one table for every kind, a producer's epilogue (or
+the move out of its temporary) as a tape after it."""
+
+from __future__ import annotations
+
+from scellis.codegen.cpu import PRODUCER_EXPORTS, TAPE, TAPED, cpu_calls
+from scellis.ir import Function
+from scellis.levels import Level
+from scellis.lower import Kind, lower
+from scellis.ops import DType, Op, make
+from scellis.ops import defs as d
+from scellis.ops.node import input_node
+
+
+def test_every_kind_has_its_export() -> None:
+    assert set(PRODUCER_EXPORTS) | TAPED == set(Kind)
+    assert all(name.startswith("sc_cpu_") for name in PRODUCER_EXPORTS.values())
+
+
+def test_an_epilogue_runs_as_a_tape_after_its_producer() -> None:
+    a = input_node("a", d.Role.DATA, DType.F32, (4, 8))
+    b = input_node("b", d.Role.PARAM, DType.F32, (8, 3))
+    product = make(Op.MATMUL, a, b, arg=d.MatmulArg())
+    fn = Function("f", (a, b), (("plain", product), ("relu", make(Op.RELU, product)), ("e", make(Op.EXP, a))))
+    calls = [cpu_calls(k) for k in lower(fn, Level.PROD).kernels]
+    assert sorted(calls) == sorted([("sc_cpu_matmul",), (TAPE,), (TAPE,)])
+    shared = Function("g", (a, b), (("relu", make(Op.RELU, make(Op.MATMUL, a, b, arg=d.MatmulArg()))),))
+    assert [cpu_calls(k) for k in lower(shared, Level.PROD).kernels] == [("sc_cpu_matmul", TAPE)]
