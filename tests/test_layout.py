@@ -26,6 +26,7 @@ TOP = {
     "planning",
     "remedies",
     "pagerun",
+    "provenance",
 }  # above every stage
 BROWSER_MODULES = {"js", "pyodide"}
 

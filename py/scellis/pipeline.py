@@ -23,6 +23,7 @@ from scellis.lower.text import schedule_text
 from scellis.optim import apply_optimizer
 from scellis.optim.loss_scaling import SCALED_LOSS, initial_outputs, scale_loss
 from scellis.optim.storage import Float16Storage, check_storage, init_in_float16, params_in_float16
+from scellis.provenance import links
 
 STAGE_TITLES = (
     "program JSON",
@@ -35,6 +36,14 @@ STAGE_TITLES = (
     "kernel schedule (training step)",
     "WGSL (training step)",
 )
+
+LINKED_TEXTS = {  # the IR texts guide_links numbers ops in -> their stages
+    "forward": "typed IR",
+    "backward": "backward IR",
+    "optimizer": "optimizer IR (training step)",
+    "step": "optimizer IR (training step)",
+}
+KERNEL_STAGES = ("kernel schedule (training step)", "WGSL (training step)")  # kernel i is k{i} in each
 
 
 @dataclass(frozen=True)
@@ -91,6 +100,17 @@ class Compiled:
         stages = [list(s) for s in self.stages(level, features)]
         key = self.key(level, features)
         return {"name": self.program.name, "key": key, "level": level.value, "stages": stages}
+
+    def guide_links(self, level: Level, features: frozenset[str] = frozenset()) -> dict[str, Any]:
+        """The Guide's links between the program's nodes, the IR ops, kernels and code of the training step
+        `level` runs on a device with `features` (scellis.provenance); `stage` gives each IR text's place
+        in `guide`'s stages."""
+        result: dict[str, Any] = {"name": self.program.name, "key": self.key(level, features), "level": level.value}
+        result.update(links(self, level, features))
+        for text, title in LINKED_TEXTS.items():
+            result["texts"][text]["stage"] = STAGE_TITLES.index(title)
+        result["kernel_stages"] = [STAGE_TITLES.index(title) for title in KERNEL_STAGES]
+        return result
 
     def key(self, level: Level, features: frozenset[str] = frozenset()) -> str:
         """The structural key of the training step `level` runs on a device with `features` (addresses

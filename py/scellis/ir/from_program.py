@@ -43,6 +43,14 @@ def state_name(name: str) -> str:
 def forward(program: ValidProgram, mode: Mode, batch: int | None = None, examples: int | None = None) -> Lowered:
     """The program's forward pass for one batch (of the program's batch size unless given). With
     `examples`, the batch is gathered from a resident data set of that many examples."""
+    return forward_values(program, mode, batch, examples)[0]
+
+
+def forward_values(
+    program: ValidProgram, mode: Mode, batch: int | None = None, examples: int | None = None
+) -> tuple[Lowered, dict[str, Node]]:
+    """`forward`, and each program node's value: its own IR is what that value and its running
+    statistics' updates (states named `<node id>.<name>`) reach beyond its sources' values."""
     ctx = Lowering(batch or program.loop.batch_size, mode, examples)
     values: dict[str, Node] = {}
     for node in program.nodes:
@@ -54,11 +62,12 @@ def forward(program: ValidProgram, mode: Mode, batch: int | None = None, example
     inputs = tuple(n for n in ctx.inputs if id(n) in used)
     names = {input_name(n) for n in inputs}
     fn = Function(f"{program.name}.{mode.value}", inputs, tuple(outputs))
-    return Lowered(
+    lowered = Lowered(
         fn,
         tuple(s for s in ctx.params if s.name in names),
         tuple(s for s in ctx.states if s.name in names),
     )
+    return lowered, values
 
 
 def init_function(lowered: Lowered) -> Function:

@@ -1,0 +1,142 @@
+"""Provenance: the Guide's links, JSON-ready. From each program node to its IR ops (forward, backward and
+optimizer, as numbered in each printed function), to the kernels that compute them, and from each kernel
+to its WGSL, workgroup counts and CPU-path calls, and back to its program nodes and IR ops.
+
+IR ops are numbered as `ir.to_text` prints them (`%n`, every node but the inputs, in canonical order); a
+text's line of `%n` is its `first_op_line` + n. The backward list holds only the ops the backward adds to
+the forward (recomputed copies included), the optimizer list only those the update adds to the backward;
+the step list holds all of a node's ops in the training step, the numbering kernels' `ops` use.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from scellis.codegen import render
+from scellis.codegen.cpu import cpu_calls
+from scellis.ir import Function, to_text
+from scellis.levels import Level
+from scellis.lower import Schedule, lower
+from scellis.lower.computes import computed
+from scellis.ops import Node, Op
+from scellis.provenance.match import attribute
+from scellis.provenance.replay import LOOP, Owners, replay
+
+if TYPE_CHECKING:
+    from scellis.pipeline import Compiled
+
+TEXTS = ("forward", "backward", "optimizer", "step")  # the step's text is the optimizer stage's
+
+
+def links(compiled: Compiled, level: Level, features: frozenset[str]) -> dict[str, Any]:
+    """The links for the training step `level` runs on a device with `features` (module docstring)."""
+    forward, backward = compiled.forward.fn, compiled.backward_for(level, features)
+    step = compiled.step_for(level, features)
+    rep = replay(compiled.program, forward, compiled.scales_loss(level, features))
+    replayed = zip((forward, backward, step), (rep.forward, rep.backward, rep.step), strict=True)
+    found = [attribute(fn, like, rep.owners) for fn, like in replayed]
+    schedule = lower(step, level, features)
+    owners = kernel_owners(schedule, step, found[2], rep.outputs.owner)
+    ops = op_numbers(forward, backward, step, *found)
+    order = [(node.id, node.op) for node in compiled.program.nodes] + [(LOOP, LOOP)]
+    texts = zip(TEXTS, (forward, backward, step, step), strict=True)
+    return {
+        "texts": {text: {"first_op_line": _first_op_line(fn)} for text, fn in texts},
+        "nodes": [
+            {
+                "id": node_id,
+                "op": op,
+                "ir": ops.get(node_id, {text: [] for text in TEXTS}),
+                "kernels": [i for i, who in enumerate(owners) if node_id in who],
+            }
+            for node_id, op in order
+        ],
+        "kernels": kernel_entries(schedule, step, owners, [node_id for node_id, _ in order]),
+    }
+
+
+def _numbered(fn: Function) -> list[tuple[int, Node]]:
+    """Each node of `fn` in canonical order with the number `to_text` gives it (`%n`; inputs have none,
+    and share their successor's)."""
+    out, count = [], 0
+    for node in fn.nodes():
+        out.append((count, node))
+        count += node.op is not Op.INPUT
+    return out
+
+
+def _first_op_line(fn: Function) -> int:
+    lines = to_text(fn).split("\n")
+    return next((i for i, line in enumerate(lines) if line.startswith("  %0 = ")), -1)
+
+
+def op_numbers(
+    forward: Function, backward: Function, step: Function, *found: Owners
+) -> dict[str, dict[str, list[int]]]:
+    """Owner -> text -> the numbers of its ops there (module docstring); `found` holds the owners in
+    each function (a constant's depend on its readers there)."""
+    before: tuple[set[int], ...] = (set(), {id(n) for n in forward.nodes()}, {id(n) for n in backward.nodes()}, set())
+    out: dict[str, dict[str, list[int]]] = {}
+    texts = zip(TEXTS, (forward, backward, step, step), before, (*found, found[-1]), strict=True)
+    for text, fn, skip, owners in texts:
+        for n, node in _numbered(fn):
+            if node.op is not Op.INPUT and id(node) not in skip:
+                for owner in owners[id(node)]:
+                    out.setdefault(owner, {t: [] for t in TEXTS})[text].append(n)
+    return out
+
+
+def kernel_owners(
+    schedule: Schedule, step: Function, found: Owners, output_owner: Callable[[str], str]
+) -> list[frozenset[str]]:
+    """The owners of each kernel of `schedule` (lowered from `step`): those of the IR nodes it computes.
+    Nodes several kernels compute (scalars of scalars each reader recomputes, as Adam's bias corrections)
+    count only for a kernel that computes nothing else. A kernel that computes no node copies a value:
+    into an output's buffer (the output's owner), or to make a view contiguous (the owners of what wrote,
+    or what the step's input names, the buffer it reads)."""
+    nodes, computes = step.nodes(), computed(schedule, step)
+    times = Counter(p for positions in computes for p in positions)
+    outputs = {b: name for name, b in schedule.outputs}
+    inputs = {b: found.get(id(step.input(name)), frozenset()) for name, b in schedule.inputs}
+    written: dict[int, frozenset[str]] = {}
+    out = []
+    for kernel, positions in zip(schedule.kernels, computes, strict=True):
+        alone = [p for p in positions if times[p] == 1] or positions
+        who = frozenset().union(*(found[id(nodes[p])] for p in alone))
+        if not who and kernel.out.buffer in outputs:
+            who = frozenset({output_owner(outputs[kernel.out.buffer])})
+        if not who:
+            read = (written.get(v.buffer) or inputs.get(v.buffer, frozenset()) for v in kernel.inputs)
+            who = frozenset().union(*read) or frozenset({LOOP})
+        written[kernel.out.buffer] = who
+        out.append(who)
+    return out
+
+
+def kernel_entries(
+    schedule: Schedule, step: Function, owners: list[frozenset[str]], order: list[str]
+) -> list[dict[str, Any]]:
+    """Each kernel of `schedule` (lowered from `step`) with its code, its CPU-path calls, its owners (in
+    `order`) and the step's ops it computes."""
+    numbers = [n for n, _ in _numbered(step)]
+    rank = {owner: i for i, owner in enumerate(order)}
+    out = []
+    for i, (kernel, positions) in enumerate(zip(schedule.kernels, computed(schedule, step), strict=True)):
+        code = render(kernel, schedule)
+        out.append(
+            {
+                "index": i,
+                "label": code.label,
+                "kind": kernel.kind.value,
+                "variant": kernel.variant,
+                "wgsl": code.source,
+                "bindings": list(code.bindings),
+                "dispatch": list(code.workgroups),
+                "cpu": list(cpu_calls(kernel)),
+                "nodes": sorted(owners[i], key=rank.__getitem__),
+                "ops": sorted(numbers[p] for p in positions),
+            }
+        )
+    return out
