@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from scellis.examples import char_transformer, digits_cnn, digits_mlp, mlp
+from scellis.graph import Program
 from scellis.levels import Level
 from scellis.lower import lower
 from scellis.pipeline import Compiled, compile_program
@@ -41,6 +42,17 @@ def with_rules(data: dict[str, Any]) -> dict[str, Any]:
     return {**data, "loop": {**data["loop"], "rules": RULES}, "optimizer": optimizer}
 
 
+def branches() -> dict[str, Any]:
+    """Two branches joined by a concat (its parts written by a kernel each), SGD with momentum."""
+    p = Program("branches")
+    x, y = p.input("x", [6]), p.input("y", [], dtype="int32", role="labels")
+    joined = p.concat([p.tanh(p.linear(x, 4, id="left")), p.sigmoid(p.linear(x, 3, id="right"))], axis=1, id="join")
+    p.set_loss(p.cross_entropy(p.linear(joined, 5, id="out"), y, id="loss"))
+    p.set_optimizer("momentum", lr=0.1)
+    p.set_loop(epochs=1, batch_size=8)
+    return p.to_json()
+
+
 CASES: dict[str, tuple[Callable[[], Compiled], Level, frozenset[str]]] = {
     "digits_mlp": (lambda: compile_program(digits_mlp()), Level.PROD, frozenset()),
     "digits_cnn": (lambda: compile_program(digits_cnn()), Level.DEBUG, frozenset()),
@@ -55,6 +67,7 @@ CASES: dict[str, tuple[Callable[[], Compiled], Level, frozenset[str]]] = {
         Level.PROD,
         frozenset(),
     ),
+    "branches": (lambda: compile_program(branches()), Level.DEBUG, frozenset()),
     "mlp_loss_scaled": (lambda: compile_program(mlp(64, [1024, 1024], 10, 512)), Level.FAST, F16),
     "mlp_rules_resident": (
         lambda: compile_program(with_memory(with_rules(digits_mlp()), data="resident"), examples=500),
@@ -184,6 +197,11 @@ def test_a_fused_kernel_lists_each_node_it_fuses() -> None:
     (relu3,) = [i for i in node(links, "relu3")["ir"]["step"] if step[i] == "relu"]
     (fused,) = [k for k in links["kernels"] if relu3 in k["ops"]]  # the dropout mask fused after the relu
     assert fused["nodes"] == ["relu3", "drop"]
+    _, links, guide = case("branches")
+    step = op_kinds(links, guide, "step")
+    (join,) = [i for i in node(links, "join")["ir"]["step"] if step[i] == "concat"]
+    parts = [k for k in links["kernels"] if join in k["ops"]]  # one kernel writes each part
+    assert len(parts) == 2 and all("join" in k["nodes"] for k in parts)
 
 
 @pytest.mark.parametrize("name", ["mlp_rules_resident", "mlp_loss_scaled", "cnn_float16_checkpointed"])

@@ -58,8 +58,8 @@ def links(compiled: Compiled, level: Level, features: frozenset[str]) -> dict[st
 
 
 def _numbered(fn: Function) -> list[tuple[int, Node]]:
-    """Each node of `fn` in canonical order with the number `to_text` gives it (`%n`; inputs have none,
-    and share their successor's)."""
+    """Each node of `fn` in canonical order with the number `to_text` gives it (`%n`); an input, which it
+    does not number, gets the next node's."""
     out, count = [], 0
     for node in fn.nodes():
         out.append((count, node))
@@ -92,18 +92,19 @@ def kernel_owners(
     schedule: Schedule, step: Function, found: Owners, output_owner: Callable[[str], str]
 ) -> list[frozenset[str]]:
     """The owners of each kernel of `schedule` (lowered from `step`): those of the IR nodes it computes.
-    Nodes several kernels compute (scalars of scalars each reader recomputes, as Adam's bias corrections)
-    count only for a kernel that computes nothing else. A kernel that computes no node copies a value:
-    into an output's buffer (the output's owner), or to make a view contiguous (the owners of what wrote,
-    or what the step's input names, the buffer it reads)."""
+    A scalar several kernels compute (each reader recomputes a scalar expression of scalars, as Adam's
+    bias corrections) counts only for a kernel that computes nothing else. A kernel that computes no node
+    copies a value: into an output's buffer (the output's owner), or to make a view contiguous (the
+    owners of what wrote, or what the step's input names, the buffer it reads)."""
     nodes, computes = step.nodes(), computed(schedule, step)
     times = Counter(p for positions in computes for p in positions)
+    inline = {p for p, count in times.items() if count > 1 and nodes[p].shape == ()}
     outputs = {b: name for name, b in schedule.outputs}
     inputs = {b: found.get(id(step.input(name)), frozenset()) for name, b in schedule.inputs}
     written: dict[int, frozenset[str]] = {}
     out = []
     for kernel, positions in zip(schedule.kernels, computes, strict=True):
-        alone = [p for p in positions if times[p] == 1] or positions
+        alone = [p for p in positions if p not in inline] or positions
         who = frozenset().union(*(found[id(nodes[p])] for p in alone))
         if not who and kernel.out.buffer in outputs:
             who = frozenset({output_owner(outputs[kernel.out.buffer])})
