@@ -35,6 +35,7 @@ const PYTHON = {
   link: "from scellis.app import read_link\nread_link(href)",
   palette: "from scellis.app import palette_json\npalette_json()",
   check: "from scellis.app import check_program\ncheck_program(program)",
+  examples: "from scellis.app import examples_json\nexamples_json()",
   run: `from scellis.app import open_run
 ${FILES_PY}await open_run(files, program, device_kind=device_kind, level=level, seed=seed, epochs=epochs,
                build=build, cap=cap, browser=browser, resume=resume)`,
@@ -124,6 +125,8 @@ class Engine {
       // the editor's op palette, and every problem of a program (JSON text) with its node and port
       palette: async () => JSON.parse(await this.python(PYTHON.palette)),
       check: async (program) => JSON.parse(await this.python(PYTHON.check, { program })),
+      // the example programs the editor opens: [{name, summary, program}]
+      examples: async () => JSON.parse(await this.python(PYTHON.examples)),
       forgetProbes: () => globalThis.scellisGpu?.forgetProbes(),
       openRun: (data, run) => this.openRun(data, run),
       advance: (id, steps) => this.run(id).advance(steps),

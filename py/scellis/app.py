@@ -7,10 +7,11 @@ from __future__ import annotations
 
 import inspect
 import json
+import time
 from typing import Any
 
 from scellis.datasets import from_files
-from scellis.examples import digits_mlp
+from scellis.examples import char_transformer, digits_cnn, digits_mlp
 from scellis.graph import ProgramError, palette
 from scellis.levels import parse_level
 from scellis.lower import Schedule
@@ -20,7 +21,7 @@ from scellis.pagerun import PageRun
 from scellis.pipeline import compile_program
 from scellis.plan.breakdown import CATEGORIES
 from scellis.plan.budget import GREEN_SHARE, Budget, Verdict
-from scellis.planning import ProgramPlan, judge, plan_program
+from scellis.planning import ProgramPlan, judge, plan_program, timeline
 from scellis.remedies import Advice, advise, apply, device_judge
 from scellis.runtime.device import Device
 from scellis.session import PlanRefused
@@ -71,9 +72,34 @@ def example_program() -> str:
     return json.dumps(digits_mlp())
 
 
+def examples_json() -> str:
+    """The example programs the editor opens, the page's own first: `[{"name", "summary", "program"}]` as
+    JSON, the summary being the builder's docstring, its first paragraph on one line."""
+    examples = []
+    for build in (digits_mlp, digits_cnn, char_transformer):
+        program = build()
+        summary = " ".join((build.__doc__ or "").split("\n\n")[0].split())
+        examples.append({"name": program["name"], "summary": summary, "program": program})
+    return json.dumps(examples)
+
+
 def palette_json() -> str:
     """The op catalog for the editor's palette (graph.catalog.palette), as JSON."""
     return json.dumps(palette())
+
+
+def guide_json(program: str, level: str, features: list[str]) -> str:
+    """The Guide of `program` (JSON text) at `level` on a device with `features`: every stage's artifact,
+    the links from each program node to its IR ops and kernels (pipeline.Compiled.guide_links), and the
+    training step's buffer lifetimes (planning.timeline); with the time compiling took."""
+    start = time.perf_counter()
+    parsed, held = parse_level(level), frozenset(features)
+    compiled = compile_program(json.loads(program))
+    guide = compiled.guide(parsed, held)
+    links = compiled.guide_links(parsed, held)
+    memory = timeline(compiled, plan_program(compiled, parsed, held))
+    elapsed = (time.perf_counter() - start) * 1000
+    return json.dumps({**guide, "links": links, "timeline": memory, "compile_ms": elapsed})
 
 
 def check_program(program: str) -> str:
