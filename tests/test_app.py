@@ -4,6 +4,7 @@ wasmtime."""
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import tempfile
 from collections.abc import Callable
@@ -18,6 +19,7 @@ from scellis.app import (
     capped,
     check_program,
     example_program,
+    guide_json,
     open_run,
     palette_json,
     plan_example,
@@ -207,3 +209,30 @@ def test_the_editor_gets_the_palette_and_every_problem_of_a_program() -> None:
         "port": None,
         "message": "must be at least 1, got -1",
     }
+
+
+def test_the_guide_of_the_page_program_links_nodes_and_shows_buffer_lifetimes() -> None:
+    guide = json.loads(guide_json(example_program(), "prod", []))
+    titles = [title for title, _ in guide["stages"]]
+    assert titles[:3] == ["program JSON", "typed IR", "backward IR"] and guide["level"] == "prod"
+    nodes = {node["id"]: node for node in guide["links"]["nodes"]}
+    assert {"hidden", "relu", "logits", "loop"} <= set(nodes)
+    assert all(0 <= k < len(guide["links"]["kernels"]) for n in nodes.values() for k in n["kernels"])
+    memory = guide["timeline"]
+    plan = plan_program(compile_program(digits_mlp()), Level.PROD, frozenset())
+    assert sum(memory["slots"]) == plan.functions[0].allocated and memory["kernels"] == plan.functions[0].kernels
+    assert memory["peak_live"] <= sum(memory["slots"])
+    for buffer in memory["buffers"]:
+        assert buffer["category"] in CATEGORIES
+        if buffer["first"] is None:  # an input or output of the step: it lives the whole step
+            assert buffer["name"] is not None and buffer["last"] is None
+        else:
+            assert 0 <= buffer["first"] <= buffer["last"] < memory["kernels"]
+    # buffers sharing an allocation never live at once
+    by_slot: dict[int, list[dict]] = {}
+    for buffer in memory["buffers"]:
+        by_slot.setdefault(buffer["slot"], []).append(buffer)
+    for shared in by_slot.values():
+        spans = sorted((b["first"], b["last"]) for b in shared if b["first"] is not None)
+        assert len(spans) == len(shared) or len(shared) == 1
+        assert all(a[1] < b[0] for a, b in itertools.pairwise(spans))

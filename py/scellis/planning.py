@@ -88,6 +88,35 @@ def plan_program(compiled: Compiled, level: Level, features: frozenset[str]) -> 
     return ProgramPlan(compiled.program.name, level, features, batch, tuple(functions), step_breakdown, totals)
 
 
+def timeline(compiled: Compiled, plan: ProgramPlan) -> dict[str, Any]:
+    """The training step's buffers over its kernels, for the Guide's memory stage: each buffer's bytes,
+    its allocation (slot), what it is for (breakdown.CATEGORIES) and the kernels it lives over (`first`
+    and `last`, both included; null for a function input or output, which lives the whole step). Buffers
+    no kernel uses have no slot and are left out."""
+    step = plan.functions[0]
+    schedule, level, features = step.schedule, plan.level, plan.features
+    memory = plan_memory(schedule)
+    kinds = categories(
+        schedule, compiled.step_for(level, features), compiled.forward.fn, compiled.backward_for(level, features)
+    )
+    buffers = []
+    for buffer, kind in zip(schedule.buffers, kinds, strict=True):
+        slot = memory.slot_of[buffer.id]
+        if slot < 0:
+            continue
+        span = memory.lifetimes[buffer.id]
+        first, last = (None, None) if span is None else span
+        entry = {"id": buffer.id, "name": buffer.name, "bytes": buffer.nbytes, "slot": slot, "category": kind}
+        buffers.append({**entry, "first": first, "last": last})
+    return {
+        "kernels": len(schedule.kernels),
+        "slots": list(memory.slot_bytes),
+        "peak_live": memory.peak_live,
+        "peak_kernel": memory.peak_kernel,
+        "buffers": buffers,
+    }
+
+
 def judge(plan: ProgramPlan, limits: DeviceLimits, budget: Budget) -> Verdict:
     """The plan's verdict on a device with `limits` and `budget` (thresholds: plan.budget)."""
     largest = max(f.largest for f in plan.functions)
