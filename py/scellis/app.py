@@ -11,7 +11,7 @@ import time
 from typing import Any
 
 from scellis.datasets import from_files
-from scellis.examples import digits_mlp
+from scellis.examples import char_transformer, digits_cnn, digits_mlp
 from scellis.graph import ProgramError, palette
 from scellis.levels import parse_level
 from scellis.lower import Schedule
@@ -70,6 +70,22 @@ class CappedDevice:
 def example_program() -> str:
     """The program the page starts with (and returns to on reset): the digits MLP, as JSON."""
     return json.dumps(digits_mlp())
+
+
+def examples_json() -> str:
+    """The example programs the editor opens, the page's own first: `[{"name", "summary", "program"}]` as
+    JSON, the summary being the builder's docstring, its first paragraph on one line."""
+    examples = []
+    for build in (digits_mlp, digits_cnn, char_transformer):
+        program = build()
+        summary = " ".join((build.__doc__ or "").split("\n\n")[0].split())
+        examples.append({"name": program["name"], "summary": summary, "program": program})
+    return json.dumps(examples)
+
+
+def palette_json() -> str:
+    """The op catalog for the editor's palette (graph.catalog.palette), as JSON."""
+    return json.dumps(palette())
 
 
 def guide_json(program: str, level: str, features: list[str]) -> str:
