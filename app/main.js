@@ -1,24 +1,41 @@
 // Entry module: the only one that runs code on import.
 
-import { boot, exampleGuide } from "./src/boot.js";
+import { boot } from "./src/boot.js";
+import { showBlocked } from "./src/editor/blocked.js";
+import { mountEditor } from "./src/editor/mount.jsx";
+import { sameProgram } from "./src/editor/program.js";
 import { errorText } from "./src/format.js";
-import { showError, showGuide, showOffline, showReady, showStage, showTrainPanel, stagesSeen } from "./src/page.js";
+import { Guide } from "./src/guide.js";
+import { showError, showOffline, showReady, showStage, showTrainPanel, stagesSeen } from "./src/page.js";
 import { capFromText } from "./src/plan.js";
 import { showCapError, showPlan, showPlanMessage, wirePlanControls } from "./src/planpanel.js";
 import { RunControl } from "./src/runcontrol.js";
 import { SharedRun } from "./src/sharedrun.js";
 import { applyRemedy, exampleProgram, forgetProbes, planProgram } from "./src/train.js";
 
+const EDITED = "edited"; // in `applied`: the program was changed in the editor
+
 // What the page will run: the program (JSON text: the example, or the example changed by the remedies
 // named in `applied`), the device kind, the level, the memory cap (bytes or null). Replaced, never
 // mutated, on every change; the plan shown is always of the latest one.
-function runController(engine, kind, example) {
-  let run = { kind, program: example, applied: [], level: "", cap: null };
+// The Guide (`guide`) follows the same program and level.
+// `editor` (mountEditor's, or null) shows every program the page runs and hands over its own after each
+// check (`edited`); while that program has problems (`blocked` says which), nothing is planned or trained.
+function runController(engine, kind, example, guide, editor) {
+  const start = editor?.program ?? example;
+  const edits = (applied) => [...applied.filter((name) => name !== EDITED), EDITED];
+  let run = { kind, program: start, applied: sameProgram(start, example) ? [] : [EDITED], level: "", cap: null };
+  let blocked = sameProgram(start, example) ? "" : "the program in the editor is being checked";
   let latest = 0;
   const replan = async () => {
+    guide.show(run.program, run.level);
     if (!run.level) return;
     latest += 1;
     const ticket = latest;
+    if (blocked) {
+      showPlanMessage("blocked", `No plan: ${blocked}.`);
+      return;
+    }
     showPlanMessage("planning", "Planning…");
     try {
       const plan = await planProgram(engine, run);
@@ -33,6 +50,7 @@ function runController(engine, kind, example) {
     try {
       const program = await applyRemedy(engine, run.program, remedy.change);
       run = { ...run, program, applied: [...run.applied, remedy.name] };
+      editor?.setProgram(program, `the remedy ${remedy.name}`);
     } catch (error) {
       console.error(error);
       showPlanMessage("error", `Applying ${remedy.name} failed: ${errorText(error)}`);
@@ -42,11 +60,23 @@ function runController(engine, kind, example) {
   };
   const update = (change) => {
     run = { ...run, ...change };
+    showBlocked(blocked, run.level);
     replan();
   };
   // Another program (JSON text): a share link's; `name` says where it came from.
   const load = (program, name) => {
     run = { ...run, program, applied: [name] };
+    editor?.setProgram(program, name);
+    replan();
+  };
+  // The editor's program after its check: the program to run when `ok`, else `why` nothing runs.
+  const edited = (program, ok, why) => {
+    const was = blocked;
+    blocked = ok ? "" : why;
+    showBlocked(blocked, run.level);
+    if (ok && !sameProgram(program, run.program)) {
+      run = { ...run, program, applied: sameProgram(program, example) ? [] : edits(run.applied) };
+    } else if (blocked === was) return;
     replan();
   };
   wirePlanControls({
@@ -56,22 +86,43 @@ function runController(engine, kind, example) {
       showCapError(parsed.error ?? "");
       if (!parsed.error) update({ cap: parsed.cap });
     },
-    onReset: () => update({ program: example, applied: [] }),
+    onReset: () => {
+      editor?.setProgram(example, "the page's example");
+      update({ program: example, applied: [] });
+    },
     onMeasure: async () => {
       await forgetProbes(engine); // the next plan probes the device again
       replan();
     },
   });
-  return { setLevel: (level) => update({ level }), current: () => run, load };
+  return { setLevel: (level) => update({ level }), current: () => run, load, edited };
 }
 
-// The train card with its memory plan panel and run panel, once the example program is here; then, when
-// the address carries a share link, its card.
+// The graph editor in its card, once it has the engine's catalog; null (the card saying why) when it
+// cannot start: the page then trains the example.
+async function openEditor(engine, example, onProgram) {
+  const root = document.getElementById("editor-root");
+  document.getElementById("editor").hidden = false;
+  try {
+    return await mountEditor(root, { engine, example, onProgram });
+  } catch (error) {
+    console.error(error);
+    root.textContent = `The editor could not start: ${errorText(error)}`;
+    return null;
+  }
+}
+
+// The editor, and the train card with its memory plan panel and run panel, once the example program is
+// here; then, when the address carries a share link, its card.
 async function showRun(session) {
   const example = await exampleProgram(session.engine);
   const { selected, levels } = session.report;
   const kind = selected.device.kind;
-  const controller = runController(session.engine, kind, example);
+  const guide = new Guide(session.engine, selected.device.features);
+  guide.show(example, "");
+  let controller = null; // set before the editor's first check answers (that waits for a timer)
+  const editor = await openEditor(session.engine, example, (...checked) => controller.edited(...checked));
+  controller = runController(session.engine, kind, example, guide, editor);
   const runs = new RunControl(session.engine, controller);
   runs.wire();
   showTrainPanel(selected, levels, {
@@ -105,7 +156,6 @@ boot(showStage)
     showReady(session, readyMs);
     return Promise.all([
       showRun(session),
-      exampleGuide(session.engine).then(showGuide),
       enableOffline(session.buildText)
         .catch((error) => `not available (${error.message})`)
         .then(showOffline),

@@ -8,9 +8,6 @@ from pathlib import Path
 from appdriver import LoadedApp, open_app
 
 from scellis.assets import WASM_NAME, read_asset
-from scellis.examples import digits_mlp
-from scellis.levels import Level
-from scellis.pipeline import STAGE_TITLES, compile_program
 from scellis.runtime.cpu import CpuPath
 from scellis.runtime.devices import CPU_BANNER
 from scellis.runtime.selfcheck import first_kernels
@@ -82,16 +79,3 @@ def test_banner_links_to_honest_limits(loaded: LoadedApp, base_url: str) -> None
     assert page.locator("h1").inner_text() == "Honest limits"
     assert "4 GiB" in page.inner_text("#cpu-path")
     page.close()
-
-
-def test_guide_shows_the_example_programs_ir(loaded: LoadedApp) -> None:
-    """The compiler packages import and run in Pyodide: the example's stages appear as text."""
-    loaded.page.wait_for_selector("#guide[data-ready=yes]", timeout=120_000)
-    titles = loaded.page.locator("#guide details summary").all_inner_texts()
-    assert titles == list(STAGE_TITLES)
-    typed_ir = loaded.page.locator("#guide details[data-stage='typed IR'] pre").inner_text()
-    assert typed_ir.startswith("func digits-mlp.train(\n    %pixels: f32[64,64] data,\n    %digit: i32[64] label,")
-    assert "matmul(%pixels, %hidden.weight) : f32[64,128]" in typed_ir
-    assert loaded.page.evaluate("() => document.getElementById('guide-summary').textContent").endswith(
-        f"kernels shown for level prod. Training-step key {compile_program(digits_mlp()).key(Level.PROD)}."
-    )

@@ -25,6 +25,7 @@ import * as plan from "{SRC}/plan.js";
 import * as objects from "{SRC}/store.js";
 import * as runs from "{SRC}/runmodel.js";
 import * as rpc from "{SRC}/rpc.js";
+import * as guide from "{SRC}/guidemodel.js";
 const storage = () => {{
   const items = new Map();
   return {{ items, getItem: (k) => (items.has(k) ? items.get(k) : null), setItem: (k, v) => items.set(k, String(v)),
@@ -411,3 +412,87 @@ port2.close();
     assert out["shout"] == "ok" and out["heard"] == ["HI"]
     assert out["closed"] == "the worker went away"
     assert out["storage"] == {"a": None, "b": "2", "changes": [["b", "2"], ["a", None]]}
+
+
+LINKS = {
+    "texts": {
+        "forward": {"first_op_line": 8, "stage": 1},
+        "backward": {"first_op_line": 8, "stage": 2},
+        "optimizer": {"first_op_line": 17, "stage": 3},
+        "step": {"first_op_line": 17, "stage": 3},
+    },
+    "nodes": [
+        {
+            "id": "hidden",
+            "op": "linear",
+            "ir": {"forward": [0, 1], "backward": [5], "optimizer": [9, 2]},
+            "kernels": [0, 2],
+        },
+        {"id": "relu", "op": "relu", "ir": {"forward": [2], "backward": [], "optimizer": []}, "kernels": [2]},
+    ],
+    "kernels": [
+        {
+            "index": 0,
+            "label": "matmul",
+            "kind": "matmul",
+            "dispatch": [2, 1, 1],
+            "bindings": [0, 3],
+            "cpu": ["sc_matmul"],
+            "nodes": ["hidden"],
+            "ops": [0, 1],
+            "wgsl": "...",
+        },
+        {
+            "index": 1,
+            "label": "copy",
+            "kind": "copy",
+            "dispatch": [1, 1, 1],
+            "bindings": [4],
+            "cpu": [],
+            "nodes": ["loop"],
+            "ops": [7],
+            "wgsl": "...",
+        },
+        {
+            "index": 2,
+            "label": "elementwise",
+            "kind": "elementwise",
+            "dispatch": [32, 1, 1],
+            "bindings": [3, 5],
+            "cpu": ["sc_cpu_tape"],
+            "nodes": ["hidden", "relu"],
+            "ops": [2, 3],
+            "wgsl": "...",
+        },
+    ],
+}
+
+
+def test_the_guide_links_nodes_to_lines_kernels_and_bars() -> None:
+    out = run_js(
+        f"""
+const links = {json.dumps(LINKS)};
+out.lines = guide.nodeLines(links, "hidden");
+out.none = guide.nodeLines(links, "absent");
+out.kernels = guide.kernelsOf(links, "hidden");
+out.kernelLines = guide.kernelLines(links, 2);
+out.summaries = [guide.kernelSummary(links.kernels[0]), guide.kernelSummary(links.kernels[1])];
+out.bars = guide.timelineBars({{ kernels: 10, slots: [64, 32], buffers: [
+  {{ id: 0, name: "x", bytes: 64, slot: 0, category: "batch inputs", first: null, last: null }},
+  {{ id: 5, name: null, bytes: 32, slot: 1, category: "activations", first: 3, last: 3 }},
+  {{ id: 6, name: null, bytes: 32, slot: 1, category: "gradients", first: 4, last: 9 }},
+] }}).map((b) => [b.row, b.x, b.width, b.whole]);
+"""
+    )
+    assert out["lines"] == {"1": [8, 9], "2": [13], "3": [19, 26]}
+    assert out["none"] == {}
+    assert out["kernels"] == [
+        {"index": 0, "label": "matmul", "others": []},
+        {"index": 2, "label": "elementwise", "others": ["relu"]},
+    ]
+    assert out["kernelLines"] == {"3": [19, 20]}
+    assert out["summaries"] == [
+        "k0: matmul (matmul), workgroups (2, 1, 1), bindings [0, 3]; CPU path: sc_matmul",
+        "k1: copy (copy), workgroups (1, 1, 1), bindings [4]; CPU path: nothing (a copy on the host)",
+    ]
+    assert out["bars"] == [[0, 0, 10, True], [1, 3, 1, False], [1, 4, 6, False]]

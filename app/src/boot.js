@@ -9,11 +9,6 @@ async function fetchText(url) {
   return response.text();
 }
 
-// Compiles the example program in the engine and returns every stage's artifact.
-export function exampleGuide(engine) {
-  return engine.call("guide");
-}
-
 export async function boot(onStage) {
   const base = new URL(".", location.href);
   onStage(0, "Reading the build manifest…");

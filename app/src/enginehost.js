@@ -15,17 +15,6 @@ from scellis.runtime.report import environment_report
 json.dumps(await environment_report(check=True))
 `;
 
-const GUIDE_PY = `
-import json, time
-from scellis.examples import digits_mlp
-from scellis.levels import Level
-from scellis.pipeline import compile_program
-start = time.perf_counter()
-guide = compile_program(digits_mlp()).guide(Level.PROD)
-guide["compile_ms"] = (time.perf_counter() - start) * 1000
-json.dumps(guide)
-`;
-
 const FILES_PY = "files = {name: bytes(data) for name, data in js_files.to_py().items()}\n";
 
 const PYTHON = {
@@ -35,6 +24,7 @@ const PYTHON = {
   link: "from scellis.app import read_link\nread_link(href)",
   palette: "from scellis.app import palette_json\npalette_json()",
   check: "from scellis.app import check_program\ncheck_program(program)",
+  guide: "from scellis.app import guide_json\nguide_json(program, level, features)",
   examples: "from scellis.app import examples_json\nexamples_json()",
   run: `from scellis.app import open_run
 ${FILES_PY}await open_run(files, program, device_kind=device_kind, level=level, seed=seed, epochs=epochs,
@@ -114,7 +104,8 @@ class Engine {
   handlers() {
     return {
       boot: (buildText, storage) => this.boot(buildText, storage),
-      guide: async () => JSON.parse(await this.python(GUIDE_PY)),
+      // the Guide of a program (JSON text): stages, links from nodes to IR ops and kernels, buffer lifetimes
+      guide: async (program, level, features) => JSON.parse(await this.python(PYTHON.guide, { program, level, features })),
       example: () => this.python(PYTHON.example),
       plan: async (data, run) => {
         await this.prepareDevice(run.kind, false);

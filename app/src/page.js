@@ -47,29 +47,6 @@ export function showReady({ build, report }, readyMs) {
   document.body.dataset.state = build.engine_version === report.engine_version ? "ready" : "error";
 }
 
-export function showGuide(guide) {
-  document.getElementById("guide-name").textContent = guide.name;
-  document.getElementById("guide-summary").textContent =
-    `Compiled in this page in ${guide.compile_ms.toFixed(0)} ms; kernels shown for level ${guide.level}. ` +
-    `Training-step key ${guide.key}.`;
-  const stages = document.getElementById("guide-stages");
-  stages.replaceChildren();
-  guide.stages.forEach(([title, text], index) => {
-    const details = document.createElement("details");
-    details.open = index === 1; // the typed IR
-    details.dataset.stage = title;
-    const summary = document.createElement("summary");
-    summary.textContent = title;
-    const pre = document.createElement("pre");
-    pre.textContent = text;
-    details.append(summary, pre);
-    stages.append(details);
-  });
-  const section = document.getElementById("guide");
-  section.hidden = false;
-  section.dataset.ready = "yes";
-}
-
 // The level has no default: planning and training start only once one is chosen, and its promise is
 // shown. `onLevel(level)` runs on each choice; `onTrain(level, epochs)` on the button.
 export function showTrainPanel(selected, promises, { onLevel, onTrain }) {
