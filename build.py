@@ -40,6 +40,8 @@ PYODIDE_FILES = [
     "pyodide-lock.json",
 ]
 APP_STATIC = ["index.html", "limits.html", "correctness.html", "style.css"]
+# What esbuild writes from the entries: main.css is the CSS main.js imports (React Flow's, the editor's).
+APP_BUNDLES = ["main.js", "main.css", "engine_worker.js", "correctness_page.js", "sw.js"]
 SETUP_HINT = "run `scripts/setup` (it installs everything the build needs)"
 
 sys.path.insert(0, str(ROOT / "py"))
@@ -202,6 +204,9 @@ def build_app() -> None:
             "--bundle",
             "--format=esm",
             "--target=es2022",
+            # the editor (app/src/editor/*.jsx) is React: JSX to react/jsx-runtime calls, React's production build
+            "--jsx=automatic",
+            '--define:process.env.NODE_ENV="production"',
             "--minify",
             "--legal-comments=none",
             f"--outdir={DIST}",
@@ -335,10 +340,7 @@ def steps(tools: dict[str, str]) -> list[Step]:
         Step(
             "app",
             lambda: [*files_under(ROOT / "app"), ROOT / "package-lock.json", WASM_OUT],
-            lambda: [
-                DIST / n
-                for n in ("main.js", "engine_worker.js", "correctness_page.js", "sw.js", WASM_OUT.name, *APP_STATIC)
-            ],
+            lambda: [DIST / n for n in (*APP_BUNDLES, WASM_OUT.name, *APP_STATIC)],
             build_app,
             f"esbuild {tools['esbuild']}",
         ),

@@ -13,7 +13,7 @@ import { RunControl } from "./src/runcontrol.js";
 import { SharedRun } from "./src/sharedrun.js";
 import { applyRemedy, exampleProgram, forgetProbes, planProgram } from "./src/train.js";
 
-const EDITED = "edited"; // in `applied`: the program was changed in the editor
+const EDITED = "edited"; // `applied` of a program changed in the editor (remedies included)
 
 // What the page will run: the program (JSON text: the example, or the example changed by the remedies
 // named in `applied`), the device kind, the level, the memory cap (bytes or null). Replaced, never
@@ -23,7 +23,6 @@ const EDITED = "edited"; // in `applied`: the program was changed in the editor
 // check (`edited`); while that program has problems (`blocked` says which), nothing is planned or trained.
 function runController(engine, kind, example, guide, editor) {
   const start = editor?.program ?? example;
-  const edits = (applied) => [...applied.filter((name) => name !== EDITED), EDITED];
   let run = { kind, program: start, applied: sameProgram(start, example) ? [] : [EDITED], level: "", cap: null };
   let blocked = sameProgram(start, example) ? "" : "the program in the editor is being checked";
   let latest = 0;
@@ -75,7 +74,7 @@ function runController(engine, kind, example, guide, editor) {
     blocked = ok ? "" : why;
     showBlocked(blocked, run.level);
     if (ok && !sameProgram(program, run.program)) {
-      run = { ...run, program, applied: sameProgram(program, example) ? [] : edits(run.applied) };
+      run = { ...run, program, applied: sameProgram(program, example) ? [] : [EDITED] }; // remedies included
     } else if (blocked === was) return;
     replan();
   };
