@@ -7,7 +7,7 @@ import { fieldKind, parseField, rangeText, unsetText, valueText } from "./params
 
 // A text field whose text is the value's until edited; re-created when the value changes elsewhere
 // (undo, a remedy), so it never shows a stale text.
-function TextField({ id, kind, value, placeholder, invalid, describedBy, onCommit }) {
+function TextField({ id, kind, value, placeholder, required, invalid, describedBy, onCommit }) {
   const text = valueText(value);
   const commit = (event) => onCommit(parseField(kind, event.target.value)); // the editor skips no-ops
   const onKeyDown = (event) => {
@@ -28,6 +28,7 @@ function TextField({ id, kind, value, placeholder, invalid, describedBy, onCommi
       spellCheck="false"
       autoComplete="off"
       aria-invalid={invalid}
+      aria-required={required}
       aria-describedby={describedBy}
       onBlur={commit}
       onKeyDown={onKeyDown}
@@ -35,10 +36,10 @@ function TextField({ id, kind, value, placeholder, invalid, describedBy, onCommi
   );
 }
 
-function Control({ id, param, value, invalid, describedBy, onCommit }) {
+function Control({ id, param, value, required, invalid, describedBy, onCommit }) {
   const kind = fieldKind(param);
   const shown = value === undefined ? param.default : value;
-  const common = { id, "aria-invalid": invalid, "aria-describedby": describedBy };
+  const common = { id, "aria-invalid": invalid, "aria-describedby": describedBy, "aria-required": required };
   if (kind === "checkbox") {
     return <input type="checkbox" {...common} checked={shown === true} onChange={(e) => onCommit(e.target.checked)} />;
   }
@@ -57,6 +58,7 @@ function Control({ id, param, value, invalid, describedBy, onCommit }) {
   return (
     <TextField
       id={id}
+      required={required}
       kind={param.kind}
       value={value}
       placeholder={unsetText(param)}
@@ -72,15 +74,15 @@ function Control({ id, param, value, invalid, describedBy, onCommit }) {
 export function ParamField({ param, value, issues, onCommit }) {
   const id = useId();
   const range = rangeText(param);
-  const help = [param.doc, range, "default" in param ? unsetText(param) : ""].filter(Boolean).join("; ");
+  const required = !("default" in param) && param.kind !== "json";
+  const help = [param.doc, range, param.kind === "json" ? "" : unsetText(param)].filter(Boolean).join("; ");
   const describedBy = [help && `${id}-help`, issues.length && `${id}-error`].filter(Boolean).join(" ") || undefined;
   return (
     <div className={`editor-field${issues.length ? " invalid" : ""}`} data-param={param.name}>
       <label htmlFor={id}>
         {param.name}
-        {"default" in param || param.kind === "json" ? "" : <span className="field-required"> (required)</span>}
       </label>
-      <Control id={id} param={param} value={value} invalid={issues.length > 0} describedBy={describedBy} onCommit={onCommit} />
+      <Control id={id} param={param} value={value} required={required} invalid={issues.length > 0} describedBy={describedBy} onCommit={onCommit} />
       {help && (
         <p id={`${id}-help`} className="field-help">
           {help}
