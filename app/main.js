@@ -15,7 +15,7 @@ import { applyRemedy, exampleProgram, forgetProbes, planProgram } from "./src/tr
 
 const EDITED = "edited"; // `applied` of a program changed in the editor (remedies included)
 
-// What the page will run: the program (JSON text: the example, or the example changed by the remedies
+// What the page will run: the program (JSON text: the example, or the editor's, changed by the remedies
 // named in `applied`), the device kind, the level, the memory cap (bytes or null). Replaced, never
 // mutated, on every change; the plan shown is always of the latest one.
 // The Guide (`guide`) follows the same program and level.

@@ -2,9 +2,11 @@
 end trains on the CPU path): the digits MLP opens with a palette from the engine's catalog; a node from
 the palette is added and wired; a bad parameter is marked on its node, blocks the plan and the train button
 (which says why) and clears once fixed, and the plan follows the program's width; undo and redo, copy and
-paste, delete, an edge deleted by keyboard; a remedy from the plan panel flows into the editor; the program
-is exported, another opened, the export imported again (a broken file named by line and column); the edited
-program trains; a reload finds it again. Screenshots of the editor go to e2e/artifacts/."""
+paste, delete, an edge deleted by keyboard, fit; a remedy from the plan panel flows into the editor; the
+program is exported, another example opened, the export imported again from the file picker and by a drop
+(a palette op dropped lands too; a broken file is named by line and column); the edited program trains and
+its manifest pins it; a reload finds it again; a narrow window stacks the layout. Screenshots of the editor
+go to e2e/artifacts/."""
 
 from __future__ import annotations
 
@@ -246,6 +248,27 @@ def test_a_remedy_flows_into_the_editor(loaded: LoadedApp) -> None:
     page.wait_for_selector("#plan[data-state=shown][data-verdict=green]", timeout=PLAN_TIMEOUT_MS)
 
 
+OP_DRAG_TYPE = "application/x-scellis-op"  # what a palette drag carries (Palette.jsx)
+
+
+def drop(page: Page, item: dict, at: tuple[float, float] = (0.5, 0.5)) -> None:
+    """A drop on the canvas at a fraction of its box: a palette op ({type, data}) or a file ({name, data})."""
+    box = page.locator(".editor-canvas").bounding_box()
+    assert box
+    where = {"clientX": box["x"] + box["width"] * at[0], "clientY": box["y"] + box["height"] * at[1]}
+    carried = page.evaluate_handle(
+        """(item) => {
+          const data = new DataTransfer();
+          if (item.name) data.items.add(new File([item.data], item.name, { type: "application/json" }));
+          else data.setData(item.type, item.data);
+          return data;
+        }""",
+        item,
+    )
+    page.dispatch_event(".editor-canvas", "dragover", {"dataTransfer": carried, **where})
+    page.dispatch_event(".editor-canvas", "drop", {"dataTransfer": carried, **where})
+
+
 def test_export_and_import(loaded: LoadedApp, tmp_path: Path) -> None:
     page = loaded.page
     with page.expect_download() as download:
@@ -267,6 +290,13 @@ def test_export_and_import(loaded: LoadedApp, tmp_path: Path) -> None:
     node(page, "tanh1").wait_for()
     assert node(page, "conv1").count() == 0 and problems(page, 0) == []
     assert page.inner_text(".editor-notice") == "Opened digits-mlp.json."
+    page.get_by_role("button", name="Open", exact=True).click()  # the CNN again; then things dropped on it
+    node(page, "conv1").wait_for()
+    drop(page, {"type": OP_DRAG_TYPE, "data": "relu"}, at=(0.5, 0.2))
+    node(page, "relu3").wait_for()  # relu1 and relu2 are the CNN's
+    drop(page, {"name": "dropped.json", "data": exported.read_text()})
+    node(page, "tanh1").wait_for()
+    assert node(page, "conv1").count() == 0 and page.inner_text(".editor-notice") == "Opened dropped.json."
     broken = tmp_path / "broken.json"
     broken.write_text('{\n  "nodes": [,]\n}\n')
     page.set_input_files(".editor-toolbar input[type=file]", str(broken))

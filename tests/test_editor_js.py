@@ -229,6 +229,8 @@ out.values = input.cases.map(([kind, text]) => params.parseField(kind, text) ?? 
 out.texts = [[1, 8, 8], { kind: "adam", lr: 0.003 }, ["a", "b"], undefined, null].map(params.valueText);
 const unset = [{ kind: "int" }, { kind: "pair", default: null }, { kind: "pair", default: 1 }, { kind: "json" }];
 out.unset = unset.map(params.unsetText);
+const marked = [{ kind: "int" }, { kind: "int", default: 1 }, { kind: "json" }, { kind: "str", optional: true }];
+out.required = marked.map(params.isRequired);
 out.range = [{ low: 1 }, { low: 0, high: 1 }, { high: 2 }, {}].map(params.rangeText);
 """,
         cases=cases,
@@ -238,6 +240,7 @@ out.range = [{ low: 1 }, { low: 0, high: 1 }, { high: 2 }, {}].map(params.rangeT
     ]
     assert out["texts"] == ["[1, 8, 8]", '{"kind": "adam", "lr": 0.003}', '["a", "b"]', "", "null"]
     assert out["unset"] == ["required", "default: none", "default: 1", "not set"]
+    assert out["required"] == [True, False, False, False]
     assert out["range"] == ["at least 1", "from 0 to 1", "at most 2", ""]
     program = copy.deepcopy(EXAMPLES["digits_mlp"])
     program["nodes"][2]["params"]["features"] = "abc"  # kept as typed: the engine says what is wrong

@@ -64,7 +64,10 @@ export function Canvas({ doc, ops, selected, marks, act }) {
     () => viewNodes(doc.graph, ops, { selected: selected.nodes, measured, dragging }, marks),
     [doc.graph, ops, selected.nodes, measured, dragging, marks],
   );
-  const edges = useMemo(() => viewEdges(doc.graph, ops, selected.edges, marks), [doc.graph, ops, selected.edges, marks]);
+  const edges = useMemo(
+    () => viewEdges(doc.graph, ops, selected.edges, marks),
+    [doc.graph, ops, selected.edges, marks],
+  );
   return (
     <div className="editor-canvas" onDragOver={drop.onDragOver} onDrop={drop.onDrop}>
       <ReactFlow

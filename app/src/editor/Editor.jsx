@@ -21,6 +21,14 @@ import { Notice, Problems, Toolbar } from "./Toolbar.jsx";
 import { problems } from "./view.js";
 
 const NO_MARKS = { nodes: new Map(), edges: new Map(), program: [] };
+// keys.js's commands that edit (fit moves the view only)
+const COMMANDS = {
+  undo: edit.undoEdit,
+  redo: edit.redoEdit,
+  copy: edit.copySelected,
+  paste: edit.pasteClipboard,
+  delete: edit.deleteSelected,
+};
 
 // The latest check of the document: {doc, issues} once its answer is in. `onChecked(text, issues)`.
 function useChecks(check, doc, text, onChecked) {
@@ -72,10 +80,7 @@ function useActions(setState, ops, root, examples, example) {
     return { x: at.x - NODE_SIZE.width / 2, y: at.y - NODE_SIZE.height / 2 };
   };
   const open = (text, how) => update(edit.openText, text, how);
-  const run = (command) => {
-    if (command === "fit") flow.fitView(FIT);
-    else update({ undo: edit.undoEdit, redo: edit.redoEdit, copy: edit.copySelected, paste: edit.pasteClipboard, delete: edit.deleteSelected }[command]);
-  };
+  const run = (command) => (command === "fit" ? flow.fitView(FIT) : update(COMMANDS[command]));
   return {
     run,
     add: (name, at = middle()) => update(edit.addOp, ops.get(name), at),
@@ -134,8 +139,23 @@ function EditorBody({ catalog, ops, examples, example, initial, notice, storage,
   };
   const onExport = () => download(fileName(doc.rest.name), text);
   return (
-    <div className="editor" ref={root} tabIndex={-1} onKeyDown={onKeyDown} onPointerDownCapture={onPointerDown} data-checked={checked.doc === doc ? "yes" : "no"}>
-      <Toolbar run={act.run} can={can} examples={examples} onExample={act.example} onReset={act.reset} onExport={onExport} onFile={act.importFile} />
+    <div
+      className="editor"
+      ref={root}
+      tabIndex={-1}
+      onKeyDown={onKeyDown}
+      onPointerDownCapture={onPointerDown}
+      data-checked={checked.doc === doc ? "yes" : "no"}
+    >
+      <Toolbar
+        run={act.run}
+        can={can}
+        examples={examples}
+        onExample={act.example}
+        onReset={act.reset}
+        onExport={onExport}
+        onFile={act.importFile}
+      />
       <Notice notice={state.notice} />
       <div className="editor-main">
         <Palette groups={groups} onAdd={(name) => act.add(name)} />

@@ -3,7 +3,7 @@
 // keeps what is typed until Enter or leaving it; then the value goes to the editor, which records it.
 
 import { useId } from "react";
-import { fieldKind, parseField, rangeText, unsetText, valueText } from "./params.js";
+import { fieldKind, isRequired, parseField, rangeText, unsetText, valueText } from "./params.js";
 
 // A text field whose text is the value's until edited; re-created when the value changes elsewhere
 // (undo, a remedy), so it never shows a stale text.
@@ -44,9 +44,10 @@ function Control({ id, param, value, required, invalid, describedBy, onCommit })
     return <input type="checkbox" {...common} checked={shown === true} onChange={(e) => onCommit(e.target.checked)} />;
   }
   if (kind === "select") {
-    const choices = param.choices.includes(shown) ? param.choices : [...param.choices, shown];
+    const choices = param.choices.includes(shown) ? param.choices : [...param.choices, shown]; // a bad value shows
+    const chosen = (event) => onCommit(choices.find((c) => valueText(c) === event.target.value));
     return (
-      <select {...common} value={valueText(shown)} onChange={(e) => onCommit(choices.find((c) => valueText(c) === e.target.value))}>
+      <select {...common} value={valueText(shown)} onChange={chosen}>
         {choices.map((choice) => (
           <option key={valueText(choice)} value={valueText(choice)}>
             {valueText(choice) || "(none)"}
@@ -74,15 +75,23 @@ function Control({ id, param, value, required, invalid, describedBy, onCommit })
 export function ParamField({ param, value, issues, onCommit }) {
   const id = useId();
   const range = rangeText(param);
-  const required = !("default" in param) && param.kind !== "json";
-  const help = [param.doc, range, param.kind === "json" ? "" : unsetText(param)].filter(Boolean).join("; ");
+  const required = isRequired(param);
+  const help = [param.doc, range, required || "default" in param ? unsetText(param) : ""].filter(Boolean).join("; ");
   const describedBy = [help && `${id}-help`, issues.length && `${id}-error`].filter(Boolean).join(" ") || undefined;
   return (
     <div className={`editor-field${issues.length ? " invalid" : ""}`} data-param={param.name}>
       <label htmlFor={id}>
         {param.name}
       </label>
-      <Control id={id} param={param} value={value} required={required} invalid={issues.length > 0} describedBy={describedBy} onCommit={onCommit} />
+      <Control
+        id={id}
+        param={param}
+        value={value}
+        required={required}
+        invalid={issues.length > 0}
+        describedBy={describedBy}
+        onCommit={onCommit}
+      />
       {help && (
         <p id={`${id}-help`} className="field-help">
           {help}

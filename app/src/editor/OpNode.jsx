@@ -9,7 +9,8 @@ const along = (i, n) => `${((i + 1) / (n + 1)) * 100}%`;
 
 function InputPort({ port, i, n }) {
   const wrong = port.issues.length > 0;
-  const title = `input ${port.name} (${port.kind}${port.multiple ? ", takes several edges" : ""})${wrong ? `: ${port.issues.join("; ")}` : ""}`;
+  const kind = `${port.kind}${port.multiple ? ", takes several edges" : ""}`;
+  const title = `input ${port.name} (${kind})${wrong ? `: ${port.issues.join("; ")}` : ""}`;
   return (
     <Handle
       type="target"
@@ -32,7 +33,10 @@ export function OpNode({ data }) {
       {face.inputs.map((port, i) => (
         <InputPort key={port.name} port={port} i={i} n={n} />
       ))}
-      <div className={`op-node${problems ? " has-issues" : ""}${face.known ? "" : " unknown-op"}`} data-issues={problems}>
+      <div
+        className={`op-node${problems ? " has-issues" : ""}${face.known ? "" : " unknown-op"}`}
+        data-issues={problems}
+      >
         <div className="op-port-names" aria-hidden="true">
           {face.inputs.map((port, i) => (
             <span key={port.name} className={`kind-${port.kind}`} style={{ left: along(i, n) }}>

@@ -14,7 +14,7 @@ const PROGRAM_FIELDS = [
   { name: "loop", kind: "json", doc: 'the loop program, e.g. {"epochs": 20, "batch_size": 64}' },
   { name: "memory", kind: "json", doc: "memory settings (optional)" },
 ];
-const LABEL = { name: "label", kind: "str", doc: "text kept with the node for people; the engine ignores it", default: null };
+const LABEL = { name: "label", kind: "str", optional: true, doc: "a note kept with the node; the engine ignores it" };
 
 const messagesFor = (issues, test) => issues.filter(test).map((at) => at.message);
 
@@ -45,7 +45,11 @@ function PortRow({ node, port, graph, act }) {
       {into.map((edge) => (
         <span key={edge.id} className="port-source">
           from <code>{edge.source}</code>{" "}
-          <button type="button" onClick={() => act.disconnect([edge.id])} aria-label={`Disconnect ${edge.source} from ${node.id}.${port.name}`}>
+          <button
+            type="button"
+            onClick={() => act.disconnect([edge.id])}
+            aria-label={`Disconnect ${edge.source} from ${node.id}.${port.name}`}
+          >
             ×
           </button>
         </span>
@@ -68,7 +72,8 @@ function NodePanel({ node, spec, graph, issues, act }) {
   const params = node.data.params;
   const known = spec ? spec.params : [];
   const extra = Object.keys(params).filter((name) => !known.some((p) => p.name === name));
-  const fields = [...known, ...extra.map((name) => ({ name, kind: "json", doc: `not a parameter of ${node.data.op}` }))];
+  const unknown = (name) => ({ name, kind: "json", doc: `not a parameter of ${node.data.op}` });
+  const fields = [...known, ...extra.map(unknown)];
   const elsewhere = issues.filter((at) => at.param === null).map(issueText);
   return (
     <>
@@ -86,7 +91,13 @@ function NodePanel({ node, spec, graph, issues, act }) {
           onCommit={(value) => act.param(node.id, param.name, value)}
         />
       ))}
-      <ParamField key={`${node.id}.label`} param={LABEL} value={node.data.label} issues={[]} onCommit={(value) => act.label(node.id, value)} />
+      <ParamField
+        key={`${node.id}.label`}
+        param={LABEL}
+        value={node.data.label}
+        issues={[]}
+        onCommit={(value) => act.label(node.id, value)}
+      />
       {spec && spec.inputs.length > 0 && (
         <>
           <h4>Inputs</h4>

@@ -7,7 +7,13 @@ import { SHORTCUTS } from "./keys.js";
 function Command({ name, label, onClick, disabled = false }) {
   const shortcut = SHORTCUTS[name];
   return (
-    <button type="button" onClick={onClick} disabled={disabled} title={`${label} (${shortcut.words})`} aria-keyshortcuts={shortcut.keys}>
+    <button
+      type="button"
+      onClick={onClick}
+      disabled={disabled}
+      title={`${label} (${shortcut.words})`}
+      aria-keyshortcuts={shortcut.keys}
+    >
       {label}
     </button>
   );
@@ -89,13 +95,13 @@ export function Notice({ notice }) {
 export function Problems({ list, checking, onShow }) {
   const id = useId();
   const count = list.length;
+  const waiting = count > 1 ? `${count} problems: the memory plan and training wait until they are fixed.` : "";
+  const one = "1 problem: the memory plan and training wait until it is fixed.";
   const status = checking
     ? "Checking the program…"
-    : count
-      ? `${count} problem${count > 1 ? "s" : ""}: the memory plan and training wait until ${count > 1 ? "they are" : "it is"} fixed.`
-      : "No problems: the memory plan and training use this program.";
+    : waiting || (count ? one : "No problems: the memory plan and training use this program.");
   return (
-    <section className="editor-problems" aria-labelledby={id} data-count={count} data-checking={checking ? "yes" : "no"}>
+    <section className="editor-problems" aria-labelledby={id} data-count={count}>
       <h3 id={id}>Problems</h3>
       <p aria-live="polite">{status}</p>
       {count > 0 && (

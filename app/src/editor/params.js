@@ -17,12 +17,14 @@ export function fieldKind(param) {
 export function valueText(value) {
   if (value === undefined) return "";
   if (typeof value === "string") return value;
-  if (Array.isArray(value)) return `[${value.map((v) => (typeof v === "string" ? JSON.stringify(v) : valueText(v))).join(", ")}]`;
-  if (value !== null && typeof value === "object") {
-    const entries = Object.entries(value).map(([k, v]) => `${JSON.stringify(k)}: ${typeof v === "string" ? JSON.stringify(v) : valueText(v)}`);
-    return `{${entries.join(", ")}}`;
-  }
-  return JSON.stringify(value);
+  return inner(value);
+}
+
+// A value inside a list or an object: strings quoted.
+function inner(value) {
+  if (Array.isArray(value)) return `[${value.map(inner).join(", ")}]`;
+  if (value === null || typeof value !== "object") return JSON.stringify(value);
+  return `{${Object.entries(value).map(([k, v]) => `${JSON.stringify(k)}: ${inner(v)}`).join(", ")}}`;
 }
 
 // The value of a field's text for a parameter of `kind` ("str" keeps the text; "json" is a program
@@ -44,10 +46,15 @@ export function parseField(kind, text) {
   }
 }
 
-// What an unset field means, shown as its placeholder: the default, or that it is required (a program
-// field, kind "json", is simply not set).
+// Whether a field must be set: a parameter without a default (a program field, kind "json", or a field
+// marked optional may stay unset).
+export function isRequired(param) {
+  return !("default" in param) && param.kind !== "json" && !param.optional;
+}
+
+// What an unset field means, shown as its placeholder: the default, that it is required, or not set.
 export function unsetText(param) {
-  if (param.kind === "json") return "not set";
+  if (param.kind === "json" || param.optional) return "not set";
   if (!("default" in param)) return "required";
   return param.default === null ? "default: none" : `default: ${valueText(param.default)}`;
 }

@@ -4,7 +4,16 @@
 // the React components only call them. No DOM.
 
 import { GAP, NODE_SIZE } from "../graph/layout.js";
-import { addNode, copySelection, disconnect, moveNodes, paste, removeNodes, setLabel, setParam } from "../graph/edits.js";
+import {
+  addNode,
+  copySelection,
+  disconnect,
+  moveNodes,
+  paste,
+  removeNodes,
+  setLabel,
+  setParam,
+} from "../graph/edits.js";
 import { record, redo, startHistory, undo } from "../graph/history.js";
 import { connect } from "../graph/wiring.js";
 import { sameValue } from "./params.js";
@@ -34,7 +43,8 @@ function withGraph(state, graph, selected, notice) {
 // The first place from `at` rightwards, a node's width plus a gap at a time, where a new node covers
 // none of the drawing's (boxes of layout.NODE_SIZE).
 export function freeSpot(graph, at) {
-  const covers = (p) => (n) => Math.abs(n.position.x - p.x) < NODE_SIZE.width && Math.abs(n.position.y - p.y) < NODE_SIZE.height;
+  const covers = (p) => (n) =>
+    Math.abs(n.position.x - p.x) < NODE_SIZE.width && Math.abs(n.position.y - p.y) < NODE_SIZE.height;
   let spot = { x: at.x, y: at.y };
   for (let tries = 0; tries <= 2 * graph.nodes.length && graph.nodes.some(covers(spot)); tries++) {
     spot = { x: spot.x + NODE_SIZE.width + GAP.x, y: spot.y };

@@ -55,7 +55,8 @@ export function nodeFace(node, spec, issues = []) {
 
 // React Flow's nodes: the graph's, with the selection, the sizes React Flow measured (kept, so a node
 // redrawn with new data is not measured again), and the places of a drag under way.
-export function viewNodes(graph, ops, { selected = [], measured = new Map(), dragging = new Map() } = {}, marks = NO_MARKS) {
+export function viewNodes(graph, ops, drawing = {}, marks = NO_MARKS) {
+  const { selected = [], measured = new Map(), dragging = new Map() } = drawing;
   const chosen = new Set(selected);
   return graph.nodes.map((node) => {
     const face = nodeFace(node, ops.get(node.data.op), marks.nodes.get(node.id));
