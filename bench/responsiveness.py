@@ -39,10 +39,13 @@ WATCH = """() => {
 
 
 def run_once(page: Page, epochs: int) -> dict[str, float]:
-    page.evaluate(WATCH)
+    """Watched from the click on Train to the run's end (choosing the level before it plans the program and
+    draws its Guide, which is not the run)."""
     page.select_option("#train-level", "prod")
     page.fill("#train-epochs", str(epochs))
     page.wait_for_selector("#plan[data-state=shown]", timeout=300_000)
+    page.wait_for_function("() => document.getElementById('guide').getAttribute('aria-busy') === 'false'")
+    page.evaluate(WATCH)
     page.evaluate("() => { window.benchStart = performance.now(); }")
     page.click("#train-button")
     page.wait_for_selector("#run[data-phase=done]", timeout=900_000)

@@ -16,13 +16,18 @@ function svg(tag, attributes) {
   return node;
 }
 
-// A stage's text as one span per line, so lines can be marked.
+// A stage's text as one span per line, so lines can be marked; drawn when the stage is first opened (the
+// WGSL alone is thousands of lines, too many to draw on every change of the program).
 function stageBlock(title, text, index) {
   const details = element("details");
   details.dataset.stage = title;
   details.dataset.index = String(index);
   const pre = element("pre");
-  for (const line of text.split("\n")) pre.append(element("span", `${line}\n`, { class: "guide-line" }));
+  details.drawLines = () => {
+    if (pre.childElementCount || !text) return;
+    for (const line of text.split("\n")) pre.append(element("span", `${line}\n`, { class: "guide-line" }));
+  };
+  details.addEventListener("toggle", () => details.open && details.drawLines());
   details.append(element("summary", title), pre);
   return details;
 }
@@ -84,6 +89,7 @@ export class Guide {
     const schedule = data.links.kernel_stages[0];
     blocks.splice(schedule + 1, 0, memoryBlock(data.timeline));
     blocks[1].open = true; // the typed IR
+    blocks[1].drawLines();
     byId("guide-stages").replaceChildren(...blocks);
     const nodes = data.links.nodes.map((node) => {
       const button = element("button", `${node.id} (${node.op})`, { type: "button" });
@@ -102,6 +108,7 @@ export class Guide {
   mark(lines) {
     for (const block of byId("guide-stages").querySelectorAll("details[data-index]")) {
       const marked = new Set(lines[block.dataset.index] ?? []);
+      if (marked.size) block.drawLines();
       block.querySelectorAll(".guide-line").forEach((span, i) => span.classList.toggle("marked", marked.has(i)));
       if (marked.size) block.open = true;
     }
