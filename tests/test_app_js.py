@@ -7,9 +7,9 @@ page-to-worker calls (app/src/rpc.js) over a MessageChannel."""
 from __future__ import annotations
 
 import json
-import shutil
-import subprocess
 from pathlib import Path
+
+from nodejs import run_node
 
 from scellis.store import key_of
 
@@ -45,17 +45,7 @@ const out = {{}};
 
 
 def run_js(body: str) -> dict:
-    node = shutil.which("node")
-    assert node, "node is required (the build needs it too): run scripts/setup"
-    done = subprocess.run(
-        [node, "--no-warnings", "--input-type=module", "-e", PRELUDE + body + "\nconsole.log(JSON.stringify(out));"],
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=60,
-    )
-    assert done.returncode == 0, done.stderr
-    return json.loads(done.stdout)
+    return run_node(PRELUDE, body)
 
 
 def test_identity_names_the_adapter_its_limits_and_the_browser() -> None:

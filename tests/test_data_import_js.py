@@ -7,14 +7,13 @@ from __future__ import annotations
 import hashlib
 import io
 import json
-import shutil
 import struct
-import subprocess
 import zipfile
 from pathlib import Path
 
 import numpy as np
 import pytest
+from nodejs import run_node
 
 from scellis.datasets import DATA_FILES, from_files
 from scellis.manifest.pins import data_versions
@@ -46,18 +45,7 @@ const decode = async (b, name) => {{
 
 
 def run_js(body: str, *, gc: bool = False) -> dict:
-    node = shutil.which("node")
-    assert node, "node is required (the build needs it too): run scripts/setup"
-    flags = ["--no-warnings", *(["--expose-gc"] if gc else []), "--input-type=module"]
-    done = subprocess.run(
-        [node, *flags, "-e", PRELUDE + body + "\nconsole.log(JSON.stringify(out));"],
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=120,
-    )
-    assert done.returncode == 0, done.stderr
-    return json.loads(done.stdout)
+    return run_node(PRELUDE, body, flags=("--expose-gc",) if gc else (), timeout=120)
 
 
 def js(value: object) -> str:

@@ -10,11 +10,10 @@ from __future__ import annotations
 
 import copy
 import json
-import shutil
-import subprocess
-import tempfile
 from pathlib import Path
 from typing import Any
+
+from nodejs import run_node
 
 from scellis import examples
 from scellis.app import check_program, examples_json
@@ -54,17 +53,7 @@ const out = {{}};
 
 
 def run_js(body: str, **inputs: Any) -> Any:
-    node = shutil.which("node")
-    assert node, "node is required (the build needs it too): run scripts/setup"
-    with tempfile.TemporaryDirectory() as tmp:
-        script, data = Path(tmp, "test.mjs"), Path(tmp, "input.json")
-        data.write_text(json.dumps(inputs))
-        script.write_text(PRELUDE + body + "\nconsole.log(JSON.stringify(out));\n")
-        done = subprocess.run(
-            [node, "--no-warnings", str(script), str(data)], capture_output=True, text=True, check=False, timeout=60
-        )
-    assert done.returncode == 0, done.stderr
-    return json.loads(done.stdout)
+    return run_node(PRELUDE, body, inputs)
 
 
 def check(program: dict[str, Any]) -> list[dict[str, Any]]:
