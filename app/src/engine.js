@@ -73,5 +73,5 @@ export async function startEngine(base, buildText, onStage) {
     });
   });
   const report = await Promise.race([engine.call("boot", buildText, keptProbes()), failed]);
-  return { engine, report, worker };
+  return { engine, report };
 }

@@ -40,13 +40,12 @@ async function fetchBytes(url) {
 }
 
 class Engine {
-  constructor(port, base) {
-    this.port = port;
+  constructor(base) {
     this.base = base;
     this.runs = new Map(); // id -> PyProxy of scellis.app.Driven
     this.nextRun = 1;
     this.siteFiles = null;
-    this.storage = mirroredStorage({}, (key, value) => this.rpc.emit("storage", { key, value }));
+    this.storage = null; // the page's probe answers, mirrored (boot)
   }
 
   // Start-up, reporting each stage to the page: Pyodide, the wheel, then what the engine can reach.
@@ -181,7 +180,7 @@ class Engine {
 // The worker's entry calls this once: `port` is the worker's global scope.
 export function startEngine(port) {
   globalThis.scellisStore = { open: openStore }; // the engine's BrowserStore opens IndexedDB through it
-  const engine = new Engine(port, new URL(".", port.location.href)); // the worker sits at the site's root
+  const engine = new Engine(new URL(".", port.location.href)); // the worker sits at the site's root
   engine.rpc = serve(port, engine.handlers());
   return engine;
 }
