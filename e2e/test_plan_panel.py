@@ -28,7 +28,7 @@ def cpython_plan(cap: int | None = None) -> dict:
     """The digits MLP's plan as the page's CPU path makes it, here under wasmtime (in a thread of its
     own: Playwright's event loop runs in this one)."""
     with ThreadPoolExecutor(1) as thread:
-        run = thread.submit(asyncio.run, plan_example(FILES, example_program(), "cpu", "prod", cap))
+        run = thread.submit(asyncio.run, plan_example("site", FILES, example_program(), "cpu", "prod", cap=cap))
         return json.loads(run.result())
 
 

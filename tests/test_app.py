@@ -54,6 +54,7 @@ def train_example(
 
     async def drive(where: DirectoryStore) -> dict:
         run = await open_run(
+            "site",
             files,
             program or example_program(),
             device_kind=kind,
@@ -106,7 +107,7 @@ MIB = 1 << 20
 
 
 def plan(program: str, cap: int | None = None) -> dict:
-    return json.loads(asyncio.run(plan_example(FILES, program, "cpu", "prod", cap)))
+    return json.loads(asyncio.run(plan_example("site", FILES, program, "cpu", "prod", cap=cap)))
 
 
 def test_the_plan_is_the_sessions_with_every_category_in_order() -> None:
@@ -179,7 +180,7 @@ def test_a_cap_above_the_measured_budget_changes_nothing_but_says_so() -> None:
     unmeasured = capped(Budget(None, "no probe"), 5000)
     assert unmeasured == Budget(5000, "limited to 5,000 bytes by the memory cap set in the page; measured: no probe")
     with pytest.raises(ValueError, match="the memory cap must be a positive number of bytes, got 0"):
-        asyncio.run(plan_example(FILES, example_program(), "cpu", "prod", 0))
+        asyncio.run(plan_example("site", FILES, example_program(), "cpu", "prod", cap=0))
 
 
 def test_a_program_keeping_its_data_set_on_the_device_plans_and_trains_it() -> None:

@@ -27,6 +27,7 @@ TOP = {
     "remedies",
     "pagerun",
     "provenance",
+    "datafit",
 }  # above every stage
 BROWSER_MODULES = {"js", "pyodide"}
 

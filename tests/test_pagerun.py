@@ -39,6 +39,7 @@ def program() -> str:
 def run_in(store: Path, drive: Callable[[Driven], Awaitable[Any]], resume: str | None = None) -> Any:
     async def go() -> Any:
         run = await open_run(
+            "site",
             FILES,
             program(),
             device_kind="cpu",
@@ -128,7 +129,7 @@ def test_resuming_from_a_key_ends_where_the_uninterrupted_run_does(whole: dict, 
 
 def replayed(store: Path, link: str, files: dict[str, bytes] = FILES) -> tuple[dict, str | None, list[dict]]:
     async def go() -> tuple[dict, str | None, list[dict]]:
-        run, note = await open_replay(files, link, "cpu", BUILD, store=DirectoryStore(store))
+        run, note = await open_replay("site", files, link, "cpu", BUILD, store=DirectoryStore(store))
         assert isinstance(run, Driven), run
         states = await to_end(run, 10)
         return json.loads(await run.verdict()), note, states

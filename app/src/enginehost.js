@@ -6,6 +6,8 @@
 import { openDevice } from "./executor.js";
 import { mirroredStorage, serve } from "./rpc.js";
 import { openStore } from "./store.js";
+import { importFiles } from "./userdata.js";
+import { KeptData } from "./userdatamodel.js";
 
 const DATA_FILES = ["digits-train-x.f32", "digits-train-y.i32", "digits-test-x.f32", "digits-test-y.i32"];
 
@@ -19,7 +21,9 @@ const FILES_PY = "files = {name: bytes(data) for name, data in js_files.to_py().
 
 const PYTHON = {
   example: "from scellis.app import example_program\nexample_program()",
-  plan: `from scellis.app import plan_example\n${FILES_PY}await plan_example(files, program, device_kind, level, cap)`,
+  plan: `from scellis.app import plan_example\n${FILES_PY}await plan_example(source, files, program, device_kind, level, cap=cap)`,
+  data: `from scellis.app import data_json\n${FILES_PY}data_json(source, files)`,
+  starter: `from scellis.app import starter_json\n${FILES_PY}starter_json(source, files)`,
   apply: "from scellis.app import apply_remedy\napply_remedy(program, change)",
   link: "from scellis.app import read_link\nread_link(href)",
   palette: "from scellis.app import palette_json\npalette_json()",
@@ -27,10 +31,10 @@ const PYTHON = {
   guide: "from scellis.app import guide_json\nguide_json(program, level, features)",
   examples: "from scellis.app import examples_json\nexamples_json()",
   run: `from scellis.app import open_run
-${FILES_PY}await open_run(files, program, device_kind=device_kind, level=level, seed=seed, epochs=epochs,
+${FILES_PY}await open_run(source, files, program, device_kind=device_kind, level=level, seed=seed, epochs=epochs,
                build=build, cap=cap, browser=browser, resume=resume)`,
   replay: `from scellis.app import open_replay
-${FILES_PY}await open_replay(files, href, page_kind, build, cap=cap, browser=browser)`,
+${FILES_PY}await open_replay(source, files, href, page_kind, build, cap=cap, browser=browser)`,
 };
 
 async function fetchBytes(url) {
@@ -45,6 +49,7 @@ class Engine {
     this.runs = new Map(); // id -> PyProxy of scellis.app.Driven
     this.nextRun = 1;
     this.siteFiles = null;
+    this.kept = new KeptData(); // the user's imported data sets, by id
     this.storage = null; // the page's probe answers, mirrored (boot)
   }
 
@@ -62,20 +67,28 @@ class Engine {
     return JSON.parse(await this.pyodide.runPythonAsync(REPORT_PY));
   }
 
-  python(code, values = {}, files = undefined) {
+  // `data`: what files(data) answers, set as Python's `source` and `js_files`.
+  python(code, values = {}, data = undefined) {
     const globals = this.pyodide.toPy(values);
-    if (files !== undefined) globals.set("js_files", files);
+    if (data !== undefined) {
+      globals.set("source", data.source);
+      globals.set("js_files", data.files);
+    }
     return this.pyodide.runPythonAsync(code, { globals });
   }
 
-  // The data a call names: "site" (the digits this site ships, fetched once) or files by name.
+  // The data a call names, as { source, files } for scellis.app: "site" (the digits this site ships,
+  // fetched once), "chars" (the Zen of Python's characters: Python has the text), { user: id } (a data
+  // set imported here), or { files } (the digits' four files, given by the page).
   async files(data) {
-    if (data !== "site") return data;
+    if (data === "chars") return { source: "chars", files: {} };
+    if (data?.user !== undefined) return { source: "user", files: this.kept.get(data.user).files };
+    if (data !== "site") return { source: "site", files: data.files };
     if (!this.siteFiles) {
       const entries = await Promise.all(DATA_FILES.map(async (n) => [n, await fetchBytes(new URL(`data/${n}`, this.base))]));
       this.siteFiles = Object.fromEntries(entries);
     }
-    return this.siteFiles;
+    return { source: "site", files: this.siteFiles };
   }
 
   // Opens the WebGPU device the engine's executor uses (a fresh one for each run; kept for planning).
@@ -118,6 +131,12 @@ class Engine {
       // the example programs the editor opens: [{name, summary, program}]
       examples: async () => JSON.parse(await this.python(PYTHON.examples)),
       forgetProbes: () => globalThis.scellisGpu?.forgetProbes(),
+      // the user's files read, split and kept here: { id, summary }; progress goes out as "dataProgress"
+      importData: (files, settings) => importFiles(this.kept, files, settings, (p) => this.rpc.emit("dataProgress", p)),
+      // a data set as the engine reads it (its description, split versions, vocabulary), and a starter
+      // program for it (JSON text)
+      dataInfo: async (data) => JSON.parse(await this.python(PYTHON.data, {}, await this.files(data))),
+      starter: async (data) => this.python(PYTHON.starter, {}, await this.files(data)),
       openRun: (data, run) => this.openRun(data, run),
       advance: (id, steps) => this.run(id).advance(steps),
       state: (id) => this.run(id).state(),

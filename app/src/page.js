@@ -110,7 +110,8 @@ export function showTrainPaused(step) {
 
 export function showEpoch(row) {
   const tr = document.createElement("tr");
-  const accuracy = `${(row.test["metric/accuracy"] * 100).toFixed(1)} %`;
+  const held = row.test["metric/accuracy"]; // a regression has none
+  const accuracy = held === undefined ? "—" : `${(held * 100).toFixed(1)} %`;
   // fast scales its loss dynamically (levels.PROMISES); the other levels have no scale to show
   const scale = row.loss_scale === undefined ? "—" : `2^${Math.log2(row.loss_scale)}`;
   const cells = [row.epoch, row.steps, row.train_loss.toFixed(4), row.test.loss.toFixed(4), accuracy, scale];
@@ -125,7 +126,8 @@ export function showEpoch(row) {
   const notes = document.getElementById("train-notes");
   notes.textContent = row.notes.join(" ");
   notes.hidden = row.notes.length === 0;
-  document.getElementById("train-status").textContent = `epoch ${row.epoch}: test accuracy ${accuracy}`;
+  const score = held === undefined ? `test loss ${row.test.loss.toFixed(4)}` : `test accuracy ${accuracy}`;
+  document.getElementById("train-status").textContent = `epoch ${row.epoch}: ${score}`;
 }
 
 // The run's end: `last` is its last finished epoch's row (null when it ended before finishing one).
@@ -135,10 +137,11 @@ export function showTrainDone(last, error, state = null) {
   const accuracy = last?.test["metric/accuracy"];
   if (!error && accuracy !== undefined) section.dataset.accuracy = String(accuracy);
   const how = state?.stopped ? "stopped by a rule" : "done";
+  const score = accuracy === undefined ? `test loss ${last?.test.loss.toFixed(4)}` : `test accuracy ${(accuracy * 100).toFixed(1)} %`;
   document.getElementById("train-status").textContent = error
     ? `training failed: ${errorText(error)}`
     : last
-      ? `${how}: test accuracy ${(accuracy * 100).toFixed(1)} % after ${last.steps} steps, level ${last.level}`
+      ? `${how}: ${score} after ${last.steps} steps, level ${last.level}`
       : `${how} after ${state?.step ?? 0} steps`;
   document.getElementById("train-setup").disabled = false;
 }

@@ -29,6 +29,27 @@ export function showPlanMessage(state, text) {
   byId("plan-body").hidden = state !== "planning" || byId("plan-body").dataset.shown !== "yes";
 }
 
+const SOURCE_NAMES = { site: "this site's digits", chars: "the Zen of Python's characters" };
+
+// A program that cannot train on the data chosen: every reason, and what would fit — the built-in data
+// sets it fits (`onSource(source)`), or a starter program for the data (`onStarter()`).
+export function showUnfit(unfit, { onSource, onStarter }) {
+  showPlanMessage("unfit", `No plan: the program does not fit the data ${unfit.data}.`);
+  const message = byId("plan-message");
+  const reasons = element("ul", undefined, { class: "plan-unfit" });
+  reasons.append(...unfit.problems.map((problem) => element("li", problem)));
+  const actions = element("p", undefined, { class: "run-controls" });
+  for (const source of unfit.fits) {
+    const button = element("button", `Train on ${SOURCE_NAMES[source]} instead`, { type: "button" });
+    button.addEventListener("click", () => onSource(source));
+    actions.append(button);
+  }
+  const starter = element("button", `Replace the program with a starter program for ${unfit.data}`, { type: "button" });
+  starter.addEventListener("click", onStarter);
+  actions.append(starter);
+  message.append(reasons, actions);
+}
+
 function showVerdict(plan) {
   const { color, reasons } = plan.verdict;
   const badge = element("span", color, { class: `verdict-badge verdict-${color}` });

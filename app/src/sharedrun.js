@@ -17,8 +17,9 @@ import {
 import { openReplay, readLink } from "./train.js";
 
 export class SharedRun {
-  constructor(engine, kind, controller) {
-    Object.assign(this, { engine, kind, controller });
+  // `data`: the Data card, whose choice (the characters, or the user's own files) a re-run may take.
+  constructor(engine, kind, controller, data) {
+    Object.assign(this, { engine, kind, controller, data });
   }
 
   // Reads the link in the page's address and shows it; nothing runs until the data is given.
@@ -39,6 +40,7 @@ export class SharedRun {
     }
     wireShared({
       onSiteData: () => this.rerun("site"),
+      onChosenData: () => this.rerun(this.data.current().source),
       onFiles: (picked) => this.rerunFiles(picked),
     });
   }
@@ -50,10 +52,11 @@ export class SharedRun {
       return;
     }
     const read = async (file) => [file.name, new Uint8Array(await file.arrayBuffer())];
-    await this.rerun(Object.fromEntries(await Promise.all(picked.map(read))));
+    await this.rerun({ files: Object.fromEntries(await Promise.all(picked.map(read))) });
   }
 
-  // `data`: "site" (the digits this site ships) or the data files by name.
+  // `data`: "site" (the digits this site ships), { files } (the four data files by name), or the Data
+  // card's choice (enginehost.js files).
   async rerun(data) {
     clearSharedError();
     showSharedBusy(true);

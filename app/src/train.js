@@ -1,7 +1,8 @@
 // The engine's calls for the page's program, through its worker (engine.js): the example program, its
 // memory plan on the page's device, remedies, a run the page drives (from init or a checkpoint key), a
-// share link and the re-run of the run it pins. `data` is "site" (the digits this site ships) or the
-// data files by name.
+// share link and the re-run of the run it pins; the user's data imported, described, and a starter
+// program for it. `run.source` names the data (enginehost.js files): "site" (the digits this site ships),
+// "chars" (the Zen of Python's characters) or { user: id } (a data set imported into the worker).
 
 import { RemoteRun } from "./engine.js";
 
@@ -11,7 +12,7 @@ export function exampleProgram(engine) {
 
 // The memory plan of `run.program` on `run.kind` at `run.level` under `run.cap` (bytes or null).
 export function planProgram(engine, run) {
-  return engine.call("plan", "site", { program: run.program, kind: run.kind, level: run.level, cap: run.cap });
+  return engine.call("plan", run.source ?? "site", { program: run.program, kind: run.kind, level: run.level, cap: run.cap });
 }
 
 // `program` with a remedy's change applied (JSON text in and out).
@@ -28,7 +29,7 @@ export function forgetProbes(engine) {
 export async function openRun(engine, run) {
   const { program, kind, level, epochs, seed, cap, resume } = run;
   const settings = { program, kind, level, epochs, seed, cap, resume, browser: navigator.userAgent };
-  const answer = await engine.call("openRun", "site", settings);
+  const answer = await engine.call("openRun", run.source ?? "site", settings);
   return answer.opened ?? new RemoteRun(engine, answer.id, answer.state);
 }
 
@@ -43,4 +44,19 @@ export async function openReplay(engine, data, kind, href) {
   const answer = await engine.call("openReplay", data, kind, href, navigator.userAgent);
   if (answer.opened) return { ...answer.opened, note: answer.note };
   return { run: new RemoteRun(engine, answer.id, answer.state), note: answer.note };
+}
+
+// The user's files read in the worker with the Data card's settings: { id, summary } (userdata.js).
+export function importData(engine, files, settings) {
+  return engine.call("importData", files, settings);
+}
+
+// How the engine reads the data `source` names: { name, example_shape, ..., versions, vocab }.
+export function describeData(engine, source) {
+  return engine.call("dataInfo", source);
+}
+
+// A starter program (JSON text) for the data `source` names.
+export function starterProgram(engine, source) {
+  return engine.call("starter", source);
 }

@@ -1,7 +1,9 @@
 """What the web app calls: the memory plan of the page's program on the page's device (with remedies),
 applying a remedy, opening a run of the program (from init or a stored checkpoint) that the page drives,
-reading a share link and opening the re-run of the run it pins. Runs in Pyodide; the page passes the
-data files, the program JSON and dist/build.json, and opened the WebGPU device."""
+reading a share link and opening the re-run of the run it pins; the data sets the page offers, whether a
+program fits one, and a starter program for one. Runs in Pyodide; the page passes the data (`source`:
+"site" with the digits files, "chars" for the Zen of Python's characters, or "user" with the files the
+page's importers wrote), the program JSON and dist/build.json, and opened the WebGPU device."""
 
 from __future__ import annotations
 
@@ -10,15 +12,26 @@ import json
 import time
 from typing import Any
 
-from scellis.datasets import from_files
+from scellis.datafit import fit_problems, starter_program
+from scellis.datasets import (
+    DIGITS_INFO,
+    DataInfo,
+    Split,
+    chars_info,
+    from_files,
+    from_user_files,
+    read_chars,
+    zen_of_python,
+)
 from scellis.examples import char_transformer, digits_cnn, digits_mlp
 from scellis.graph import ProgramError, palette
 from scellis.levels import parse_level
 from scellis.lower import Schedule
 from scellis.manifest import engine_from_build, read_share_link
+from scellis.manifest.pins import data_versions
 from scellis.manifest.replay import Pins
 from scellis.pagerun import PageRun
-from scellis.pipeline import compile_program
+from scellis.pipeline import Compiled, compile_program
 from scellis.plan.breakdown import CATEGORIES
 from scellis.plan.budget import GREEN_SHARE, Budget, Verdict
 from scellis.planning import ProgramPlan, judge, plan_program, timeline
@@ -38,6 +51,71 @@ async def _device(kind: str) -> Device:
 
         return await CpuDevice.open()
     raise ValueError(f"unknown device kind {kind!r} (expected 'webgpu' or 'cpu')")
+
+
+SOURCES = ("site", "chars", "user")
+
+
+def load_data(source: str, files: dict[str, bytes]) -> tuple[Split, Split, DataInfo]:
+    """(train, test, info) of the page's data: this site's digits (their four files), the Zen of Python's
+    next-character windows (no files: the text ships with Python), or the user's own (from_user_files)."""
+    if source == "site":
+        train, test = from_files(files)
+        return train, test, DIGITS_INFO
+    if source == "chars":
+        train, test, alphabet = read_chars(zen_of_python())
+        return train, test, chars_info(alphabet)
+    if source == "user":
+        return from_user_files(files)
+    raise ValueError(f"unknown data source {source!r} (expected one of {', '.join(SOURCES)})")
+
+
+class DataMismatch(ValueError):
+    """The program cannot train on the data: every reason, each naming the input node and both sides."""
+
+    def __init__(self, problems: list[str], data: str) -> None:
+        super().__init__(f"the program does not fit the data {data!r}: {'; '.join(problems)}")
+        self.problems, self.data = problems, data
+
+
+def _check_fit(program: dict[str, Any], info: DataInfo, examples: int) -> None:
+    problems = fit_problems(program, compile_program(program, examples=examples), info)
+    if problems:
+        raise DataMismatch(problems, info.name)
+
+
+def _builtin_fits(program: dict[str, Any], compiled: Compiled) -> list[str]:
+    """The built-in data sets (by source name) the program fits, for the page to offer."""
+    alphabet = read_chars(zen_of_python())[2]
+    infos = {"site": DIGITS_INFO, "chars": chars_info(alphabet)}
+    return [name for name, info in infos.items() if not fit_problems(program, compiled, info)]
+
+
+def data_json(source: str, files: dict[str, bytes]) -> str:
+    """The page's data as the Data card shows it: its description (DataInfo), the splits' sizes and
+    versions (the content hashes a manifest pins) and, for token windows, the vocabulary size."""
+    train, test, info = load_data(source, files)
+    versions = [{"split": v.split, "sha256": v.sha256, "examples": v.examples} for v in data_versions(train, test)]
+    return json.dumps({**info.to_json(), "versions": versions, "vocab": _vocab(train, info)})
+
+
+def _vocab(train: Split, info: DataInfo) -> int:
+    """Token windows' vocabulary: their largest index + 1 (0 for other features)."""
+    if info.feature_type != "int32":
+        return 0
+    import array
+    import sys
+
+    values = array.array("i", train.features)
+    if sys.byteorder == "big":
+        values.byteswap()
+    return max(values, default=-1) + 1
+
+
+def starter_json(source: str, files: dict[str, bytes]) -> str:
+    """A starter program for the page's data (datafit.starter_program), as JSON."""
+    train, _, info = load_data(source, files)
+    return json.dumps(starter_program(info, _vocab(train, info)))
 
 
 def capped(measured: Budget, cap: int | None) -> Budget:
@@ -125,15 +203,22 @@ def apply_remedy(program: str, change: str) -> str:
     return json.dumps(apply(json.loads(program), json.loads(change)))
 
 
-async def plan_example(files: dict[str, bytes], program: str, device_kind: str, level: str, cap: int | None) -> str:
+async def plan_example(
+    source: str, files: dict[str, bytes], program: str, device_kind: str, level: str, *, cap: int | None
+) -> str:
     """The memory plan of `program` (JSON) on the page's device at `level`, as the session that trains it
-    on these data files would hold it (evaluating the held-out split in training-sized batches, with
+    on this data would hold it (evaluating the held-out split in training-sized batches, with
     its last batch's own evaluation; a resident data set holding the training split), under the memory
-    cap `cap` (bytes, or None). Remedies and capacity facts come with a verdict that is not green."""
-    train, test = from_files(files)
+    cap `cap` (bytes, or None). Remedies and capacity facts come with a verdict that is not green. A
+    program that does not fit the data is not planned: `{"unfit": {"problems", "data": its name, "fits":
+    the built-in sources the program fits}}`."""
+    train, test, info = load_data(source, files)
     data, parsed = json.loads(program), parse_level(level)
-    device = CappedDevice(await _device(device_kind), cap)
     compiled = compile_program(data, eval_rows=test.n, examples=train.n)
+    problems = fit_problems(data, compiled, info)
+    if problems:
+        return json.dumps({"unfit": {"problems": problems, "data": info.name, "fits": _builtin_fits(data, compiled)}})
+    device = CappedDevice(await _device(device_kind), cap)
     plan = plan_program(compiled, parsed, device.features)
     budget = await device.budget(plan.total)
     verdict = judge(plan, device.limits, budget)
@@ -225,6 +310,7 @@ class Driven:
 
 
 async def open_run(
+    source: str,
     files: dict[str, bytes],
     program: str,
     *,
@@ -241,9 +327,11 @@ async def open_run(
     """A run of `program` (JSON) on the page's device at `level` and `seed` for `epochs`, under the memory
     cap `cap` (bytes, or None), from init or from the stored checkpoint `resume` (its key); `build` is
     dist/build.json's text (the engine the manifest pins). When the memory plan is red: JSON
-    `{"refused": why, "memory": ...}`, and nothing reached the device."""
-    train, test = from_files(files)
+    `{"refused": why, "memory": ...}`, and nothing reached the device. A program that does not fit the
+    data is a DataMismatch."""
+    train, test, info = load_data(source, files)
     data, parsed, chosen = json.loads(program), parse_level(level), _seed(seed)
+    _check_fit(data, info, train.n)
     if resume is not None:
         resume = check_key(resume.strip())
     device = CappedDevice(await _device(device_kind), cap)
@@ -290,6 +378,7 @@ def read_link(href: str) -> str:
 
 
 async def open_replay(
+    source: str,
     files: dict[str, bytes],
     href: str,
     page_kind: str,
@@ -303,7 +392,7 @@ async def open_replay(
     ValueError names each split that differs), on the pinned device kind where the page has it and on the
     CPU path where it has not (the second value says so; it is None otherwise)."""
     pins = Pins.of(read_share_link(href))
-    train, test = from_files(files)
+    train, test, _ = load_data(source, files)
     kind, note = pins.settings.device, None
     if kind == "webgpu" and page_kind != "webgpu":
         kind = "cpu"

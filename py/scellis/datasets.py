@@ -1,6 +1,8 @@
 """Data sets: scikit-learn's 8x8 digits, which the app ships, extracted at build time from the package's
-own file into little-endian float32 features and int32 labels; and next-character windows of a text, such
-as the Zen of Python the standard library holds. Pure Python, so the browser reads them too."""
+own file into little-endian float32 features and int32 labels; next-character windows of a text, such as
+the Zen of Python the standard library holds; and the user's own data, as the page's importers write it
+(a description `dataset.json` and each split's features and labels). Pure Python, so the browser reads
+them too."""
 
 from __future__ import annotations
 
@@ -10,11 +12,13 @@ import contextlib
 import csv
 import gzip
 import io
+import json
 import math
 import struct
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 DIGITS_FEATURES = 64
 DIGITS_CLASSES = 10
@@ -132,3 +136,135 @@ def read_chars(text: str, context: int = CHARS_CONTEXT) -> tuple[Split, Split, s
         ys += struct.pack("<i", codes[i + context])
     train = Split(bytes(train_x), bytes(train_y), context)
     return train, Split(bytes(test_x), bytes(test_y), context), alphabet
+
+
+@dataclass(frozen=True)
+class DataInfo:
+    """What a data set holds, for fitting a program to it: one example's shape and value type, the labels'
+    type, and the class names (None for a numeric target)."""
+
+    name: str
+    example_shape: tuple[int, ...]
+    feature_type: str  # "float32" or "int32" (token indices)
+    label_type: str  # "int32" (class indices) or "float32" (numbers)
+    classes: tuple[str, ...] | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "format": USER_FORMAT,
+            "name": self.name,
+            "example_shape": list(self.example_shape),
+            "feature_type": self.feature_type,
+            "label_type": self.label_type,
+            "classes": None if self.classes is None else list(self.classes),
+        }
+
+
+DIGITS_INFO = DataInfo("digits (this site)", (DIGITS_FEATURES,), "float32", "int32", tuple(map(str, range(10))))
+
+
+def chars_info(alphabet: str) -> DataInfo:
+    return DataInfo("Zen of Python characters", (CHARS_CONTEXT,), "int32", "int32", tuple(alphabet))
+
+
+USER_FORMAT = "scellis.data/1"
+USER_FILES = ("dataset.json", "train-x", "train-y", "test-x", "test-y")
+
+
+def from_user_files(files: dict[str, bytes]) -> tuple[Split, Split, DataInfo]:
+    """(train, test, info) from the files the page's importers write (names in USER_FILES): `dataset.json`
+    describes the examples (DataInfo.to_json), the others hold each split's little-endian features and
+    labels. ValueError names the file, and the field or example, that is wrong."""
+    missing = [name for name in USER_FILES if name not in files]
+    if missing:
+        raise ValueError(f"the data files lack {', '.join(missing)} (the five are {', '.join(USER_FILES)})")
+    info = _user_info(files["dataset.json"])
+    width = math.prod(info.example_shape)
+    splits = []
+    for split in ("train", "test"):
+        x, y = files[f"{split}-x"], files[f"{split}-y"]
+        _check_sizes(split, x, y, info)
+        _check_values(split, x, y, info)
+        splits.append(Split(x, y, width))
+    if splits[0].n == 0:
+        raise ValueError("train-x: the training split holds no examples")
+    return splits[0], splits[1], info
+
+
+def _user_info(raw: bytes) -> DataInfo:
+    where = "dataset.json"
+    try:
+        meta = json.loads(raw)
+    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise ValueError(f"{where}: not JSON ({error})") from None
+    if not isinstance(meta, dict):
+        raise ValueError(f"{where}: expected an object, got {type(meta).__name__}")
+    if meta.get("format") != USER_FORMAT:
+        raise ValueError(f"{where}: format must be {USER_FORMAT!r}, got {meta.get('format')!r}")
+    name = meta.get("name")
+    if not isinstance(name, str) or not name:
+        raise ValueError(f"{where}: name must be a non-empty text")
+    shape = meta.get("example_shape")
+    if not isinstance(shape, list) or not shape or not all(type(d) is int and d > 0 for d in shape):
+        raise ValueError(f"{where}: example_shape must be a list of positive whole numbers, got {shape!r}")
+    feature_type, label_type = meta.get("feature_type"), meta.get("label_type")
+    if feature_type not in ("float32", "int32"):
+        raise ValueError(f"{where}: feature_type must be 'float32' or 'int32', got {feature_type!r}")
+    if label_type not in ("float32", "int32"):
+        raise ValueError(f"{where}: label_type must be 'int32' (classes) or 'float32' (numbers), got {label_type!r}")
+    classes = meta.get("classes")
+    if label_type == "int32":
+        if not isinstance(classes, list) or len(classes) < 2 or not all(isinstance(c, str) for c in classes):
+            raise ValueError(f"{where}: classes must list the names of two or more classes, got {classes!r}")
+    elif classes is not None:
+        raise ValueError(f"{where}: a numeric target (label_type 'float32') has no classes, got {classes!r}")
+    return DataInfo(name, tuple(shape), feature_type, label_type, None if classes is None else tuple(classes))
+
+
+def _check_sizes(split: str, x: bytes, y: bytes, info: DataInfo) -> None:
+    x_name, y_name, width, feature_type = f"{split}-x", f"{split}-y", math.prod(info.example_shape), info.feature_type
+    row = width * 4
+    if len(x) % row:
+        raise ValueError(f"{x_name}: {len(x):,} bytes is not a whole number of examples of {width} {feature_type}")
+    if len(y) % 4:
+        raise ValueError(f"{y_name}: {len(y):,} bytes is not a whole number of 4-byte labels")
+    if len(x) // row != len(y) // 4:
+        raise ValueError(f"{x_name} holds {len(x) // row:,} examples but {y_name} holds {len(y) // 4:,} labels")
+
+
+def _values(data: bytes, typecode: str) -> array.array[Any]:
+    values = array.array(typecode, data)
+    if sys.byteorder == "big":
+        values.byteswap()
+    return values
+
+
+def _check_values(split: str, x: bytes, y: bytes, info: DataInfo) -> None:
+    """Labels are classes (or finite numbers); float features are finite, int ones not negative. The
+    checks run at C speed (min, max, sum) and look for the first bad value only when there is one."""
+    x_name, y_name, width = f"{split}-x", f"{split}-y", math.prod(info.example_shape)
+    if info.classes is not None:
+        labels = _values(y, "i")
+        if labels and not (min(labels) >= 0 and max(labels) < len(info.classes)):
+            bad = _first(labels, lambda v: not 0 <= v < len(info.classes))
+            last = len(info.classes) - 1
+            raise ValueError(f"{y_name}: example {bad}'s label is {labels[bad]}, not a class from 0 to {last}")
+    else:
+        numbers = _values(y, "f")
+        bad = None if math.isfinite(sum(numbers)) else _first(numbers, lambda v: not math.isfinite(v))
+        if bad is not None:  # a sum can overflow with every number finite
+            raise ValueError(f"{y_name}: example {bad}'s target is {numbers[bad]}, not a finite number")
+    if info.feature_type == "float32":
+        features = _values(x, "f")
+        bad = None if math.isfinite(sum(features)) else _first(features, lambda v: not math.isfinite(v))
+        what = "not a finite number"
+    else:
+        features = _values(x, "i")
+        bad = None if not features or min(features) >= 0 else _first(features, lambda v: v < 0)
+        what = "a negative index"
+    if bad is not None:
+        raise ValueError(f"{x_name}: example {bad // width}, value {bad % width} is {features[bad]}, {what}")
+
+
+def _first(values: array.array[Any], wrong: Any) -> Any:
+    return next((i for i, v in enumerate(values) if wrong(v)), None)

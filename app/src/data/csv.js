@@ -170,7 +170,7 @@ class Table {
     const names = this.first.fields.map((text, c) => (header && text !== "" ? text : columnLetter(c)));
     const { y, classes } = this.labelsOf(columns[this.target]);
     const { x, layout } = this.features(columns, names);
-    const source = { format: "csv", header, target: names[this.target], skippedRows: this.skipped };
+    const source = { format: "csv", header, names, target: names[this.target], skippedRows: this.skipped };
     const shape = { name: this.file, exampleShape: [layout.width], featureType: "float32", classes };
     return makeDataset({ ...shape, columns: layout.columns, x, y, source });
   }

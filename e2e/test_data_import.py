@@ -1,0 +1,208 @@
+"""The Data card in Chromium, on the page's device (WebGPU on SwiftShader, and the CPU path): a CSV is
+dropped, its target column chosen, the digits MLP refused for it by name and a starter program trained to
+accuracy on it; a ZIP of images (one folder per class) is dropped, shown as thumbnails and trained on; an
+.npz is picked; malformed files are named with their row or entry while the data chosen before stays
+chosen; the characters data set trains the character transformer's plan. Screenshots of the card go to
+e2e/artifacts/."""
+
+from __future__ import annotations
+
+import base64
+import io
+import struct
+import zipfile
+import zlib
+from pathlib import Path
+
+import numpy as np
+from appdriver import LoadedApp
+from playwright.sync_api import Page
+
+ARTIFACTS = Path(__file__).resolve().parent / "artifacts"
+TIMEOUT_MS = 300_000
+
+
+def png(pixels: list[list[int]]) -> bytes:
+    """A grayscale 8-bit PNG of rows of 0..255 values."""
+    raw = b"".join(b"\x00" + bytes(row) for row in pixels)
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
+    header = struct.pack(">IIBBBBB", len(pixels[0]), len(pixels), 8, 0, 0, 0, 0)
+    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(raw)) + chunk(b"IEND", b"")
+
+
+def stripes_zip(per_class: int = 40) -> bytes:
+    """8x8 images in shapes/horizontal and shapes/vertical: stripes, each image shifted and noised."""
+    rng = np.random.default_rng(3)
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w") as archive:
+        for cls in ("horizontal", "vertical"):
+            for i in range(per_class):
+                phase = i % 2
+                grid = [
+                    [255 if ((r if cls == "horizontal" else c) + phase) % 2 else 0 for c in range(8)] for r in range(8)
+                ]
+                noisy = [[int(np.clip(v + rng.integers(-40, 41), 0, 255)) for v in row] for row in grid]
+                archive.writestr(f"shapes/{cls}/{i:03d}.png", png(noisy))
+    return out.getvalue()
+
+
+def blobs_csv(rows: int = 300) -> str:
+    """Two numeric columns, a categorical one, then the class: near (-1, -1) for 'low', (1, 1) for 'high'."""
+    rng = np.random.default_rng(7)
+    lines = ["width,height,colour,size"]
+    for i in range(rows):
+        label = ("low", "high")[i % 2]
+        centre = -1 if label == "low" else 1
+        w, h = rng.normal(centre, 0.4, 2)
+        lines.append(f"{w:.4f},{h:.4f},{('red', 'blue', 'green')[i % 3]},{label}")
+    return "\n".join(lines) + "\n"
+
+
+def drop(page: Page, files: list[tuple[str, bytes]]) -> None:
+    """Files dropped on the Data card, as a user drags them from the desktop."""
+    payload = [{"name": name, "data": base64.b64encode(data).decode()} for name, data in files]
+    page.evaluate(
+        """(files) => {
+        const transfer = new DataTransfer();
+        for (const { name, data } of files) {
+          const bytes = Uint8Array.from(atob(data), (c) => c.charCodeAt(0));
+          transfer.items.add(new File([bytes], name));
+        }
+        const target = document.getElementById('data-drop');
+        target.dispatchEvent(new DragEvent('dragover', { dataTransfer: transfer, bubbles: true, cancelable: true }));
+        target.dispatchEvent(new DragEvent('drop', { dataTransfer: transfer, bubbles: true, cancelable: true }));
+        }""",
+        payload,
+    )
+
+
+def wait_read(page: Page) -> str:
+    page.wait_for_selector("#data[data-state=read], #data[data-state=error]", timeout=TIMEOUT_MS)
+    page.wait_for_function("() => !document.getElementById('data').hasAttribute('aria-busy')")
+    return page.get_attribute("#data", "data-state") or ""
+
+
+def facts(page: Page) -> dict[str, str]:
+    return page.evaluate(
+        """() => Object.fromEntries([...document.querySelectorAll('#data-facts dt')]
+            .map((dt) => [dt.textContent, dt.nextElementSibling.textContent]))"""
+    )
+
+
+def plan_state(page: Page) -> str:
+    """The plan panel once it has answered: the verdict's colour, "unfit" or "error"."""
+    page.wait_for_selector(", ".join(f"#plan[data-state={s}]" for s in ("shown", "unfit", "error")), timeout=TIMEOUT_MS)
+    shown = page.get_attribute("#plan", "data-state")
+    return page.get_attribute("#plan", "data-verdict") if shown == "shown" else shown  # type: ignore[return-value]
+
+
+def train_to_end(page: Page, epochs: int) -> dict:
+    page.fill("#train-epochs", str(epochs))
+    page.click("#train-button")
+    page.wait_for_selector(
+        "#train[data-state=done], #train[data-state=error], #train[data-state=refused]", timeout=TIMEOUT_MS
+    )
+    return {
+        "state": page.get_attribute("#train", "data-state"),
+        "status": page.inner_text("#train-status"),
+        "accuracy": page.get_attribute("#train", "data-accuracy"),
+    }
+
+
+def screenshot(page: Page, name: str) -> None:
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.locator("#data").screenshot(path=str(ARTIFACTS / f"data-{name}.png"))
+
+
+def use_starter(page: Page) -> None:
+    """The plan refuses the program for the data and offers a starter program; it is taken."""
+    assert plan_state(page) == "unfit"
+    page.get_by_role("button", name="Replace the program with a starter program").click()
+    page.wait_for_function("() => document.getElementById('plan').dataset.state !== 'unfit'")
+    assert plan_state(page) == "green", page.inner_text("#plan")
+
+
+def test_a_dropped_csv_trains_a_starter_program(loaded: LoadedApp) -> None:
+    page = loaded.page
+    page.select_option("#train-level", "debug")
+    assert plan_state(page) == "green"
+    assert facts(page)["Data set"] == "digits (this site)"
+    drop(page, [("shapes.csv", blobs_csv().encode())])
+    assert wait_read(page) == "read", page.inner_text("#data-error")
+    seen = facts(page)
+    assert seen["Read from"] == "shapes.csv: a CSV table"
+    assert seen["Examples"] == "300" and seen["One example"] == "[5] float32"  # 2 numbers, 3 colours one-hot
+    assert seen["Target column"] == "size" and seen["Classes (2)"] == "high (150), low (150)"
+    assert seen["Split"] == "240 training, 60 held out (fraction 0.2, seed 0)"
+    assert seen["Data set version"].startswith("sha256:") and seen["train split"].endswith("(240 examples)")
+    assert page.is_checked("#data-user-choice")
+    header = page.locator("#data-preview th").all_inner_texts()
+    assert header == ["width", "height", "colour", "size"]
+    # the digits MLP wants 64 pixels: refused by name, with the fix offered
+    assert plan_state(page) == "unfit"
+    message = page.inner_text("#plan-message")
+    assert "input 'pixels' takes examples of shape [64] (64 values); the data's examples have shape [5]" in message
+    assert page.get_by_role("button", name="Train on this site's digits instead").is_visible()
+    screenshot(page, "csv")
+    use_starter(page)
+    done = train_to_end(page, 3)
+    assert done["state"] == "done", done["status"]
+    assert float(done["accuracy"] or 0) >= 0.95
+    # another target column: read again, the colour is now the class
+    page.click("#data-options summary")
+    page.select_option("#data-csv-target", label="colour")
+    page.click("#data-reread")
+    assert wait_read(page) == "read"
+    assert facts(page)["Classes (3)"] == "blue (100), green (100), red (100)"
+
+
+def test_a_dropped_image_zip_shows_thumbnails_and_trains(loaded: LoadedApp) -> None:
+    page = loaded.page
+    page.select_option("#data-color", "gray")
+    drop(page, [("shapes.zip", stripes_zip())])
+    assert wait_read(page) == "read", page.inner_text("#data-error")
+    seen = facts(page)
+    assert seen["Read from"] == "shapes.zip: a ZIP of images" and seen["One example"] == "[8, 8, 1] float32"
+    assert seen["Classes (2)"] == "horizontal (40), vertical (40)"
+    labels = page.locator("#data-thumbs figcaption").all_inner_texts()
+    assert len(labels) == 8 and set(labels) == {"horizontal", "vertical"}
+    screenshot(page, "images")
+    use_starter(page)
+    done = train_to_end(page, 4)
+    assert done["state"] == "done", done["status"]
+    assert float(done["accuracy"] or 0) >= 0.9
+
+
+def test_malformed_files_are_named_and_the_data_chosen_stays(loaded: LoadedApp) -> None:
+    page = loaded.page
+    before = facts(page)["Read from"]
+    cases = [
+        ("broken.csv", b"a,b,label\n1,2,x\n3,,y\n", "broken.csv: row 3, column B"),
+        ("photos.zip", b"not a zip at all", "photos.zip: is not a readable ZIP archive"),
+        ("x.npy", b"\x93NUMPY", "x.npy: cannot be read: one .npy holds either the features or the labels"),
+        ("notes.docx", b"PK", "notes.docx: cannot be read: it is not a CSV"),
+    ]
+    for name, data, message in cases:
+        drop(page, [(name, data)])
+        assert wait_read(page) == "error"
+        error = page.inner_text("#data-error")
+        assert message in error and error.endswith(f"Still training on {before.split(':')[0]}."), error
+        assert facts(page)["Read from"] == before
+    screenshot(page, "error")
+
+
+def test_a_picked_npz_and_the_characters(loaded: LoadedApp, tmp_path: Path) -> None:
+    page = loaded.page
+    path = tmp_path / "points.npz"
+    rng = np.random.default_rng(1)
+    np.savez(path, x=rng.normal(size=(50, 3, 2)).astype(np.float32), y=np.arange(50) % 5)
+    page.set_input_files("#data-files", str(path))
+    assert wait_read(page) == "read", page.inner_text("#data-error")
+    seen = facts(page)
+    assert seen["One example"] == "[3, 2] float32" and seen["Classes (5)"].startswith("0 (10), 1 (10)")
+    page.check("input[name=data-source][value=chars]")
+    page.wait_for_function("() => document.querySelector('#data-facts dd').textContent.includes('Zen of Python')")
+    assert facts(page)["One example"] == "[16] int32 (character indices)"

@@ -1,0 +1,115 @@
+"""Whether a program can train on a data set: its features input takes one example as the data holds it
+(as many values, of the same type), its labels input takes the data's labels (class indices or numbers),
+and a classifier has a class for every class of the data. Each mismatch is one line naming the input node
+and both sides; the page shows them before planning, with the built-in data sets that would fit.
+
+Also a starter program for a data set: the smallest sensible model a user can train at once and then edit
+(a ReLU MLP for vectors, a small CNN for images, an embedding MLP for token windows)."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from scellis.datasets import DataInfo
+from scellis.graph import Program
+from scellis.ops import Op
+from scellis.ops.defs import ClassesArg
+from scellis.pipeline import Compiled
+
+
+def _input(program: dict[str, Any], role: str) -> dict[str, Any] | None:
+    for node in program.get("nodes", []):
+        if node.get("op") == "input" and node.get("params", {}).get("role", "features") == role:
+            return node
+    return None
+
+
+def _shape(node: dict[str, Any]) -> tuple[int, ...]:
+    return tuple(node.get("params", {}).get("shape", ()))
+
+
+def _dtype(node: dict[str, Any]) -> str:
+    return str(node.get("params", {}).get("dtype", "float32"))
+
+
+def program_classes(compiled: Compiled) -> int | None:
+    """The classes the program's loss and metrics tell apart (the one-hot width of its labels), or None
+    when it has no class labels (a regression)."""
+    widths = {n.arg.classes for n in compiled.evaluate.nodes() if n.op is Op.ONE_HOT and isinstance(n.arg, ClassesArg)}
+    return max(widths) if widths else None
+
+
+def fit_problems(program: dict[str, Any], compiled: Compiled, info: DataInfo) -> list[str]:
+    """Every way `program` (compiled as `compiled`) cannot train on data described by `info`; none when
+    it can. A program whose example shape differs but holds as many values reads them in row-major order,
+    so that is no problem (the digits' 64 pixels fill an input of [1, 8, 8] as they fill [64])."""
+    out = []
+    features, labels = _input(program, "features"), _input(program, "labels")
+    data_shape = list(info.example_shape)
+    if features is None:
+        out.append("the program has no features input (an input node with role 'features')")
+    else:
+        shape = _shape(features)
+        if math.prod(shape) != math.prod(info.example_shape):
+            out.append(
+                f"input {features['id']!r} takes examples of shape {list(shape)} ({math.prod(shape)} values); "
+                f"the data's examples have shape {data_shape} ({math.prod(info.example_shape)} values)"
+            )
+        if _dtype(features) != info.feature_type:
+            kind = "token indices (int32)" if info.feature_type == "int32" else "numbers (float32)"
+            out.append(f"input {features['id']!r} takes {_dtype(features)} values; the data's features are {kind}")
+    if labels is None:
+        out.append("the program has no labels input (an input node with role 'labels')")
+        return out
+    if _dtype(labels) != info.label_type:
+        kind = "class indices (int32)" if info.label_type == "int32" else "numbers (float32)"
+        out.append(f"input {labels['id']!r} takes {_dtype(labels)} labels; the data's labels are {kind}")
+    if _shape(labels) != ():
+        out.append(f"input {labels['id']!r} takes labels of shape {list(_shape(labels))}; the data has one per example")
+    classes = program_classes(compiled)
+    if info.classes is not None and classes is not None and classes < len(info.classes):
+        out.append(
+            f"the program tells {classes} classes apart (its logits' last axis); the data has {len(info.classes)}"
+        )
+    return out
+
+
+def starter_program(info: DataInfo, vocab: int = 0) -> dict[str, Any]:
+    """A small program for data described by `info`: classification (cross-entropy and accuracy) or, for a
+    numeric target, regression (mean squared error on one output); Adam at 3e-3 for 20 epochs. Token
+    windows (int32 features) are embedded in a table of `vocab` rows (their largest index + 1)."""
+    p = Program(f"starter-{_slug(info.name)}")
+    shape = list(info.example_shape)
+    x = p.input("features", shape, dtype=info.feature_type)
+    if info.feature_type == "int32":  # token windows: embedded, flattened, then an MLP
+        if vocab < 1:
+            raise ValueError("token windows need the vocabulary size (their largest index + 1)")
+        h = p.flatten(p.embedding(x, vocab, 32, id="embed"), id="flat")
+    elif len(shape) == 3 and shape[2] in (1, 3) and min(shape[:2]) >= 4:  # images, height x width x channels
+        h = p.permute(x, [2, 0, 1], id="channels_first")
+        for i, channels in enumerate((16, 32), start=1):
+            h = p.max_pool2d(
+                p.relu(p.conv2d(h, channels, 3, padding=1, id=f"conv{i}"), id=f"relu{i}"), 2, id=f"pool{i}"
+            )
+        h = p.flatten(h, id="flat")
+    else:
+        h = x if len(shape) == 1 else p.flatten(x, id="flat")
+    h = p.relu(p.linear(h, 64, id="hidden"), id="relu")
+    if info.classes is None:
+        y = p.input("target", [], dtype="float32", role="labels")
+        pred = p.reshape(p.linear(h, 1, id="out"), [], id="prediction")
+        p.set_loss(p.mse(pred, y, id="loss"))
+    else:
+        y = p.input("label", [], dtype="int32", role="labels")
+        logits = p.linear(h, len(info.classes), id="logits")
+        p.set_loss(p.cross_entropy(logits, y, id="loss"))
+        p.add_metric(p.accuracy(logits, y, id="accuracy"))
+    p.set_optimizer("adam", lr=3e-3)
+    p.set_loop(epochs=20, batch_size=32)
+    return p.to_json()
+
+
+def _slug(name: str) -> str:
+    kept = "".join(c if c.isalnum() else "-" for c in name.lower()).strip("-")
+    return "-".join(part for part in kept.split("-") if part)[:40] or "data"
