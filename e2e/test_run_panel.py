@@ -18,6 +18,7 @@ from playwright.sync_api import Page
 from scellis import cli
 
 RUN_TIMEOUT_MS = 600_000
+ARTIFACTS = Path(__file__).resolve().parent / "artifacts"
 EPOCHS = 4  # 88 steps of the digits MLP
 
 
@@ -83,6 +84,11 @@ def pause_step_save_continue(page: Page) -> str:
     return key
 
 
+def screenshot(page: Page, selector: str, name: str) -> None:
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.locator(selector).screenshot(path=str(ARTIFACTS / f"{name}.png"))
+
+
 def download_manifest(page: Page, folder: Path, prefix: str = "") -> Path:
     with page.expect_download() as download:
         page.click("#run-manifest")
@@ -140,6 +146,7 @@ def test_pause_step_save_continue_then_manifest_and_link(
     kind = request.node.callspec.params["loaded"]
     page = loaded.page
     key = pause_step_save_continue(page)
+    screenshot(page, "#train", f"run-panel-{kind}")
     manifest = json.loads(download_manifest(page, tmp_path).read_text())
     assert (manifest["level"], manifest["seed"], manifest["device"], manifest["steps"]) == ("debug", 5, kind, 88)
     assert manifest["environment"]["browser"].startswith("Mozilla/5.0")
@@ -152,6 +159,7 @@ def test_pause_step_save_continue_then_manifest_and_link(
     shared = loaded.context.new_page()
     try:
         rerun_from_link(shared, link, final)
+        screenshot(shared, "#shared", f"shared-run-{kind}")
     finally:
         shared.close()
     resumed = loaded.context.new_page()
