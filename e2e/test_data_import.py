@@ -151,12 +151,40 @@ def test_a_dropped_csv_trains_a_starter_program(loaded: LoadedApp) -> None:
     done = train_to_end(page, 3)
     assert done["state"] == "done", done["status"]
     assert float(done["accuracy"] or 0) >= 0.95
-    # another target column: read again, the colour is now the class
+    rerun_on_the_same_csv(loaded, share_link(page))
+    # another target column, read in chunks: the colour is now the class
     page.click("#data-options summary")
     page.select_option("#data-csv-target", label="colour")
+    page.check("#data-stream")
     page.click("#data-reread")
     assert wait_read(page) == "read"
-    assert facts(page)["Classes (3)"] == "blue (100), green (100), red (100)"
+    seen = facts(page)
+    assert seen["Classes (3)"] == "blue (100), green (100), red (100)"
+    assert (
+        seen["Read from"] == "shapes.csv: a CSV table, read in chunks" and seen["One example"] == "[4] float32"
+    )  # 2 numbers, 2 sizes one-hot
+
+
+def share_link(page: Page) -> str:
+    page.click("#run-link")
+    page.wait_for_function("() => document.getElementById('run-link-text').value.includes('#run=')")
+    return page.input_value("#run-link-text")
+
+
+def rerun_on_the_same_csv(loaded: LoadedApp, link: str) -> None:
+    """The run's share link, opened in a new page: the same CSV dropped there re-runs to the pinned key."""
+    shared = loaded.context.new_page()
+    try:
+        shared.goto(link)
+        shared.wait_for_selector("#shared[data-state=asking]", timeout=TIMEOUT_MS)
+        drop(shared, [("shapes.csv", blobs_csv().encode())])
+        assert wait_read(shared) == "read"
+        shared.click("#shared-chosen-data")
+        ends = ("verified", "mismatch", "different", "error")
+        shared.wait_for_selector(", ".join(f"#shared[data-state={s}]" for s in ends), timeout=TIMEOUT_MS)
+        assert shared.get_attribute("#shared", "data-state") == "verified", shared.inner_text("#shared")
+    finally:
+        shared.close()
 
 
 def test_a_dropped_image_zip_shows_thumbnails_and_trains(loaded: LoadedApp) -> None:
