@@ -1,6 +1,7 @@
 // Entry module: the only one that runs code on import.
 
 import { boot } from "./src/boot.js";
+import { RunCharts } from "./src/charts.js";
 import { showBlocked } from "./src/editor/blocked.js";
 import { mountEditor } from "./src/editor/mount.jsx";
 import { sameProgram } from "./src/editor/program.js";
@@ -152,6 +153,7 @@ boot(showStage)
     const python = (code, values = {}, kind = undefined) => session.engine.call("python", code, values, kind);
     const inWorker = (source, arg) => session.engine.call("script", source, arg);
     window.scellis = { report: session.report, build: session.build, readyMs, stages: stagesSeen, python, inWorker };
+    window.scellis.charts = RunCharts; // bench/charts.py feeds the run panel's charts synthetic states
     showReady(session, readyMs);
     return Promise.all([
       showRun(session),

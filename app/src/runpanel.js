@@ -1,10 +1,13 @@
-// DOM rendering of the run panel (progress, controls, decision log, checkpoints, the pinned run's
+// DOM rendering of the run panel (progress, live charts, controls, decision log, checkpoints, the pinned run's
 // manifest and share link, resume from a key) and of a shared run's card (what the link carries, the data
 // it asks for, the re-run's progress and its verdict). The logic is runmodel.js's; main.js wires them.
 
+import { RunCharts } from "./charts.js";
 import { byId, element } from "./dom.js";
 import { errorText } from "./format.js";
 import { controls, figures } from "./runmodel.js";
+
+let charts = null; // the panel's loss and metric charts, made when the first run starts
 
 function keyItem(step, key, why) {
   const item = element("li", `step ${step}: `);
@@ -25,6 +28,8 @@ export function showRunStart({ where, level, seed, resume }) {
   byId("run-pinned-status").textContent = "";
   byId("run-link-box").hidden = true;
   document.querySelector("#train-log tbody").replaceChildren();
+  charts ??= new RunCharts(byId("run-charts"));
+  charts.start();
 }
 
 export function showRunState(state) {
@@ -37,10 +42,12 @@ export function showRunState(state) {
   const written = state.checkpoints.map(({ step, key }) => keyItem(step, key, "loop program"));
   const saved = state.saved.map(({ step, key }) => keyItem(step, key, "saved from the page"));
   byId("run-checkpoints").replaceChildren(...written, ...saved);
+  charts?.feed(state);
 }
 
 export function setRunPhase(phase) {
   byId("run").dataset.phase = phase;
+  if (phase === "done" || phase === "failed") charts?.finish(); // drawn before the page says it ended
   const allowed = controls(phase);
   byId("run-pause").disabled = !allowed.pause;
   byId("run-step").disabled = !allowed.step;
