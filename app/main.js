@@ -11,6 +11,7 @@ import { showError, showOffline, showReady, showStage, showTrainPanel, stagesSee
 import { capFromText } from "./src/plan.js";
 import { showCapError, showPlan, showPlanMessage, wirePlanControls } from "./src/planpanel.js";
 import { RunControl } from "./src/runcontrol.js";
+import { RunsCard } from "./src/runs.js";
 import { SharedRun } from "./src/sharedrun.js";
 import { applyRemedy, exampleProgram, forgetProbes, planProgram } from "./src/train.js";
 
@@ -112,8 +113,8 @@ async function openEditor(engine, example, onProgram) {
   }
 }
 
-// The editor, and the train card with its memory plan panel and run panel, once the example program is
-// here; then, when the address carries a share link, its card.
+// The editor, the train card with its memory plan panel and run panel, and the Runs history, once the
+// example program is here; then, when the address carries a share link, its card.
 async function showRun(session) {
   const example = await exampleProgram(session.engine);
   const { selected, levels } = session.report;
@@ -123,7 +124,9 @@ async function showRun(session) {
   let controller = null; // set before the editor's first check answers (that waits for a timer)
   const editor = await openEditor(session.engine, example, (...checked) => controller.edited(...checked));
   controller = runController(session.engine, kind, example, guide, editor);
-  const runs = new RunControl(session.engine, controller);
+  const onResume = (record, key) => runs.resumeFrom(record, key);
+  const history = await RunsCard.open({ device: selected.device.name, onResume });
+  const runs = new RunControl(session.engine, controller, history);
   runs.wire();
   showTrainPanel(selected, levels, {
     onLevel: controller.setLevel,

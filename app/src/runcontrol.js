@@ -1,6 +1,8 @@
 // The run the page drives: opened from init or a checkpoint key, run chunk by chunk (runmodel.Driver),
 // and the run panel's buttons answered. One run at a time; a new one replaces the old. The last run's
-// newest checkpoint is kept in localStorage so a later visit can resume it.
+// newest checkpoint is kept in localStorage so a later visit can resume it, and every run is reported to
+// the Runs history (runs.js: its start, epochs, checkpoints, pauses, end, and the manifest of a paused or
+// finished run), which resumes a run from any of its checkpoints through the resume form's path.
 
 import { errorText } from "./format.js";
 import { showEpoch, setRunSettings, showTrainDone, showTrainPaused, showTrainRefused, showTrainStarting } from "./page.js";
@@ -17,6 +19,7 @@ import {
   wireResume,
   wireRunControls,
 } from "./runpanel.js";
+import { SITE_DATA, resumeSettings, sameData } from "./runsmodel.js";
 import { openRun } from "./train.js";
 
 // The newest of a run's checkpoints (written by its loop program or saved from the page), or null.
@@ -28,10 +31,11 @@ function latestKey(state) {
 const fieldValue = (id) => document.getElementById(id).value;
 
 export class RunControl {
-  // `controller.current()`: the page's program, device kind, level and memory cap.
-  constructor(engine, controller) {
-    Object.assign(this, { engine, controller });
-    this.current = null; // {run (engine.RemoteRun), driver, settings, rows}
+  // `controller.current()`: the page's program, device kind, level and memory cap. `history`: the Runs
+  // card (runs.RunsCard), or null.
+  constructor(engine, controller, history = null) {
+    Object.assign(this, { engine, controller, history });
+    this.current = null; // {run (engine.RemoteRun), driver, settings, rows, log (runs.js), pinning}
   }
 
   wire() {
@@ -56,6 +60,7 @@ export class RunControl {
   }
 
   onState(state) {
+    this.current.log?.state(state);
     showRunState(state);
     for (const row of state.epochs_done) {
       showEpoch(row);
@@ -73,23 +78,37 @@ export class RunControl {
     const rows = this.current.rows;
     setRunPhase("done");
     showTrainDone(rows.length ? rows[rows.length - 1] : null, null, state);
+    this.current.log?.settle(state.stopped ? "stopped by rule" : "done");
+    this.keepManifest();
+  }
+
+  // A paused or finished run's manifest, kept with its record in the Runs history (the engine saves the
+  // state it pins; PageRun does one thing at a time, so a step asked for meanwhile waits for it).
+  keepManifest() {
+    const current = this.current;
+    if (!current.log) return;
+    current.pinning = this.pinned(current).catch((error) => console.error(error));
   }
 
   async drive() {
     const { level } = this.current.settings;
     setRunPhase("running");
     showTrainStarting(level, `training at level ${level}…`);
+    this.current.log?.settle("running");
     try {
       const state = await this.current.driver.go();
       if (state.done) this.finished(state);
       else {
         setRunPhase("paused");
         showTrainPaused(state.step);
+        this.current.log?.settle("paused");
+        this.keepManifest();
       }
     } catch (error) {
       console.error(error);
       setRunPhase("failed");
       showTrainDone(null, error);
+      this.current.log?.settle("failed", errorText(error));
     }
   }
 
@@ -97,12 +116,14 @@ export class RunControl {
   async start(settings) {
     if (this.current) {
       await this.current.driver.pause();
+      await this.current.pinning;
       await this.current.run.close();
       this.current = null;
     }
     showResumeError("");
     const status = settings.resume ? `resuming from ${settings.resume}…` : `training at level ${settings.level}…`;
     showTrainStarting(settings.level, status);
+    const log = this.history?.begin(settings) ?? null;
     let opened;
     try {
       opened = await openRun(this.engine, settings);
@@ -111,15 +132,17 @@ export class RunControl {
       showTrainDone(null, error);
       setRunPhase("idle");
       if (settings.resume) showResumeError(`Cannot resume: ${errorText(error)}`);
+      log?.settle("failed", errorText(error));
       return;
     }
     if (opened.refused) {
       showTrainRefused(opened);
+      log?.settle("refused", opened.refused);
       return;
     }
     const where = settings.kind === "cpu" ? "CPU path (WebAssembly)" : "WebGPU";
     showRunStart({ where, level: settings.level, seed: settings.seed, resume: settings.resume });
-    this.current = { run: opened, settings, rows: [], driver: null };
+    this.current = { run: opened, settings, rows: [], driver: null, log, pinning: null };
     this.current.driver = new Driver(opened, { onState: (state) => this.onState(state) });
     this.onState(opened.first);
     await this.drive();
@@ -144,8 +167,10 @@ export class RunControl {
     showPinnedStatus(`saved ${key}`);
   }
 
-  async pinned() {
-    return JSON.parse(await this.current.run.manifest(location.href));
+  async pinned(current = this.current) {
+    const out = JSON.parse(await current.run.manifest(location.href));
+    current.log?.pinned(out);
+    return out;
   }
 
   async downloadManifest() {
@@ -167,17 +192,19 @@ export class RunControl {
     }
   }
 
-  // The resume form: the last run's own settings when resuming it; otherwise the page's, which the
-  // checkpoint must match (the engine names what differs).
-  resume(text) {
+  // The resume form: the settings of the run the key is from (`from`; else the last run's, or a run's of
+  // the Runs history, that wrote it); otherwise the page's, which the checkpoint must match (the engine
+  // names what differs).
+  resume(text, from = null) {
     const parsed = keyFromText(text);
     if (parsed.error) {
       showResumeError(parsed.error);
       return;
     }
-    const record = lastRun(localStorage);
+    const last = lastRun(localStorage);
+    const record = from ?? (last?.key === parsed.key ? last : this.history?.settingsOf(parsed.key));
     const page = this.controller.current();
-    const own = record && record.key === parsed.key;
+    const own = Boolean(record);
     const settings = own
       ? { ...page, program: record.program, level: record.level, seed: record.seed, epochs: record.epochs }
       : { ...page, seed: fieldValue("train-seed"), epochs: Number(fieldValue("train-epochs")) };
@@ -187,5 +214,17 @@ export class RunControl {
     }
     if (own) setRunSettings(record);
     this.start({ ...settings, resume: parsed.key });
+  }
+
+  // "Resume from here" in the Runs history: the run's program and settings go into the page, then the
+  // resume form's path. The page's data must be the data the run read (the card names it otherwise).
+  resumeFrom(run, key) {
+    const data = this.controller.current().data ?? { name: SITE_DATA, versions: null };
+    if (!sameData(run.data, data)) {
+      return `the run read ${run.data.name}; the page's data is ${data.name}: choose it in the Data card first`;
+    }
+    this.controller.load(run.program, `the run of ${run.name}`);
+    this.resume(key, resumeSettings(run));
+    return null;
   }
 }

@@ -10,6 +10,7 @@ touches the browser.
 
 from __future__ import annotations
 
+import asyncio
 import math
 import time
 from collections import deque
@@ -38,7 +39,9 @@ class Chunk:
 class PageRun:
     """A session, its data and store, and where the run stands. `pins`: what a re-run is compared with at
     its end (None for a run of the page's own), whose steps it takes (`limit`; else the loop's epochs) and
-    whose device name its checkpoints carry (replay's module docstring)."""
+    whose device name its checkpoints carry (replay's module docstring). The page may ask for a manifest
+    (the paused run's, for its Runs history) while a step is asked for: `busy` lets one call that runs the
+    session or reads its state on the device go at a time, in the order they came."""
 
     def __init__(
         self,
@@ -66,6 +69,7 @@ class PageRun:
         self.chunks: deque[Chunk] = deque()
         self.final: str | None = None  # the key of the final state, once saved
         self.saved: list[tuple[int, str]] = []  # (step, key) of each state saved from the page
+        self.busy = asyncio.Lock()
 
     @classmethod
     async def open(
@@ -156,13 +160,14 @@ class PageRun:
         """Run up to `steps` more steps (fewer at the run's end) and say where the run stands (`state`)."""
         if steps < 1:
             raise ValueError(f"steps must be at least 1, got {steps}")
-        if not self.done:
-            if self.limit is not None:
-                steps = min(steps, self.limit - self.session.steps)
-            before, began = self.session.steps, time.perf_counter()
-            await self.session.run(self.train, self.test, epochs=self.epochs, steps=steps, report=self._row)
-            self._clock(time.perf_counter() - began, self.session.steps - before)
-        return self.state()
+        async with self.busy:
+            if not self.done:
+                if self.limit is not None:
+                    steps = min(steps, self.limit - self.session.steps)
+                before, began = self.session.steps, time.perf_counter()
+                await self.session.run(self.train, self.test, epochs=self.epochs, steps=steps, report=self._row)
+                self._clock(time.perf_counter() - began, self.session.steps - before)
+            return self.state()
 
     def _row(self, result: EpochResult) -> None:
         self.rows.append(epoch_json(result, self.session))
@@ -216,8 +221,9 @@ class PageRun:
         program's: it joins neither the run's checkpoints nor its decision log, so saving changes nothing
         that a re-run of the run would compare."""
         s = self.session
-        key = await save(self.store, await s.checkpoint())
-        self.saved.append((s.steps, key))
+        async with self.busy:
+            key = await save(self.store, await s.checkpoint())
+            self.saved.append((s.steps, key))
         return key
 
     async def manifest(self, base: str) -> dict[str, Any]:
@@ -225,19 +231,20 @@ class PageRun:
         as it is now is saved first as the run's final checkpoint (a paused run's manifest pins where it
         stopped)."""
         s = self.session
-        self.final = await save(self.store, await s.checkpoint())
-        manifest = build_manifest(
-            s,
-            self.train,
-            self.test,
-            device_kind=self.device_kind,
-            epochs=self.epochs,
-            final=self.final,
-            engine=self.engine,
-            budget=self.noted.noted,
-            browser=self.browser,
-        )
-        return {"manifest": to_json(manifest), "link": share_link(manifest, base), "final": self.final}
+        async with self.busy:
+            final = self.final = await save(self.store, await s.checkpoint())
+            manifest = build_manifest(
+                s,
+                self.train,
+                self.test,
+                device_kind=self.device_kind,
+                epochs=self.epochs,
+                final=final,
+                engine=self.engine,
+                budget=self.noted.noted,
+                browser=self.browser,
+            )
+        return {"manifest": to_json(manifest), "link": share_link(manifest, base), "final": final}
 
     async def verdict(self) -> dict[str, Any]:
         """A finished re-run compared with the pinned run: `verified` and the lines saying how it compares."""
@@ -247,7 +254,8 @@ class PageRun:
             raise ValueError(f"the re-run is at step {self.session.steps} of {self.total}: let it finish first")
         s = self.session
         assert s.checkpointer is not None
-        final = await s.checkpointer(s, "the final state")
+        async with self.busy:
+            final = await s.checkpointer(s, "the final state")
         key = s.compiled.key(s.level, s.device.features)
         written = tuple(Written(step, k) for step, k in s.checkpoints)
         outcome = Outcome(key, s.device.name, s.steps, final, written, dict(s.last_metrics))

@@ -1,0 +1,296 @@
+// The Runs card: every run the page has made, newest first, kept in IndexedDB (runstore.js), with each
+// run's details (metrics, checkpoints by key, each of which resumes; its manifest), and deletion after a
+// confirmation that names what goes (the record, and the checkpoint objects no other run refers to).
+// RunControl reports each run through a RunLog; the logic is runsmodel.js's.
+
+import { byId, element } from "./dom.js";
+import { errorText } from "./format.js";
+import { manifestName } from "./runmodel.js";
+import { download } from "./runpanel.js";
+import * as model from "./runsmodel.js";
+import { openRuns } from "./runstore.js";
+import { openStore } from "./store.js";
+
+// One run's record as it goes: kept in memory, shown, and written in order, one write at a time — at
+// its start, an epoch's end, a new checkpoint, a pause, its end and its manifest (never per chunk).
+class RunLog {
+  constructor(card, record) {
+    Object.assign(this, { card, record, writing: Promise.resolve() });
+  }
+
+  state(state) {
+    const { record, changed } = model.withState(this.record, state);
+    this.record = record;
+    if (changed) this.write();
+  }
+
+  settle(status, error = null) {
+    if (status === this.record.status && error === null) return;
+    this.record = model.withStatus(this.record, status, { now: Date.now(), error });
+    this.write();
+  }
+
+  pinned(out) {
+    this.record = model.withManifest(this.record, out);
+    this.write();
+  }
+
+  write() {
+    const record = this.record;
+    if (this.card.deleted.has(record.id)) return;
+    this.card.keep(record);
+    this.writing = this.writing
+      .then(() => this.card.runs.put(record))
+      .catch((error) => this.card.fail(`The run's record could not be written: ${errorText(error)}`));
+  }
+}
+
+const cell = (tag, text, attributes) => element(tag, text, attributes);
+
+function factsOf(record, live) {
+  const versions = record.data.versions ?? [];
+  const facts = [
+    ["Program", record.name],
+    ["Data", record.data.name],
+    ...versions.map((v) => [`Data, ${v.split}`, `${v.sha256} (${v.examples} examples)`]),
+    ["Determinism level", record.level],
+    ["Seed", record.seed],
+    ["Epochs", String(record.epochs)],
+    ["Device", model.deviceText(record)],
+    ["Status", model.shownStatus(record, live) + (record.error ? `: ${record.error}` : "")],
+    ["Steps", record.total === null ? String(record.step) : `${record.step} of ${record.total}`],
+    ["Started", new Date(record.started).toLocaleString()],
+  ];
+  if (record.ended) facts.push(["Ended", new Date(record.ended).toLocaleString()]);
+  if (record.resumedFrom) facts.push(["Resumed from", record.resumedFrom]);
+  if (record.final) facts.push(["Final checkpoint", record.final]);
+  return facts;
+}
+
+function metricsTable(record) {
+  const name = model.headline(record)?.name;
+  const metric = name && name !== "loss" ? [name.replace(/^metric\//, "")] : [];
+  const head = ["epoch", "steps", "train loss", "test loss", ...metric];
+  const number = (value, digits) => (typeof value === "number" ? value.toFixed(digits) : String(value));
+  const table = element("table", undefined, { class: "runs-metrics", "aria-label": "Metrics, epoch by epoch" });
+  const tr = element("tr");
+  tr.append(...head.map((text) => cell("th", text, { scope: "col" })));
+  const body = element("tbody");
+  for (const row of record.rows) {
+    const cells = [row.epoch, row.steps, number(row.train_loss, 4), number(row.test.loss, 4)];
+    if (head.length > 4) cells.push(model.metricValue(name, row.test[name]));
+    const line = element("tr");
+    line.append(...cells.map((value) => cell("td", String(value))));
+    body.append(line);
+  }
+  const thead = element("thead");
+  thead.append(tr);
+  table.append(thead, body);
+  return table;
+}
+
+export class RunsCard {
+  // The card over the records kept in this browser; `device` names the page's device (a run's record
+  // says it until its state names the device it opened), `onResume(record, key)` resumes a run (or
+  // answers why it cannot).
+  constructor(device, onResume) {
+    Object.assign(this, { device, onResume, runs: null, objects: null });
+    this.records = new Map();
+    this.deleted = new Set();
+    this.live = null; // the id of the run this page has open
+    this.open = null; // the id of the run whose details are shown
+  }
+
+  // The card, shown; when IndexedDB cannot be opened it says so and keeps no runs.
+  static async open({ device, onResume }) {
+    const card = new RunsCard(device, onResume);
+    byId("runs").hidden = false;
+    try {
+      card.runs = await openRuns();
+      card.objects = await openStore();
+      for (const value of await card.runs.all()) {
+        const record = model.readRecord(value);
+        if (record) card.records.set(record.id, record);
+      }
+    } catch (error) {
+      console.error(error);
+      card.runs = null;
+      card.fail(`The Runs history is not available in this browser: ${errorText(error)}`);
+    }
+    card.render();
+    return card;
+  }
+
+  // A new run's log (null when the history is not available): RunControl reports the run through it.
+  begin(settings) {
+    if (!this.runs) return null;
+    const record = model.newRecord({ id: crypto.randomUUID(), now: Date.now(), settings, device: this.device });
+    this.live = record.id;
+    const log = new RunLog(this, record);
+    log.write();
+    return log;
+  }
+
+  // The settings of a run that wrote or resumed from `key` (the newest such), or null.
+  settingsOf(key) {
+    const found = model.sortedRuns([...this.records.values()]).find((r) => model.referencedKeys(r).includes(key));
+    return found ? model.resumeSettings(found) : null;
+  }
+
+  keep(record) {
+    this.records.set(record.id, record);
+    this.render();
+  }
+
+  fail(text) {
+    const box = byId("runs-error");
+    box.textContent = text;
+    box.hidden = !text;
+  }
+
+  say(text) {
+    byId("runs-status").textContent = text;
+  }
+
+  busy() {
+    return this.records.get(this.live)?.status === "running";
+  }
+
+  // The table and, when one is chosen, its details; the focused button keeps focus across the redraw.
+  render() {
+    const focused = document.activeElement?.dataset?.focus;
+    const records = model.sortedRuns([...this.records.values()]);
+    byId("runs").dataset.count = String(records.length);
+    byId("runs-empty").hidden = records.length > 0;
+    byId("runs-table").hidden = records.length === 0;
+    byId("runs-table").tBodies[0].replaceChildren(...records.map((r) => this.row(r)));
+    this.renderDetail();
+    if (focused) document.querySelector(`#runs [data-focus="${CSS.escape(focused)}"]`)?.focus();
+  }
+
+  row(record) {
+    const cells = model.summaryCells(record, { now: Date.now(), live: this.live });
+    const tr = element("tr", undefined, { "data-run": record.id, "data-status": cells.status });
+    const button = element("button", cells.program, { type: "button", "data-focus": `details:${record.id}` });
+    button.setAttribute("aria-expanded", String(this.open === record.id));
+    button.setAttribute("aria-controls", "runs-detail");
+    button.onclick = () => this.toggle(record.id);
+    const first = element("th", undefined, { scope: "row" });
+    first.append(button);
+    tr.append(first, ...["data", "level", "device", "status", "metric", "when"].map((k) => cell("td", cells[k])));
+    return tr;
+  }
+
+  toggle(id) {
+    this.open = this.open === id ? null : id;
+    this.fail("");
+    this.render();
+  }
+
+  renderDetail() {
+    const box = byId("runs-detail");
+    const record = this.records.get(this.open);
+    box.hidden = !record;
+    if (!record) return;
+    box.dataset.run = record.id;
+    byId("runs-detail-title").textContent = `Run of ${record.name}, ${model.formatWhen(record.started, Date.now())}`;
+    const facts = byId("runs-detail-facts");
+    facts.replaceChildren();
+    for (const [label, value] of factsOf(record, this.live)) facts.append(element("dt", label), element("dd", value));
+    const metrics = record.rows.length ? metricsTable(record) : element("p", "No epoch finished.");
+    byId("runs-detail-metrics").replaceChildren(metrics);
+    const keys = record.checkpoints.map((c) => this.checkpointItem(record, c));
+    byId("runs-checkpoints").replaceChildren(...(keys.length ? keys : [element("li", "none written")]));
+    const manifest = byId("runs-manifest");
+    manifest.disabled = !record.manifest;
+    manifest.onclick = () => download(manifestName(record.name, record.final), record.manifest);
+    const remove = byId("runs-delete");
+    const open = record.id === this.live && ["running", "paused"].includes(record.status);
+    remove.disabled = open;
+    remove.title = open ? "this run is open in the page: start another or reload first" : "";
+    remove.onclick = () => this.confirmDelete(record);
+  }
+
+  checkpointItem(record, { step, key, kind }) {
+    const item = element("li", `step ${step}: `, { "data-key": key });
+    const resume = element("button", "Resume from here", { type: "button", "data-focus": `resume:${key}` });
+    resume.setAttribute("aria-label", `Resume from here: step ${step}, ${key}`);
+    resume.disabled = this.busy();
+    resume.onclick = () => this.resume(record, key);
+    item.append(element("code", key), ` (${model.whyKept(kind)}) `, resume);
+    return item;
+  }
+
+  // A checkpoint resumes only while its object is stored; otherwise the card says which key is gone.
+  async resume(record, key) {
+    this.fail("");
+    try {
+      if (!(await this.objects.has(key))) {
+        const why = "this browser no longer stores that checkpoint (it was deleted, or the site's storage was cleared)";
+        this.fail(`Cannot resume from ${key}: ${why}.`);
+        return;
+      }
+    } catch (error) {
+      this.fail(`Cannot resume from ${key}: ${errorText(error)}`);
+      return;
+    }
+    const why = this.onResume(record, key); // RunControl.resumeFrom: why not, or null
+    if (why) this.fail(`Cannot resume from ${key}: ${why}.`);
+    else this.say(`Resuming the run of ${record.name} from ${key} in the train card above.`);
+  }
+
+  async plan(record) {
+    return model.deletionPlan(record, [...this.records.values()], new Set(await this.objects.keys()));
+  }
+
+  // Asks first (naming the record and every checkpoint object that goes, and those kept); deletes only on
+  // the dialog's Delete.
+  async confirmDelete(record) {
+    this.fail("");
+    let plan;
+    try {
+      plan = await this.plan(record);
+    } catch (error) {
+      this.fail(`Cannot tell which checkpoint objects the run frees: ${errorText(error)}; nothing was deleted.`);
+      return;
+    }
+    const text = model.deletionText(record, plan);
+    byId("runs-confirm-text").replaceChildren(...text.lines.map((line) => element("p", line)));
+    byId("runs-confirm-free").replaceChildren(...plan.free.map((key) => element("li", key)));
+    byId("runs-confirm-kept-text").textContent = [text.kept, text.gone].filter(Boolean).join(" ");
+    const kept = plan.kept.map(({ key, runs }) => element("li", `${key} (${runs.join("; ")})`));
+    byId("runs-confirm-kept").replaceChildren(...kept);
+    const dialog = byId("runs-confirm");
+    const answer = new Promise((resolve) => {
+      dialog.addEventListener("close", () => resolve(dialog.returnValue), { once: true });
+    });
+    dialog.returnValue = "";
+    dialog.showModal();
+    if ((await answer) !== "delete") {
+      this.say("Nothing was deleted.");
+      return;
+    }
+    await this.remove(record, plan.free);
+  }
+
+  // The record and the freed objects (those still free now: a run may have begun to use one since).
+  async remove(record, freed) {
+    const now = await this.plan(record);
+    const free = freed.filter((key) => now.free.includes(key));
+    try {
+      for (const key of free) await this.objects.delete(key);
+      this.deleted.add(record.id);
+      await this.runs.delete(record.id);
+    } catch (error) {
+      this.fail(`Deleting the run failed: ${errorText(error)}`);
+      return;
+    }
+    this.records.delete(record.id);
+    if (this.open === record.id) this.open = null;
+    byId("runs-title").focus(); // its details went with it
+    const n = free.length;
+    const kept = now.kept.length ? `; kept ${now.kept.length} that other runs refer to` : "";
+    this.say(`Deleted the run of ${record.name} and ${n} checkpoint object${n === 1 ? "" : "s"}${kept}.`);
+    this.render();
+  }
+}
