@@ -2,6 +2,7 @@
 
 import { boot } from "./src/boot.js";
 import { RunCharts } from "./src/charts.js";
+import { DataCard } from "./src/datacard.js";
 import { showBlocked } from "./src/editor/blocked.js";
 import { mountEditor } from "./src/editor/mount.jsx";
 import { sameProgram } from "./src/editor/program.js";
@@ -9,7 +10,7 @@ import { errorText } from "./src/format.js";
 import { Guide } from "./src/guide.js";
 import { showError, showOffline, showReady, showStage, showTrainPanel, stagesSeen } from "./src/page.js";
 import { capFromText } from "./src/plan.js";
-import { showCapError, showPlan, showPlanMessage, wirePlanControls } from "./src/planpanel.js";
+import { showCapError, showPlan, showPlanMessage, showUnfit, wirePlanControls } from "./src/planpanel.js";
 import { RunControl } from "./src/runcontrol.js";
 import { RunsCard } from "./src/runs.js";
 import { SharedRun } from "./src/sharedrun.js";
@@ -18,14 +19,16 @@ import { applyRemedy, exampleProgram, forgetProbes, planProgram } from "./src/tr
 const EDITED = "edited"; // `applied` of a program changed in the editor (remedies included)
 
 // What the page will run: the program (JSON text: the example, or the editor's, changed by the remedies
-// named in `applied`), the device kind, the level, the memory cap (bytes or null). Replaced, never
-// mutated, on every change; the plan shown is always of the latest one.
+// named in `applied`), the device kind, the level, the memory cap (bytes or null), and the data the Data
+// card chose (`source` for the engine, `data` for the record). Replaced, never mutated, on every change;
+// the plan shown is always of the latest one.
 // The Guide (`guide`) follows the same program and level.
 // `editor` (mountEditor's, or null) shows every program the page runs and hands over its own after each
 // check (`edited`); while that program has problems (`blocked` says which), nothing is planned or trained.
-function runController(engine, kind, example, guide, editor) {
+function runController(engine, kind, example, guide, editor, data) {
   const start = editor?.program ?? example;
-  let run = { kind, program: start, applied: sameProgram(start, example) ? [] : [EDITED], level: "", cap: null };
+  const applied = sameProgram(start, example) ? [] : [EDITED];
+  let run = { kind, program: start, applied, level: "", cap: null, ...data.current() };
   let blocked = sameProgram(start, example) ? "" : "the program in the editor is being checked";
   let latest = 0;
   const replan = async () => {
@@ -40,7 +43,9 @@ function runController(engine, kind, example, guide, editor) {
     showPlanMessage("planning", "Planning…");
     try {
       const plan = await planProgram(engine, run);
-      if (ticket === latest) showPlan(plan, run.applied, apply);
+      if (ticket !== latest) return;
+      if (plan.unfit) showUnfit(plan.unfit, { onSource: (source) => data.select(source), onStarter: starter });
+      else showPlan(plan, run.applied, apply);
     } catch (error) {
       console.error(error);
       if (ticket === latest) showPlanMessage("error", `Planning failed: ${errorText(error)}`);
@@ -58,6 +63,16 @@ function runController(engine, kind, example, guide, editor) {
       return;
     }
     await replan();
+  };
+  // The program replaced by a starter program for the data chosen (the editor can undo it).
+  const starter = async () => {
+    showPlanMessage("planning", "Writing a starter program for the data…");
+    try {
+      load(await data.starter(), `the starter program for ${data.name()}`);
+    } catch (error) {
+      console.error(error);
+      showPlanMessage("error", `No starter program: ${errorText(error)}`);
+    }
   };
   const update = (change) => {
     run = { ...run, ...change };
@@ -96,7 +111,7 @@ function runController(engine, kind, example, guide, editor) {
       replan();
     },
   });
-  return { setLevel: (level) => update({ level }), current: () => run, load, edited };
+  return { setLevel: (level) => update({ level }), setData: (choice) => update(choice), current: () => run, load, edited };
 }
 
 // The graph editor in its card, once it has the engine's catalog; null (the card saying why) when it
@@ -123,7 +138,9 @@ async function showRun(session) {
   guide.show(example, "");
   let controller = null; // set before the editor's first check answers (that waits for a timer)
   const editor = await openEditor(session.engine, example, (...checked) => controller.edited(...checked));
-  controller = runController(session.engine, kind, example, guide, editor);
+  const data = new DataCard(session.engine, (choice) => controller.setData(choice));
+  data.wire();
+  controller = runController(session.engine, kind, example, guide, editor, data);
   const onResume = (record, key) => runs.resumeFrom(record, key);
   const history = await RunsCard.open({ device: selected.device.name, onResume });
   const runs = new RunControl(session.engine, controller, history);
@@ -132,7 +149,7 @@ async function showRun(session) {
     onLevel: controller.setLevel,
     onTrain: (level, epochs, seed) => runs.start({ ...controller.current(), level, epochs, seed }),
   });
-  if (location.hash.includes("run=")) await new SharedRun(session.engine, kind, controller).show();
+  if (location.hash.includes("run=")) await new SharedRun(session.engine, kind, controller, data).show();
 }
 
 // Registers the service worker and has it keep a copy of this build; resolves once the copy is whole.

@@ -142,14 +142,14 @@ export function showShared(shown) {
   byId("shared-data").hidden = !ran;
 }
 
-export function wireShared({ onSiteData, onFiles }) {
+export function wireShared({ onSiteData, onChosenData, onFiles }) {
   byId("shared-site-data").onclick = onSiteData;
+  byId("shared-chosen-data").onclick = onChosenData;
   byId("shared-files").onchange = (event) => onFiles([...event.target.files]);
 }
 
 export function showSharedBusy(busy) {
-  byId("shared-site-data").disabled = busy;
-  byId("shared-files").disabled = busy;
+  for (const id of ["shared-site-data", "shared-chosen-data", "shared-files"]) byId(id).disabled = busy;
 }
 
 export function showSharedStatus(text) {
