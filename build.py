@@ -39,9 +39,10 @@ PYODIDE_FILES = [
     "python_stdlib.zip",
     "pyodide-lock.json",
 ]
-APP_STATIC = ["index.html", "limits.html", "correctness.html", "style.css"]
+# theme.js is a classic script each page loads first (a chosen theme is applied before the first paint).
+APP_STATIC = ["index.html", "start.html", "limits.html", "correctness.html", "style.css", "theme.js"]
 # What esbuild writes from the entries: main.css is the CSS main.js imports (React Flow's, the editor's).
-APP_BUNDLES = ["main.js", "main.css", "engine_worker.js", "correctness_page.js", "sw.js"]
+APP_BUNDLES = ["main.js", "main.css", "engine_worker.js", "correctness_page.js", "limits_page.js", "sw.js"]
 SETUP_HINT = "run `scripts/setup` (it installs everything the build needs)"
 
 sys.path.insert(0, str(ROOT / "py"))
@@ -200,6 +201,7 @@ def build_app() -> None:
             "app/main.js",
             "app/engine_worker.js",
             "app/correctness_page.js",
+            "app/limits_page.js",
             "app/sw.js",
             "--bundle",
             "--format=esm",
