@@ -11,9 +11,11 @@ import json
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import numpy as np
 import pytest
 from appdriver import LoadedApp, wait_ready
 from playwright.sync_api import Page
+from safetensors import safe_open
 
 from scellis import cli
 
@@ -98,6 +100,16 @@ def download_manifest(page: Page, folder: Path, prefix: str = "") -> Path:
     return path
 
 
+def download_weights(page: Page, folder: Path) -> dict:
+    """The exported weights, read by the safetensors package: names, metadata, the first weight."""
+    with page.expect_download() as download:
+        page.click("#run-weights")
+    path = folder / download.value.suggested_filename
+    download.value.save_as(path)
+    with safe_open(str(path), framework="numpy") as f:
+        return {"name": path.name, "names": sorted(f.keys()), "meta": f.metadata(), "w": f.get_tensor("hidden.weight")}
+
+
 def verify_in_cpython(path: Path, folder: Path, capsys: pytest.CaptureFixture[str]) -> str:
     argv = ["verify", str(path), "--data", "digits", "--store", str(folder / "store")]
     with ThreadPoolExecutor(1) as thread:  # asyncio.run needs a thread of its own: Playwright's loop runs here
@@ -151,6 +163,11 @@ def test_pause_step_save_continue_then_manifest_and_link(
     assert (manifest["level"], manifest["seed"], manifest["device"], manifest["steps"]) == ("debug", 5, kind, 88)
     assert manifest["environment"]["browser"].startswith("Mozilla/5.0")
     final = manifest["final"]
+    weights = download_weights(page, tmp_path)
+    assert weights["name"] == "digits-mlp-step88.safetensors"
+    assert weights["names"] == ["hidden.bias", "hidden.weight", "logits.bias", "logits.weight"]
+    assert weights["meta"]["step"] == "88" and weights["meta"]["device"] == manifest["environment"]["device"]
+    assert weights["w"].shape == (64, 128) and np.isfinite(weights["w"]).all()
     if kind == "cpu":  # the CPU path's bits at debug are wasmtime's: CPython verifies them
         path = next(tmp_path.glob("digits-mlp-*.manifest.json"))
         out = verify_in_cpython(path, tmp_path, capsys)

@@ -333,7 +333,7 @@ catch (e) {{ out.badKey = e.message; }}
     assert out["badKey"] == "not a checkpoint key: sha256:12"
 
 
-def test_keys_data_files_and_manifest_names_are_checked() -> None:
+def test_keys_data_files_and_file_names_are_checked() -> None:
     key = "sha256:" + "0f" * 32
     out = run_js(
         f"""
@@ -344,6 +344,7 @@ out.missing = runs.checkDataFiles(runs.DATA_FILES.slice(1));
 out.extra = runs.checkDataFiles([...runs.DATA_FILES, "notes.txt"]);
 out.name = runs.manifestName("digits mlp/v2", "{key}");
 out.unnamed = runs.manifestName("///", "{key}");
+out.weights = [runs.weightsName("digits mlp/v2", 88), runs.weightsName(undefined, 0)];
 """
     )
     assert out["key"] == {"key": key}
@@ -353,6 +354,7 @@ out.unnamed = runs.manifestName("///", "{key}");
     assert out["extra"]["error"].startswith("notes.txt: not one of the data files")
     assert out["name"] == "digits-mlp-v2-0f0f0f0f0f0f.manifest.json"
     assert out["unnamed"] == "run-0f0f0f0f0f0f.manifest.json"
+    assert out["weights"] == ["digits-mlp-v2-step88.safetensors", "run-step0.safetensors"]
 
 
 def test_calls_events_and_errors_cross_a_message_port() -> None:

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from safetensors import safe_open
 
 from scellis import __version__
 from scellis.app import Driven, open_replay, open_run, read_link
@@ -22,7 +23,7 @@ from scellis.engine import engine_files
 from scellis.examples import digits_mlp
 from scellis.manifest import LinkError, read_manifest, read_share_link, share_link
 from scellis.store import DirectoryStore
-from scellis.store.checkpoint import ResumeError
+from scellis.store.checkpoint import Checkpoint, ResumeError
 
 BUILD = json.dumps({"package_version": __version__, "engine_files": engine_files(), "tools": {"pyodide": "314.0.7"}})
 FILES = to_files(*read_digits(digits_csv().read_bytes()))
@@ -180,3 +181,26 @@ def test_a_rerun_on_other_data_or_of_no_run_is_refused(whole: dict, tmp_path: Pa
 def _unrun(whole: dict) -> Any:
     settings = read_share_link(whole["link"]).settings
     return replace(settings, steps=None, final=None)
+
+
+def test_exported_weights_are_a_safetensors_file_of_the_model_alone(tmp_path: Path) -> None:
+    """The weights a page run exports: safetensors reads them; they are the parameters evaluation reads
+    (no optimizer state), equal to the final checkpoint's, with the program and where it stands."""
+
+    async def drive(run: Driven) -> tuple[bytes, dict]:
+        await to_end(run)
+        return await run.weights(), json.loads(await run.manifest(BASE))
+
+    data, out = run_in(tmp_path, drive)
+    manifest = json.loads(out["manifest"])
+    path = tmp_path / "weights.safetensors"
+    path.write_bytes(data)
+    with safe_open(str(path), framework="numpy") as f:
+        names, metadata = set(f.keys()), f.metadata()
+        weight = f.get_tensor("hidden.weight")
+    assert names == {"hidden.weight", "hidden.bias", "logits.weight", "logits.bias"}
+    assert weight.shape == (64, 128) and weight.dtype.name == "float32"
+    assert metadata["format"] == "scellis.weights/1" and metadata["step"] == str(manifest["steps"])
+    assert json.loads(metadata["program"])["name"] == "digits-mlp" and metadata["level"] == "debug"
+    final = Checkpoint.from_bytes(DirectoryStore(tmp_path).get(out["final"]))
+    assert final.tensors["hidden.weight"].data == weight.tobytes()

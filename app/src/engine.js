@@ -55,6 +55,11 @@ export class RemoteRun {
     return this.engine.call("verdict", this.id);
   }
 
+  // The model's weights now, as a safetensors file's bytes.
+  weights() {
+    return this.engine.call("weights", this.id);
+  }
+
   close() {
     return this.engine.call("closeRun", this.id);
   }

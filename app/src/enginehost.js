@@ -143,6 +143,12 @@ class Engine {
       checkpoint: (id) => this.run(id).checkpoint(),
       manifest: (id, base) => this.run(id).manifest(base),
       verdict: (id) => this.run(id).verdict(),
+      weights: async (id) => {
+        const bytes = await this.run(id).weights(); // Python bytes
+        const copy = bytes.toJs();
+        bytes.destroy();
+        return copy;
+      },
       closeRun: (id) => {
         this.runs.get(id)?.destroy();
         this.runs.delete(id);

@@ -6,7 +6,7 @@
 
 import { errorText } from "./format.js";
 import { showEpoch, setRunSettings, showTrainDone, showTrainPaused, showTrainRefused, showTrainStarting } from "./page.js";
-import { Driver, keyFromText, lastRun, manifestName, rememberRun } from "./runmodel.js";
+import { Driver, keyFromText, lastRun, manifestName, rememberRun, weightsName } from "./runmodel.js";
 import {
   download,
   setRunPhase,
@@ -54,12 +54,14 @@ export class RunControl {
       onSave: guarded(() => this.save()),
       onManifest: guarded(() => this.downloadManifest()),
       onLink: guarded(() => this.copyLink()),
+      onWeights: guarded(() => this.downloadWeights()),
     });
     wireResume((text) => this.resume(text), lastRun(localStorage));
     setRunPhase("idle");
   }
 
   onState(state) {
+    this.current.step = state.step;
     this.current.log?.state(state);
     showRunState(state);
     for (const row of state.epochs_done) {
@@ -179,6 +181,15 @@ export class RunControl {
     download(manifestName(manifest.program.json.name, out.final), out.manifest);
     showPinnedStatus(`manifest of step ${manifest.steps} downloaded; final checkpoint ${out.final}`);
     showLink(out.link);
+  }
+
+  // The model as it stands (parameters and state, no optimizer state) as a safetensors file.
+  async downloadWeights() {
+    const { run, settings } = this.current;
+    const bytes = await run.weights();
+    const name = weightsName(JSON.parse(settings.program).name, this.current.step ?? 0);
+    download(name, bytes, "application/octet-stream");
+    showPinnedStatus(`weights downloaded as ${name} (${bytes.byteLength.toLocaleString("en")} bytes, safetensors)`);
   }
 
   async copyLink() {

@@ -153,7 +153,13 @@ export function checkDataFiles(names) {
 }
 
 // The manifest's download name: the program's name and the start of the final key.
+const fileStem = (program) => String(program ?? "").replace(/[^A-Za-z0-9_-]+/g, "-").replace(/^-+|-+$/g, "") || "run";
+
 export function manifestName(program, final) {
-  const name = String(program).replace(/[^A-Za-z0-9_-]+/g, "-").replace(/^-+|-+$/g, "") || "run";
-  return `${name}-${final.slice("sha256:".length, "sha256:".length + 12)}.manifest.json`;
+  return `${fileStem(program)}-${final.slice("sha256:".length, "sha256:".length + 12)}.manifest.json`;
+}
+
+// The exported weights' file name: the program's and the step's.
+export function weightsName(program, step) {
+  return `${fileStem(program)}-step${step}.safetensors`;
 }

@@ -55,6 +55,7 @@ export function setRunPhase(phase) {
   byId("run-save").disabled = !allowed.save;
   byId("run-manifest").disabled = !allowed.pinned;
   byId("run-link").disabled = !allowed.pinned;
+  byId("run-weights").disabled = !allowed.pinned;
   byId("resume-button").disabled = !allowed.resume;
 }
 
@@ -75,6 +76,7 @@ export function wireRunControls(handlers) {
     "run-save": handlers.onSave,
     "run-manifest": handlers.onManifest,
     "run-link": handlers.onLink,
+    "run-weights": handlers.onWeights,
   })) {
     byId(id).onclick = handler;
   }
@@ -106,9 +108,9 @@ export function showResumeError(text) {
   box.hidden = !text;
 }
 
-// Starts a download of `text` as the file `name`.
-export function download(name, text) {
-  const url = URL.createObjectURL(new Blob([text], { type: "application/json" }));
+// Starts a download of `content` (text, or bytes) as the file `name`.
+export function download(name, content, type = "application/json") {
+  const url = URL.createObjectURL(new Blob([content], { type }));
   const link = element("a", undefined, { href: url, download: name });
   document.body.append(link);
   link.click();

@@ -305,6 +305,9 @@ class Driven:
     async def manifest(self, base: str) -> str:
         return json.dumps(await self.run.manifest(base), allow_nan=False)
 
+    async def weights(self) -> bytes:
+        return await self.run.weights()
+
     async def verdict(self) -> str:
         return json.dumps(await self.run.verdict(), allow_nan=False)
 

@@ -11,6 +11,7 @@ touches the browser.
 from __future__ import annotations
 
 import asyncio
+import json
 import math
 import time
 from collections import deque
@@ -26,7 +27,9 @@ from scellis.runtime.device import Device
 from scellis.session import EpochResult, Session, checkpoints_to
 from scellis.store.checkpoint import load, save
 from scellis.store.objects import Store
+from scellis.store.tensorfile import encode
 
+WEIGHTS_FORMAT = "scellis.weights/1"
 RATE_WINDOW_S = 3.0  # steps/s is measured over about the last few seconds of running (pauses excluded)
 
 
@@ -62,6 +65,7 @@ class PageRun:
         self.noted = NotedDevice(device)
         self.session = new_session(program, self.noted, level=level, seed=seed, train=train, test=test)
         self.session.checkpointer = checkpoints_to(store) if pins is None else checkpoints_as(store, pins.device)
+        self.program = program
         self.train, self.test, self.store, self.pins = train, test, store, pins
         self.device_kind, self.epochs, self.engine, self.browser = device_kind, epochs, engine, browser
         self.limit = None if pins is None else pins.settings.steps
@@ -225,6 +229,24 @@ class PageRun:
             key = await save(self.store, await s.checkpoint())
             self.saved.append((s.steps, key))
         return key
+
+    async def weights(self) -> bytes:
+        """The model as it is now, as one safetensors file: the tensors evaluation reads (parameters, and
+        state such as batch norm's running statistics; no optimizer state), by their names in the program
+        (`node.param`), with metadata naming the format, the program (its JSON and key), the level, the
+        device and the step. Any safetensors reader loads it (torch, numpy, JAX)."""
+        s = self.session
+        async with self.busy:
+            state = await s.checkpoint()
+        metadata = {
+            "format": WEIGHTS_FORMAT,
+            "program": json.dumps(self.program, sort_keys=True),
+            "program_key": state.program,
+            "level": state.level.value,
+            "device": state.device,
+            "step": str(state.step),
+        }
+        return encode({name: state.tensors[name] for name in s.carried}, metadata)
 
     async def manifest(self, base: str) -> dict[str, Any]:
         """The run's manifest (as JSON text) and its share link on the page's address `base`; the state
