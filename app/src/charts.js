@@ -12,6 +12,8 @@ const SERIES_COLOURS = ["--chart-1", "--chart-2", "--chart-3", "--chart-4"];
 // Ticks on whole steps only (uPlot's default increments include fractions).
 const STEP_INCRS = Array.from({ length: 30 }, (_, i) => [1, 2, 5][i % 3] * 10 ** Math.floor(i / 3));
 
+const idle = (work) => (globalThis.requestIdleCallback ?? setTimeout)(work);
+
 function themeColours(element) {
   const style = getComputedStyle(element);
   const read = (name) => style.getPropertyValue(name).trim();
@@ -28,9 +30,13 @@ function legendValue(format) {
   };
 }
 
+// Axes of a fixed size: uPlot need not measure tick labels until their sizes settle, which made a
+// chart's first draw a long task on a busy machine.
+const AXIS_SIZE = 56;
+
 function axis(colours, label, more = {}) {
   const rule = { stroke: colours.line, width: 1 };
-  return { label, stroke: colours.fg, grid: rule, ticks: rule, ...more };
+  return { label, stroke: colours.fg, grid: rule, ticks: rule, size: AXIS_SIZE, ...more };
 }
 
 // The x axis and scale both charts share: steps from the run's origin to the newest step fed.
@@ -99,6 +105,29 @@ export class RunCharts {
     this.widths = new Map(); // box -> its content width, as the ResizeObserver last saw it
     this.frame = 0; // the requested animation frame, or 0
     this.watch();
+    idle(() => this.warm());
+  }
+
+  // A chart made and drawn off the page once, while the page is idle: the browser compiles the chart code
+  // then, so the first chart of a run is drawn as fast as later ones (else a long task as the run starts).
+  warm() {
+    const box = document.createElement("div");
+    box.style.cssText = "position: absolute; left: -10000px; top: 0; width: 320px";
+    box.setAttribute("aria-hidden", "true");
+    document.body.append(box);
+    const colours = themeColours(this.root);
+    const columns = [{ name: "loss", label: "loss", unit: "value" }, { name: "accuracy", label: "accuracy", unit: "%" }];
+    const plots = [
+      new uPlot(lossOptions(320, new RunSeries(), colours), [[0, 1], [1, 0.5]], box),
+      new uPlot(metricsOptions(320, new RunSeries(), colours, columns), [[0, 1], [1, 0.5], [0.5, 0.9]], box),
+    ];
+    idle(() => {
+      for (const plot of plots) plot.setData([plot.data[0].concat(2), ...plot.data.slice(1).map((c) => c.concat(0.4))]);
+      idle(() => {
+        for (const plot of plots) plot.destroy();
+        box.remove();
+      });
+    });
   }
 
   start() {
@@ -116,7 +145,13 @@ export class RunCharts {
   finish() {
     cancelAnimationFrame(this.frame);
     this.frame = 0;
-    this.draw();
+    try {
+      for (let pass = 0; pass < 3 && this.draw(); pass += 1); // a chart made, then filled
+      cancelAnimationFrame(this.frame);
+      this.frame = 0;
+    } catch (error) {
+      console.error(error); // called as the run ends: a chart's failure must not fail the run's panel
+    }
   }
 
   schedule() {
@@ -160,13 +195,19 @@ export class RunCharts {
     this.boxes.metrics.textContent = "Held-out metrics appear when the first epoch ends.";
   }
 
-  // At most one setData per chart, and only for a chart whose table changed since it was last drawn.
+  // At most one setData per chart, and only for a chart whose table changed since it was last drawn; true
+  // when it made a chart and left its data to the next frame.
   draw() {
     const { loss, metrics } = this.series;
     const width = (name) => this.widths.get(this.boxes[name]) ?? this.boxes[name].clientWidth;
-    if (!width("loss")) return; // hidden: the ResizeObserver asks again once it shows
+    if (!width("loss")) return false; // hidden: the ResizeObserver asks again once it shows
     const colours = themeColours(this.root);
-    if (!this.plots.loss) this.plots.loss = this.plot("loss", lossOptions(width("loss"), this.series, colours));
+    if (!this.plots.loss) {
+      // a chart is made in one frame and filled in the next: each stays a short task
+      this.plots.loss = this.plot("loss", lossOptions(width("loss"), this.series, colours));
+      this.schedule();
+      return true;
+    }
     // never empty data: after a setData of no points, uPlot 1.6.32 stops updating the legend
     if (loss.count && this.drawn.loss !== loss.count) this.setData("loss", loss.data(), loss.count);
     const columns = this.series.metricColumns();
@@ -176,11 +217,14 @@ export class RunCharts {
       this.plots.metrics = this.plot("metrics", metricsOptions(width("metrics"), this.series, colours, columns));
       this.drawn.layout = this.series.layout;
       this.drawn.metrics = -1;
+      this.schedule();
+      return true;
     }
     if (this.plots.metrics && this.drawn.metrics !== metrics.count) {
       this.setData("metrics", metrics.data(columns.map((c) => c.name)), metrics.count);
     }
     this.label();
+    return false;
   }
 
   plot(name, options) {
