@@ -3,12 +3,22 @@
 import { boot } from "./src/boot.js";
 import { RunCharts } from "./src/charts.js";
 import { DataCard } from "./src/datacard.js";
+import { DEVICE_KEY, chooseDevice } from "./src/devicechoice.js";
 import { showBlocked } from "./src/editor/blocked.js";
 import { mountEditor } from "./src/editor/mount.jsx";
 import { sameProgram } from "./src/editor/program.js";
 import { errorText } from "./src/format.js";
 import { Guide } from "./src/guide.js";
-import { showError, showOffline, showReady, showStage, showTrainPanel, stagesSeen } from "./src/page.js";
+import {
+  showDeviceBanner,
+  showDeviceChoice,
+  showError,
+  showOffline,
+  showReady,
+  showStage,
+  showTrainPanel,
+  stagesSeen,
+} from "./src/page.js";
 import { capFromText } from "./src/plan.js";
 import { showCapError, showPlan, showPlanMessage, showUnfit, wirePlanControls } from "./src/planpanel.js";
 import { RunControl } from "./src/runcontrol.js";
@@ -111,7 +121,14 @@ function runController(engine, kind, example, guide, editor, data) {
       replan();
     },
   });
-  return { setLevel: (level) => update({ level }), setData: (choice) => update(choice), current: () => run, load, edited };
+  return {
+    setLevel: (level) => update({ level }),
+    setData: (choice) => update(choice),
+    setDevice: (chosen) => update({ kind: chosen }),
+    current: () => run,
+    load,
+    edited,
+  };
 }
 
 // The graph editor in its card, once it has the engine's catalog; null (the card saying why) when it
@@ -130,11 +147,12 @@ async function openEditor(engine, example, onProgram) {
 
 // The editor, the train card with its memory plan panel and run panel, and the Runs history, once the
 // example program is here; then, when the address carries a share link, its card.
-async function showRun(session) {
+// `choice`: the device the page trains on (devicechoice.js); the user may choose another in the train card.
+async function showRun(session, choice) {
   const example = await exampleProgram(session.engine);
-  const { selected, levels } = session.report;
-  const kind = selected.device.kind;
-  const guide = new Guide(session.engine, selected.device.features);
+  const { levels } = session.report;
+  const kind = choice.kind;
+  const guide = new Guide(session.engine, choice.device.features);
   guide.show(example, "");
   let controller = null; // set before the editor's first check answers (that waits for a timer)
   const editor = await openEditor(session.engine, example, (...checked) => controller.edited(...checked));
@@ -142,14 +160,25 @@ async function showRun(session) {
   data.wire();
   controller = runController(session.engine, kind, example, guide, editor, data);
   const onResume = (record, key) => runs.resumeFrom(record, key);
-  const history = await RunsCard.open({ device: selected.device.name, onResume });
+  const history = await RunsCard.open({ device: choice.device.name, onResume });
   const runs = new RunControl(session.engine, controller, history);
   runs.wire();
-  showTrainPanel(selected, levels, {
+  // Another device chosen: kept for later visits; the plan, the Guide and the runs follow it.
+  const onDevice = (chosen) => {
+    localStorage.setItem(DEVICE_KEY, chosen);
+    const next = chooseDevice(session.report, chosen);
+    showDeviceChoice(next);
+    showDeviceBanner(session.report.selected, next);
+    guide.features = next.device.features;
+    history.device = next.device.name;
+    controller.setDevice(next.kind);
+  };
+  showTrainPanel(choice, levels, {
+    onDevice,
     onLevel: controller.setLevel,
     onTrain: (level, epochs, seed) => runs.start({ ...controller.current(), level, epochs, seed }),
   });
-  if (location.hash.includes("run=")) await new SharedRun(session.engine, kind, controller, data).show();
+  if (location.hash.includes("run=")) await new SharedRun(session.engine, controller, data).show();
 }
 
 // Registers the service worker and has it keep a copy of this build; resolves once the copy is whole.
@@ -174,9 +203,10 @@ boot(showStage)
     const inWorker = (source, arg) => session.engine.call("script", source, arg);
     window.scellis = { report: session.report, build: session.build, readyMs, stages: stagesSeen, python, inWorker };
     window.scellis.charts = RunCharts; // bench/charts.py feeds the run panel's charts synthetic states
-    showReady(session, readyMs);
+    const choice = chooseDevice(session.report, localStorage.getItem(DEVICE_KEY));
+    showReady(session, readyMs, choice);
     return Promise.all([
-      showRun(session),
+      showRun(session, choice),
       enableOffline(session.buildText)
         .catch((error) => `not available (${error.message})`)
         .then(showOffline),

@@ -58,9 +58,17 @@ def wait_ready(page: Page) -> None:
     page.wait_for_selector("body[data-state=ready], body[data-state=error]", timeout=READY_TIMEOUT_MS)
 
 
-def open_app(browser: Browser, base_url: str) -> LoadedApp:
-    """A new browser context (no cache, no service worker yet) with the app started in it."""
+def open_app(browser: Browser, base_url: str, device: str | None = "webgpu") -> LoadedApp:
+    """A new browser context (no cache, no service worker yet) with the app started in it. `device`: the
+    device choice the context starts with, as a user's earlier visit would have kept it. The page trains
+    on a software adapter (SwiftShader, the only WebGPU here) only when the user chose it, so the WebGPU
+    variant chooses it; without an adapter the choice names none and the page takes the CPU path. None:
+    no choice kept, the page's own default."""
     context = browser.new_context()
+    if device is not None:
+        context.add_init_script(
+            f"if (localStorage.getItem('scellis.device') === null) localStorage.setItem('scellis.device', '{device}')"
+        )
     app = LoadedApp(context, context.new_page())
     origin = urlsplit(base_url).netloc
 

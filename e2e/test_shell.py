@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from appdriver import LoadedApp, open_app
+from appdriver import READY_TIMEOUT_MS, LoadedApp, open_app, wait_ready
 
 from scellis.assets import WASM_NAME, read_asset
 from scellis.runtime.cpu import CpuPath
@@ -79,3 +79,35 @@ def test_banner_links_to_honest_limits(loaded: LoadedApp, base_url: str) -> None
     assert page.locator("h1").inner_text() == "Honest limits"
     assert "4 GiB" in page.inner_text("#cpu-path")
     page.close()
+
+
+def test_a_software_adapter_is_used_only_when_chosen(loaded: LoadedApp, base_url: str) -> None:
+    """Without a choice kept, a page offered only a software adapter trains on the CPU path and says why;
+    choosing the adapter moves the plan to it, and the choice is kept for the next visit."""
+    if variant(loaded) != "webgpu":
+        return
+    app = open_app(loaded.context.browser, base_url, device=None)
+    page = app.page
+    try:
+        page.wait_for_selector("#train-device-choice option", state="attached", timeout=READY_TIMEOUT_MS)
+        assert page.evaluate("() => document.body.dataset.device") == "cpu"
+        assert page.inner_text("#train-device") == "Runs on: CPU path (WebAssembly)"
+        why = page.inner_text("#train-device-why")
+        assert why.startswith("google swiftshader is a software adapter (a CPU rasteriser), slower here")
+        assert page.inner_text("#banner").startswith("CPU path (WebAssembly) — google swiftshader is a software")
+        options = page.locator("#train-device-choice option").all_inner_texts()
+        assert options == ["WebGPU — google swiftshader (software adapter)", "CPU path (WebAssembly)"]
+        page.select_option("#train-level", "prod")
+        page.wait_for_selector("#plan[data-state=shown]", timeout=READY_TIMEOUT_MS)
+        assert (page.get_attribute("#plan", "data-device") or "").startswith("CPU path (WebAssembly)")
+        page.select_option("#train-device-choice", "webgpu")
+        assert page.evaluate("() => document.body.dataset.device") == "webgpu"
+        assert page.locator("#banner").is_hidden()
+        page.wait_for_function("() => (document.getElementById('plan').dataset.device ?? '').includes('swiftshader')")
+        page.reload()
+        wait_ready(page)
+        page.wait_for_selector("#train-device-choice option", state="attached", timeout=READY_TIMEOUT_MS)
+        assert page.evaluate("() => document.body.dataset.device") == "webgpu"
+        assert page.inner_text("#train-device-why") == "your choice, kept from an earlier visit"
+    finally:
+        app.context.close()

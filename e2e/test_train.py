@@ -34,7 +34,10 @@ def train(app: LoadedApp, level: str) -> dict:
     )
 
 
-DEVICE_LINES = {"webgpu": "Runs on: WebGPU — google swiftshader", "cpu": "Runs on: CPU path (WebAssembly)"}
+DEVICE_LINES = {
+    "webgpu": "Runs on: WebGPU — google swiftshader (software adapter)",
+    "cpu": "Runs on: CPU path (WebAssembly)",
+}
 
 
 def test_digits_mlp_trains_to_95_percent(loaded: LoadedApp, request: pytest.FixtureRequest) -> None:

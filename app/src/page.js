@@ -1,5 +1,6 @@
 // DOM rendering of the start-up state and of training (the memory plan panel's is planpanel.js).
 
+import { deviceLine } from "./devicechoice.js";
 import { deviceFacts, engineFacts, errorText, formatBytes } from "./format.js";
 
 const STAGES = 4;
@@ -25,7 +26,7 @@ export function showStage(index, label) {
   document.getElementById("progress-text").textContent = `${label} (${index + 1}/${STAGES})`;
 }
 
-export function showReady({ build, report }, readyMs) {
+export function showReady({ build, report }, readyMs, choice) {
   const selected = report.selected;
   const device = selected.device;
   document.getElementById("loading").hidden = true;
@@ -34,22 +35,26 @@ export function showReady({ build, report }, readyMs) {
   fillFacts(document.getElementById("engine-facts"), engineFacts(report, build, readyMs));
   document.getElementById("device").hidden = false;
   document.getElementById("engine").hidden = false;
-  if (selected.cpu_fallback) {
-    const banner = document.getElementById("banner");
-    banner.textContent = `${selected.reason}. `;
-    const link = document.createElement("a");
-    link.href = "limits.html#cpu-path";
-    link.textContent = "What this means: Honest limits";
-    banner.append(link);
-    banner.hidden = false;
-  }
-  document.body.dataset.device = device.kind;
+  showDeviceBanner(selected, choice);
+  document.body.dataset.device = choice.kind;
   document.body.dataset.state = build.engine_version === report.engine_version ? "ready" : "error";
+}
+
+// On the CPU path, a banner says why (no GPU, a software adapter, or the user's choice) and what it costs.
+export function showDeviceBanner(selected, choice) {
+  const banner = document.getElementById("banner");
+  banner.hidden = choice.kind !== "cpu";
+  if (banner.hidden) return;
+  banner.textContent = selected.cpu_fallback ? `${selected.reason}. ` : `CPU path (WebAssembly) — ${choice.why}. `;
+  const link = document.createElement("a");
+  link.href = "limits.html#cpu-path";
+  link.textContent = "What this means: Honest limits";
+  banner.append(link);
 }
 
 // The level has no default: planning and training start only once one is chosen, and its promise is
 // shown. `onLevel(level)` runs on each choice; `onTrain(level, epochs)` on the button.
-export function showTrainPanel(selected, promises, { onLevel, onTrain }) {
+export function showTrainPanel(choice, promises, { onLevel, onTrain, onDevice }) {
   const section = document.getElementById("train");
   const level = document.getElementById("train-level");
   level.onchange = () => {
@@ -61,9 +66,10 @@ export function showTrainPanel(selected, promises, { onLevel, onTrain }) {
     document.getElementById("train-button").disabled = false;
     onLevel(level.value);
   };
-  const device = selected.device;
-  const where = device.kind === "cpu" ? "CPU path (WebAssembly)" : `WebGPU — ${device.name}`;
-  document.getElementById("train-device").textContent = `Runs on: ${where}`;
+  showDeviceChoice(choice);
+  const devices = document.getElementById("train-device-choice");
+  devices.replaceChildren(...choice.options.map(({ kind, label }) => new Option(label, kind, false, kind === choice.kind)));
+  devices.onchange = () => onDevice(devices.value);
   const button = document.getElementById("train-button");
   button.onclick = () => {
     const epochs = document.getElementById("train-epochs");
@@ -80,6 +86,14 @@ export function showTrainPanel(selected, promises, { onLevel, onTrain }) {
     onTrain(level.value, Number(epochs.value), seed.value);
   };
   section.hidden = false;
+}
+
+// The device the page trains on, and why.
+export function showDeviceChoice(choice) {
+  document.getElementById("train-device").textContent = deviceLine(choice);
+  document.getElementById("train-device-why").textContent = choice.why;
+  document.getElementById("train-device-choice").value = choice.kind;
+  document.body.dataset.device = choice.kind;
 }
 
 // The run's settings as a share link or the last run's record gives them; the level's change event

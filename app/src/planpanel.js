@@ -135,6 +135,7 @@ function showRemedies(plan, onApply) {
 export function showPlan(plan, applied, onApply) {
   byId("plan-message").hidden = true;
   byId("plan-program").textContent = `Program: ${programLine(plan, applied)}`;
+  byId("plan").dataset.device = plan.device; // the device the plan is for
   showVerdict(plan);
   showChart(plan);
   showBudget(plan);

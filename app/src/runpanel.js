@@ -7,7 +7,7 @@ import { byId, element } from "./dom.js";
 import { errorText } from "./format.js";
 import { controls, figures } from "./runmodel.js";
 
-let charts = null; // the panel's loss and metric charts, made when the first run starts
+let charts = null; // the panel's loss and metric charts, made when the controls are wired
 
 function keyItem(step, key, why) {
   const item = element("li", `step ${step}: `);
@@ -69,6 +69,7 @@ export function showLink(link) {
 }
 
 export function wireRunControls(handlers) {
+  charts ??= new RunCharts(byId("run-charts")); // made with the page, so its code is warm before a run
   for (const [id, handler] of Object.entries({
     "run-pause": handlers.onPause,
     "run-step": handlers.onStep,

@@ -18,8 +18,9 @@ import { openReplay, readLink } from "./train.js";
 
 export class SharedRun {
   // `data`: the Data card, whose choice (the characters, or the user's own files) a re-run may take.
-  constructor(engine, kind, controller, data) {
-    Object.assign(this, { engine, kind, controller, data });
+  // The re-run goes to the device the page trains on (`controller.current().kind`).
+  constructor(engine, controller, data) {
+    Object.assign(this, { engine, controller, data });
   }
 
   // Reads the link in the page's address and shows it; nothing runs until the data is given.
@@ -62,7 +63,7 @@ export class SharedRun {
     showSharedBusy(true);
     showSharedStatus("Checking the data's hashes…");
     try {
-      const opened = await openReplay(this.engine, data, this.kind, location.href);
+      const opened = await openReplay(this.engine, data, this.controller.current().kind, location.href);
       if (opened.refused) {
         showSharedError(`the re-run does not fit on this device: ${opened.refused}`);
         return;
