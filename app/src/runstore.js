@@ -3,22 +3,10 @@
 // records keyed by their id (runsmodel.js describes a record). The page writes them from its main
 // thread; the checkpoint objects a deletion frees go through store.js.
 
+import { committed, settled } from "./store.js";
+
 const RUNS = "runs";
 const VERSION = 1;
-
-function settled(request) {
-  return new Promise((resolve, reject) => {
-    request.onsuccess = () => resolve(request.result);
-    request.onerror = () => reject(request.error);
-  });
-}
-
-function committed(transaction) {
-  return new Promise((resolve, reject) => {
-    transaction.oncomplete = () => resolve();
-    transaction.onabort = () => reject(transaction.error ?? new Error("the transaction was aborted"));
-  });
-}
 
 class RunStore {
   constructor(db) {

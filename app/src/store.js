@@ -27,14 +27,15 @@ export async function keyOf(bytes) {
   return `sha256:${Array.from(digest, (b) => b.toString(16).padStart(2, "0")).join("")}`;
 }
 
-function settled(request) {
+// IndexedDB's request and transaction events as promises (runstore.js uses them too).
+export function settled(request) {
   return new Promise((resolve, reject) => {
     request.onsuccess = () => resolve(request.result);
     request.onerror = () => reject(request.error);
   });
 }
 
-function committed(transaction) {
+export function committed(transaction) {
   return new Promise((resolve, reject) => {
     transaction.oncomplete = () => resolve();
     transaction.onabort = () => reject(transaction.error ?? new Error("the transaction was aborted"));
