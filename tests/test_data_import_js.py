@@ -66,7 +66,8 @@ def test_a_header_is_detected_and_text_columns_become_sorted_one_hot_blocks() ->
     text = "length,color,species\n5.1,red,setosa\n4.9,blue,virginica\n6.0,red,setosa\n"
     out = run_js(f"const d = await data.parseCsv({js(text)}, 'iris.csv'); out.d = plain(d);")
     d = out["d"]
-    assert d["source"] == {"format": "csv", "header": True, "target": "species", "skippedRows": 0}
+    names = ["length", "color", "species"]  # every column in the file's order, the target's chooser's list
+    assert d["source"] == {"format": "csv", "header": True, "names": names, "target": "species", "skippedRows": 0}
     assert d["exampleShape"] == [3] and d["n"] == 3 and d["featureType"] == "float32"
     assert d["classes"] == ["setosa", "virginica"] and d["y"] == [0, 1, 0]
     assert [(c["name"], c["kind"], c["categories"], c["offset"], c["width"]) for c in d["columns"]] == [
