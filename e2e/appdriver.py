@@ -1,4 +1,5 @@
-"""Driving the app in Debian's Chromium: launch flags, start-up, and a record of every request.
+"""Driving the app in Debian's Chromium: launch flags, start-up, a record of every request, and a run
+started and paused at once.
 
 Every request to another origin than the app's is blocked and recorded.
 """
@@ -104,3 +105,20 @@ def served_app(dist: Path, webgpu: bool) -> Iterator[LoadedApp]:
     finally:
         server.shutdown()
         server.server_close()
+
+
+def start_and_pause(page: Page, epochs: int, seed: str) -> None:
+    """Train the page's program at debug, and press Pause the moment it is enabled (as a user would, but
+    however fast the run is): it takes effect after the chunk of steps under way."""
+    page.select_option("#train-level", "debug")
+    page.fill("#train-epochs", str(epochs))
+    page.fill("#train-seed", seed)
+    page.evaluate(
+        """() => {
+        const pause = document.getElementById('run-pause');
+        new MutationObserver((_, observer) => {
+          if (!pause.disabled) { observer.disconnect(); pause.click(); }
+        }).observe(pause, { attributes: true });
+        document.getElementById('train-button').click();
+        }"""
+    )

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from appdriver import LoadedApp, wait_ready
+from appdriver import LoadedApp, start_and_pause, wait_ready
 from playwright.sync_api import Page
 from safetensors import safe_open
 
@@ -46,25 +46,9 @@ def wait_phase(page: Page, phases: str) -> dict:
     return state(page)
 
 
-def start_and_pause(page: Page, seed: str) -> None:
-    """Train, and press Pause the moment it is enabled (as a user would, but however fast the run is)."""
-    page.select_option("#train-level", "debug")
-    page.fill("#train-epochs", str(EPOCHS))
-    page.fill("#train-seed", seed)
-    page.evaluate(
-        """() => {
-        const pause = document.getElementById('run-pause');
-        new MutationObserver((_, observer) => {
-          if (!pause.disabled) { observer.disconnect(); pause.click(); }
-        }).observe(pause, { attributes: true });
-        document.getElementById('train-button').click();
-        }"""
-    )
-
-
 def pause_step_save_continue(page: Page) -> str:
     """The run paused at once, one step, a state saved, then on to the end; returns the saved key."""
-    start_and_pause(page, "5")  # it takes effect after the chunk under way
+    start_and_pause(page, EPOCHS, "5")
     paused = wait_phase(page, "paused done")
     assert paused["phase"] == "paused", "the run ended before it could be paused"
     assert paused["status"] == f"paused after step {paused['step']}"

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from appdriver import LoadedApp, launch, open_app, wait_ready
+from appdriver import LoadedApp, launch, open_app, start_and_pause, wait_ready
 from playwright.sync_api import Page, Playwright
 
 ARTIFACTS = Path(__file__).resolve().parent / "artifacts"
@@ -77,18 +77,7 @@ def wait_phase(page: Page, phase: str) -> None:
 
 def train_with_a_saved_checkpoint(page: Page) -> str:
     """The run paused at once, one step, its state saved, then on to the end; the saved key."""
-    page.select_option("#train-level", "debug")
-    page.fill("#train-epochs", str(EPOCHS))
-    page.fill("#train-seed", "7")
-    page.evaluate(
-        """() => {
-        const pause = document.getElementById('run-pause');
-        new MutationObserver((_, observer) => {
-          if (!pause.disabled) { observer.disconnect(); pause.click(); }
-        }).observe(pause, { attributes: true });
-        document.getElementById('train-button').click();
-        }"""
-    )
+    start_and_pause(page, EPOCHS, "7")
     wait_phase(page, "paused")
     page.click("#run-step")
     page.wait_for_selector("#run[data-phase=paused]")
