@@ -159,7 +159,13 @@ async function showRun(session, choice) {
   const data = new DataCard(session.engine, (choice) => controller.setData(choice));
   data.wire();
   controller = runController(session.engine, kind, example, guide, editor, data);
-  const onResume = (record, key) => runs.resumeFrom(record, key);
+  // A run of a built-in data set resumes on that data set, chosen in the Data card first; a run of the
+  // user's own files needs them read again (RunControl.resumeFrom says so).
+  const onResume = async (record, key) => {
+    const source = data.builtinNamed(record.data?.name);
+    if (source && source !== data.source) await data.select(source);
+    return runs.resumeFrom(record, key);
+  };
   const history = await RunsCard.open({ device: choice.device.name, onResume });
   const runs = new RunControl(session.engine, controller, history);
   runs.wire();

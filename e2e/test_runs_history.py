@@ -132,8 +132,12 @@ def test_runs_are_listed_resumed_and_deleted(app: LoadedApp) -> None:
     ARTIFACTS.mkdir(exist_ok=True)
     page.locator("#runs").screenshot(path=str(ARTIFACTS / "runs-history.png"))
 
+    # another built-in data set chosen since: resuming chooses the run's own again
+    page.check("input[name=data-source][value=chars]")
+    page.wait_for_function("() => document.querySelector('#data-facts dd').textContent.includes('Zen of Python')")
     page.click(f"#runs-checkpoints li[data-key='{saved}'] button")
     wait_phase(page, "done")
+    assert page.is_checked("input[name=data-source][value=site]")
     resumed = wait_records(page, "all.length === 2 && all[1].status === 'done' && all[1].manifest !== null")[1]
     assert resumed["resumedFrom"] == saved
     assert resumed["final"] == final, "the resumed run did not reach the unbroken run's final key"

@@ -8,7 +8,8 @@ import { errorText, formatBytes } from "./format.js";
 import { describeData, importData, starterProgram } from "./train.js";
 import { builtinFacts, dataRecord, importSettings, summaryFacts } from "./userdatamodel.js";
 
-const BUILTIN_NAMES = { site: "this site's digits", chars: "the Zen of Python's characters" };
+// As the engine names them (scellis.datasets), so a run's record names its data the same way.
+const BUILTIN_NAMES = { site: "digits (this site)", chars: "Zen of Python characters" };
 
 export class DataCard {
   // `onChoice({ source, data })` hears every change of the data chosen (data: dataRecord's).
@@ -119,6 +120,11 @@ export class DataCard {
     } finally {
       card.removeAttribute("aria-busy");
     }
+  }
+
+  // The built-in data set (its source) a run's record names, or null.
+  builtinNamed(name) {
+    return Object.keys(BUILTIN_NAMES).find((source) => BUILTIN_NAMES[source] === name) ?? null;
   }
 
   // A starter program (JSON text) for the data chosen now.

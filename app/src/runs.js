@@ -234,7 +234,7 @@ export class RunsCard {
       this.fail(`Cannot resume from ${key}: ${errorText(error)}`);
       return;
     }
-    const why = this.onResume(record, key); // RunControl.resumeFrom: why not, or null
+    const why = await this.onResume(record, key); // why not, or null
     if (why) this.fail(`Cannot resume from ${key}: ${why}.`);
     else this.say(`Resuming the run of ${record.name} from ${key} in the train card above.`);
   }
