@@ -125,6 +125,10 @@ def test_a_theme_change_recolours_the_charts(loaded: LoadedApp) -> None:
     page.evaluate("() => { document.documentElement.dataset.theme = 'dark'; }")
     try:
         page.wait_for_function(MARKER_IS, arg="rgb(200, 0, 100)")
+        # the chart is remade in one frame and filled in the next
+        page.wait_for_function(
+            "() => Number(document.querySelector('#run-charts [data-chart=loss]').dataset.points) > 0"
+        )
         after = chart(page, "loss")
         assert after["points"] > 0 and after["step"] == STEPS_PER_EPOCH  # redrawn from the same series
         screenshot(page, "dark")
