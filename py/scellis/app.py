@@ -21,6 +21,7 @@ from scellis.datasets import (
     from_files,
     from_user_files,
     read_chars,
+    words,
     zen_of_python,
 )
 from scellis.examples import char_transformer, digits_cnn, digits_mlp
@@ -103,13 +104,7 @@ def _vocab(train: Split, info: DataInfo) -> int:
     """Token windows' vocabulary: their largest index + 1 (0 for other features)."""
     if info.feature_type != "int32":
         return 0
-    import array
-    import sys
-
-    values = array.array("i", train.features)
-    if sys.byteorder == "big":
-        values.byteswap()
-    return max(values, default=-1) + 1
+    return max(words(train.features, "i"), default=-1) + 1
 
 
 def starter_json(source: str, files: dict[str, bytes]) -> str:

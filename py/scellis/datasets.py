@@ -232,7 +232,8 @@ def _check_sizes(split: str, x: bytes, y: bytes, info: DataInfo) -> None:
         raise ValueError(f"{x_name} holds {len(x) // row:,} examples but {y_name} holds {len(y) // 4:,} labels")
 
 
-def _values(data: bytes, typecode: str) -> array.array[Any]:
+def words(data: bytes, typecode: str) -> array.array[Any]:
+    """Little-endian 4-byte values ("i" int32, "f" float32) as an array in this machine's order."""
     values = array.array(typecode, data)
     if sys.byteorder == "big":
         values.byteswap()
@@ -244,22 +245,22 @@ def _check_values(split: str, x: bytes, y: bytes, info: DataInfo) -> None:
     checks run at C speed (min, max, sum) and look for the first bad value only when there is one."""
     x_name, y_name, width = f"{split}-x", f"{split}-y", math.prod(info.example_shape)
     if info.classes is not None:
-        labels = _values(y, "i")
+        labels = words(y, "i")
         if labels and not (min(labels) >= 0 and max(labels) < len(info.classes)):
             bad = _first(labels, lambda v: not 0 <= v < len(info.classes))
             last = len(info.classes) - 1
             raise ValueError(f"{y_name}: example {bad}'s label is {labels[bad]}, not a class from 0 to {last}")
     else:
-        numbers = _values(y, "f")
+        numbers = words(y, "f")
         bad = None if math.isfinite(sum(numbers)) else _first(numbers, lambda v: not math.isfinite(v))
         if bad is not None:  # a sum can overflow with every number finite
             raise ValueError(f"{y_name}: example {bad}'s target is {numbers[bad]}, not a finite number")
     if info.feature_type == "float32":
-        features = _values(x, "f")
+        features = words(x, "f")
         bad = None if math.isfinite(sum(features)) else _first(features, lambda v: not math.isfinite(v))
         what = "not a finite number"
     else:
-        features = _values(x, "i")
+        features = words(x, "i")
         bad = None if not features or min(features) >= 0 else _first(features, lambda v: v < 0)
         what = "a negative index"
     if bad is not None:
