@@ -111,3 +111,105 @@ def random_draws(n: int, site: int = 3, position: int = 11) -> Function:
     key = input_node("rng.test", Role.RNG, DType.U32, (2,))
     arg = RandomArg(Distribution.UNIFORM, "test", site, (n,))
     return Function("draws", (key,), (("u", make(Op.RANDOM, key, const(position, DType.U32), arg=arg)),))
+
+
+# -- beyond training: a simulation and a statistical analysis on the same machinery ------------------------
+
+
+def option_pricing(
+    paths: int = 2**20,
+    steps: int = 64,
+    *,
+    spot: float = 100.0,
+    strike: float = 100.0,
+    rate: float = 0.05,
+    volatility: float = 0.2,
+    years: float = 1.0,
+) -> dict[str, Any]:
+    """European and arithmetic-average Asian calls by Monte Carlo under geometric Brownian motion: `paths`
+    replicas side by side, one time step per loop step (exact log-normal steps, normal draws from the `paths`
+    substream), the running sum of prices carried for the Asian average. Results: each price and its
+    standard error (the European one has the Black-Scholes price as a check)."""
+    dt = years / steps
+    p = Program("option-pricing")
+    price = p.state([], value=spot, id="price")
+    total = p.state([], value=0.0, id="price_sum")
+    z = p.random([], distribution="normal", substream="paths", id="z")
+    drift, diffusion = (rate - volatility**2 / 2) * dt, volatility * math.sqrt(dt)
+    growth = p.exp(p.add(p.mul(z, p.constant(diffusion, id="diffusion")), p.constant(drift, id="drift")), id="growth")
+    moved = p.update(price, p.mul(price, growth, id="moved"), id="next_price")
+    p.update(total, p.add(total, moved, id="summed"), id="next_sum")
+    discount = p.constant(math.exp(-rate * years), id="discount")
+    strike_ = p.constant(strike, id="strike")
+    european = p.mul(p.relu(p.sub(price, strike_, id="european_moneyness"), id="european_intrinsic"), discount,
+                     id="european_payoff")  # fmt: skip
+    average = p.mul(total, p.constant(1 / steps, id="per_step"), id="average")
+    asian = p.mul(p.relu(p.sub(average, strike_, id="asian_moneyness"), id="asian_intrinsic"), discount,
+                  id="asian_payoff")  # fmt: skip
+    for name, payoff in (("european", european), ("asian", asian)):
+        p.add_metric(p.mean(payoff, id=name))
+        p.add_metric(p.std_error(payoff, id=f"{name}_se"))
+    p.set_loop(epochs=1, steps=steps, batch_size=paths)
+    return p.to_json()
+
+
+def black_scholes_call(spot: float, strike: float, rate: float, volatility: float, years: float) -> float:
+    """The analytic price of a European call (Black and Scholes 1973)."""
+    d1 = (math.log(spot / strike) + (rate + volatility**2 / 2) * years) / (volatility * math.sqrt(years))
+    d2 = d1 - volatility * math.sqrt(years)
+
+    def cdf(v: float) -> float:
+        return (1 + math.erf(v / math.sqrt(2))) / 2
+
+    return spot * cdf(d1) - strike * math.exp(-rate * years) * cdf(d2)
+
+
+ISING_CRITICAL = 2 / math.log(1 + math.sqrt(2))  # Onsager's critical temperature (J = 1, k_B = 1): 2.269...
+
+
+def ising(
+    temperature: float = 2.0, size: int = 32, chains: int = 64, *, sweeps: int = 100, epochs: int = 10
+) -> dict[str, Any]:
+    """The 2-D Ising model (J = 1, no field, periodic boundaries) by checkerboard Metropolis: `chains`
+    lattices of size x size side by side, all spins up at the start; each loop step is one sweep, the
+    black squares then the white ones, each site flipped with probability min(1, exp(-dE / T)) by one
+    uniform draw of the `metropolis` substream. Results after each epoch of `sweeps` sweeps: the mean
+    absolute magnetisation per site and the energy per site, over the chains, with standard errors."""
+    if size % 2:
+        raise ValueError(f"a periodic checkerboard needs an even lattice size, got {size}")
+    p = Program("ising")
+    spins = p.state([size, size], value=1.0, id="spins")
+    u = p.random([size, size], substream="metropolis", id="u")
+    beta2 = p.constant(-2 / temperature, id="minus_2_beta")
+    one, zero, two = p.constant(1.0, id="one"), p.constant(0.0, id="zero"), p.constant(2.0, id="two")
+
+    def neighbours(s: Ref, tag: str) -> Ref:
+        up, down = p.roll(s, 1, axis=1, id=f"{tag}_up"), p.roll(s, -1, axis=1, id=f"{tag}_down")
+        left, right = p.roll(s, 1, axis=2, id=f"{tag}_left"), p.roll(s, -1, axis=2, id=f"{tag}_right")
+        return p.add(p.add(up, down, id=f"{tag}_vertical"), p.add(left, right, id=f"{tag}_horizontal"), id=f"{tag}_sum")
+
+    def half_sweep(s: Ref, colour: int, tag: str) -> Ref:
+        board = p.checkerboard([size, size], parity=colour, id=f"{tag}_squares")
+        field = p.mul(s, neighbours(s, tag), id=f"{tag}_field")  # dE / 2 of flipping each spin
+        chance = p.exp(p.mul(field, beta2, id=f"{tag}_log_chance"), id=f"{tag}_chance")
+        accept = p.where(p.less(u, chance, id=f"{tag}_accepted"), one, zero, id=f"{tag}_accept")
+        flip = p.mul(accept, board, id=f"{tag}_flip")
+        return p.mul(s, p.sub(one, p.mul(two, flip, id=f"{tag}_twice"), id=f"{tag}_sign"), id=f"{tag}_spins")
+
+    p.update(spins, half_sweep(half_sweep(spins, 0, "black"), 1, "white"), id="next_spins")
+    magnetisation = p.abs(p.mean(spins, axes=[1, 2], id="mean_spin"), id="magnetisation")
+    bonds = p.add(p.roll(spins, 1, axis=1, id="north"), p.roll(spins, 1, axis=2, id="west"), id="bonds")
+    energy = p.neg(p.mean(p.mul(spins, bonds, id="bond_products"), axes=[1, 2], id="bond_mean"), id="energy")
+    p.add_metric(p.mean(magnetisation, id="abs_magnetisation"))
+    p.add_metric(p.std_error(magnetisation, id="abs_magnetisation_se"))
+    p.add_metric(p.mean(energy, id="energy_per_site"))
+    p.add_metric(p.std_error(energy, id="energy_per_site_se"))
+    p.set_loop(epochs=epochs, steps=sweeps, batch_size=chains)
+    return p.to_json()
+
+
+def onsager_magnetisation(temperature: float) -> float:
+    """The spontaneous magnetisation per site of the infinite 2-D Ising model (Onsager, Yang 1952)."""
+    if temperature >= ISING_CRITICAL:
+        return 0.0
+    return (1 - math.sinh(2 / temperature) ** -4) ** 0.125

@@ -37,6 +37,12 @@ STAGE_TITLES = (
     "WGSL (training step)",
 )
 
+UNTRAINED_BACKWARD = (
+    "# none: the program has no loss, so nothing is differentiated.\n"
+    "# Its step is the typed IR: the graph run once, each update node's value carried to the next step."
+)
+UNTRAINED_OPTIMIZER = "# none: the program has no loss, so it has no optimizer. Its step is the typed IR."
+
 LINKED_TEXTS = {  # the IR texts guide_links numbers ops in -> their stages
     "forward": "typed IR",
     "backward": "backward IR",
@@ -65,7 +71,7 @@ class Compiled:
         checks would cost kernels for nothing). Raises StorageUnsupported where the device cannot hold the
         program's storage type (so every *_for below does)."""
         check_storage(self.program.memory.storage, features)
-        if level is not Level.FAST:
+        if level is not Level.FAST or not self.program.trains:
             return False
         return any(k.variant.endswith("-f16") for k in lower(self.step, level, features).kernels)
 
@@ -87,8 +93,11 @@ class Compiled:
         texts = [json.dumps(self.program.source, indent=1)]
         step, init = self.step_for(level, features), self.init_for(level, features)
         backward = self.backward_for(level, features)
-        texts += [to_text(fn) for fn in (self.forward.fn, backward, step)]
-        texts.append(loop_text(self.program.loop))
+        if self.program.trains:
+            texts += [to_text(fn) for fn in (self.forward.fn, backward, step)]
+        else:
+            texts += [to_text(step), UNTRAINED_BACKWARD, UNTRAINED_OPTIMIZER]
+        texts.append(loop_text(self.program.loop, self.program.trains, self.program.has_data))
         texts += [to_text(fn) for fn in (self.evaluate, init)]
         schedule = lower(step, level, features)
         texts.append(f"level {level.value}\n{schedule_text(schedule)}")
@@ -141,6 +150,8 @@ def compile_program(
     is evaluated in one call. A program that keeps its data set on the device (`memory.data` resident)
     needs `examples`, the training split's size; one that streams its batches ignores it."""
     program = validate(data)  # drawn program: JSON checked against the catalog, all problems at once
+    if not program.trains:
+        return untrained(program, examples)
     fwd = forward(program, Mode.TRAIN, batch, resident_examples(program, examples))  # typed IR: shapes inferred
     backward, step = _train(fwd.fn, "loss", fwd, program)  # gradients (reverse mode), the update as IR
     rows_per_call, last = evaluation_batches(eval_batch or batch or program.loop.batch_size, eval_rows)
@@ -154,6 +165,26 @@ def compile_program(
         program, fwd, backward, step, evaluate, init, scaled_backward, scaled_step, scaled_init, evaluate_last
     )
     return stored_in_float16(compiled) if program.memory.storage == "float16" else compiled
+
+
+def untrained(program: ValidProgram, examples: int | None) -> Compiled:
+    """A program without a loss (a simulation, an analysis): its step is the graph run once, carrying its
+    states forward (nothing is differentiated, no optimizer); evaluation computes its results from the
+    states, on one batch of the same size (batched states have that size)."""
+    fwd = forward(program, Mode.TRAIN, None, resident_examples(program, examples))
+    evaluated = forward(program, Mode.EVAL)
+    held = {s.name for s in fwd.states}
+    only_read = [s.name for s in evaluated.states if s.name not in held]
+    if only_read:
+        raise ValueError(
+            f"{program.name}: the state {only_read[0]!r} is read by the results only and never updated, so no "
+            "step carries it: use a constant or a random node (per run) instead"
+        )
+    init = init_function(fwd)
+    for fn in (fwd.fn, evaluated.fn, init):
+        verify(fn, types=False)
+    step = fwd.fn
+    return Compiled(program, fwd, step, step, evaluated.fn, init, step, step, init)
 
 
 def stored_in_float16(c: Compiled) -> Compiled:

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from scellis.datasets import Split
+from scellis.graph import ValidProgram
 from scellis.graph.lowering import BATCH_ROWS, dataset_input
 from scellis.ir.function import Function, input_name, input_role
 from scellis.levels import Level
@@ -70,30 +71,35 @@ class Progress:
     total: int
     epoch: int  # counted from 1
     epochs: int
-    loss: float  # the latest step's loss read back
+    loss: float  # the latest step's loss read back (NaN for a program without a loss)
     steps_per_s: float
     eta_s: float | None  # None until a rate is known
-    metrics: dict[str, float]  # the latest evaluation's
+    metrics: dict[str, float]  # the latest evaluation's (a program without a loss: its results)
+    trains: bool = True
 
     def __str__(self) -> str:
         eta = "?" if self.eta_s is None else f"{self.eta_s:.0f} s"
         metrics = ", ".join(f"{k.removeprefix('metric/')} {v:.4g}" for k, v in sorted(self.metrics.items()))
+        loss = f", loss {self.loss:.4g}" if self.trains else ""
+        heading = "held-out" if self.trains else "results"
         return (
-            f"step {self.step}/{self.total} (epoch {self.epoch}/{self.epochs}), loss {self.loss:.4g}, "
-            f"{self.steps_per_s:.1f} steps/s, {eta} left" + (f"; held-out: {metrics}" if metrics else "")
+            f"step {self.step}/{self.total} (epoch {self.epoch}/{self.epochs}){loss}, "
+            f"{self.steps_per_s:.1f} steps/s, {eta} left" + (f"; {heading}: {metrics}" if metrics else "")
         )
 
 
 Checkpointer = Callable[["Session", str], Awaitable[str]]  # (session, why) -> the checkpoint's key
 
 
-def _role_input(fn: Function, role: Role) -> str:
-    return next(input_name(n) for n in fn.inputs if input_role(n) is role)
+def _program_input(program: ValidProgram, role: str) -> str | None:
+    """The id of the program's input node of `role` (features or labels), if it has one."""
+    return next((n.id for n in program.nodes if n.op == "input" and n.params["role"] == role), None)
 
 
-def _batch_of(fn: Function) -> int:
-    """The rows one call of an evaluation function takes (its data input's leading axis)."""
-    return next(n.shape[0] for n in fn.inputs if input_role(n) is Role.DATA)
+def _batch_of(fn: Function, default: int) -> int:
+    """The rows one call of an evaluation function takes (its data input's leading axis; `default` for a
+    function without data)."""
+    return next((n.shape[0] for n in fn.inputs if input_role(n) is Role.DATA), default)
 
 
 def _f32(data: bytes) -> float:
@@ -136,9 +142,11 @@ class Session:
         self.step_fn = step_fn = self.compiled.step_for(level, device.features)
         self.reported = [name for name, _ in step_fn.outputs if name in ("loss", "loss_scale")]
         self.loss_scale: float | None = None
-        self.batch = self.compiled.program.loop.batch_size
-        evaluate = self.compiled.evaluate  # evaluation streams its rows, as a streaming step does
-        self.features, self.labels = _role_input(evaluate, Role.DATA), _role_input(evaluate, Role.LABEL)
+        valid = self.compiled.program
+        self.batch = valid.loop.batch_size
+        self.trains, self.has_data = valid.trains, valid.has_data
+        # evaluation streams its rows, as a streaming step does; a program without data has neither input
+        self.features, self.labels = _program_input(valid, "features"), _program_input(valid, "labels")
         self.resident = any(input_role(n) is Role.DATASET for n in step_fn.inputs)
         # the memory plan lowers every function a session compiles; start compiles those very schedules
         self.plan = plan_program(self.compiled, level, device.features)
@@ -146,9 +154,9 @@ class Session:
         self.step: CompiledStep
         self.eval: CompiledStep
         self.eval_last: CompiledStep | None = None
-        self.eval_batch = _batch_of(self.compiled.evaluate)
+        self.eval_batch = _batch_of(self.compiled.evaluate, self.batch)
         last = self.compiled.evaluate_last
-        self.eval_last_rows = _batch_of(last) if last is not None else 0
+        self.eval_last_rows = _batch_of(last, self.batch) if last is not None else 0
         self.carried = [
             input_name(n) for n in self.compiled.evaluate.inputs if input_role(n) in (Role.PARAM, Role.STATE)
         ]
@@ -169,7 +177,7 @@ class Session:
         self.lr_scale_written: float | None = None
         self.progress: Callable[[Progress], None] | None = None  # told at each read (see Progress)
         self._clock = (0.0, 0, 0)  # when this run call began, the steps done then, and its epochs
-        self.train_rows = 0
+        self.per_epoch = 0  # steps an epoch of this run call (0: no run call yet)
 
     def _keys(self, fn: Function) -> dict[str, bytes]:
         return {
@@ -186,6 +194,22 @@ class Session:
             if substream is not None:
                 out[input_name(node)] = struct.pack("<I", self.rng.take(substream))
         return out
+
+    def _latest_positions(self, fn: Function) -> dict[str, bytes]:
+        """For an evaluation that draws per step: each substream's position of the latest step (0 before
+        any), so results see that step's draws."""
+        out = {}
+        for node in fn.inputs:
+            substream = position_substream(input_name(node))
+            if substream is not None:
+                out[input_name(node)] = struct.pack("<I", max(self.rng.peek(substream) - 1, 0))
+        return out
+
+    def _data(self, fn: Function, x: bytes, y: bytes) -> dict[str, bytes]:
+        """The writes of a batch's features and labels, for the ones `fn` reads."""
+        names = {input_name(n) for n in fn.inputs}
+        pairs = ((self.features, x), (self.labels, y))
+        return {name: data for name, data in pairs if name is not None and name in names}
 
     async def _compile(self, schedule: Schedule) -> CompiledStep:
         """Device compiles may be immediate (CPython) or awaitable (the browser checks its pipelines)."""
@@ -219,6 +243,10 @@ class Session:
         self.eval = await self._compile(evaluation.schedule)
         if last is not None:
             self.eval_last = await self._compile(last.schedule)
+        for compiled, fn in ((self.eval, self.compiled.evaluate), (self.eval_last, self.compiled.evaluate_last)):
+            if compiled is not None and fn is not None:  # an evaluation that draws (e.g. a bootstrap's results)
+                for name, data in self._keys(fn).items():
+                    compiled.write(name, data)
         init_fn = self.compiled.init_for(self.level, self.device.features)
         init = await self._compile(init_plan.schedule)
         names = [name for name, _ in init_fn.outputs]
@@ -230,8 +258,10 @@ class Session:
             self.step.write(name, data)
         self._write_lr_scale()
         if self.resident and train is not None:
-            self.step.write(dataset_input(self.features), train.features)
-            self.step.write(dataset_input(self.labels), train.labels)
+            held = {input_name(n) for n in self.step_fn.inputs}
+            for node, data in ((self.features, train.features), (self.labels, train.labels)):
+                if node is not None and dataset_input(node) in held:
+                    self.step.write(dataset_input(node), data)
 
     async def train_epoch(self, train: Split) -> float:
         """One epoch of full batches, with no evaluation and no rules (tests drive steps this way);
@@ -246,67 +276,85 @@ class Session:
         assert pending is not None
         return self._note_step(await pending)
 
-    def _starts(self, train: Split) -> range:
+    def _starts(self, train: Split | None) -> range:
+        """Where each step of an epoch starts in its order of examples (a program without data: its steps)."""
+        if train is None or not self.has_data:
+            return range(self.compiled.program.loop.steps or 1)
         starts = range(0, train.n - self.batch + 1, self.batch)
         if not starts:
             raise ValueError(f"the training split has {train.n} examples, fewer than one batch of {self.batch}")
         return starts
 
-    def _draw_order(self, train: Split) -> None:
+    def _draw_order(self, train: Split | None) -> None:
         """The epoch's order of examples: a permutation drawn from the `shuffle` substream's next position,
-        or in order when the loop does not shuffle."""
-        if self.compiled.program.loop.shuffle:
+        or in order when the loop does not shuffle (a program without data has none: an empty order)."""
+        if train is None or not self.has_data:
+            self.order = []
+        elif self.compiled.program.loop.shuffle:
             self.order = permutation(train.n, self.rng.seed, self.rng.take("shuffle"))
         else:
             self.order = list(range(train.n))
 
-    def _submit(self, train: Split, start: int, names: list[str]) -> Any:
+    def _submit(self, train: Split | None, start: int, names: list[str]) -> Any:
         """Send one step (the batch at `start` of the epoch's order) to the device."""
         assert self.order is not None
         rows = self.order[start : start + self.batch]
-        if self.resident:  # the batch is gathered on the device: only its example indices travel
+        if train is None or not self.has_data:  # only the substreams' positions change
+            writes = self._positions()
+        elif self.resident:  # the batch is gathered on the device: only its example indices travel
             writes = {BATCH_ROWS: struct.pack(f"<{len(rows)}i", *rows), **self._positions()}
         else:
             x, y = train.rows(rows)
-            writes = {self.features: x, self.labels: y, **self._positions()}
+            writes = {**self._data(self.step_fn, x, y), **self._positions()}
         self.steps += 1
         return self.step.submit(writes, names)
 
     def _note_step(self, out: dict[str, bytes]) -> float:
+        """A step read back (a program without a loss reads nothing: the step is done)."""
         self.loss_scale = _f32(out["loss_scale"]) if "loss_scale" in out else None
-        self.last_loss = _f32(out["loss"])
+        if "loss" in out:
+            self.last_loss = _f32(out["loss"])
         self._tell()
         return self.last_loss
 
     def _tell(self) -> None:
-        if self.progress is None or self.train_rows == 0:
+        if self.progress is None or self.per_epoch == 0:
             return
         began, steps_then, epochs = self._clock
-        per_epoch = self.train_rows // self.batch
         elapsed, done = time.perf_counter() - began, self.steps - steps_then
         rate = done / elapsed if elapsed > 0 and done else 0.0
-        total = epochs * per_epoch
+        total = epochs * self.per_epoch
         eta = (total - self.steps) / rate if rate else None
         epoch = min(self.epoch + 1, epochs)
-        self.progress(Progress(self.steps, total, epoch, epochs, self.last_loss, rate, eta, dict(self.last_metrics)))
+        metrics = dict(self.last_metrics)
+        self.progress(Progress(self.steps, total, epoch, epochs, self.last_loss, rate, eta, metrics, self.trains))
 
     async def run(
-        self, train: Split, test: Split, *, epochs: int | None = None, steps: int | None = None, report: Any = None
+        self,
+        train: Split | None,
+        test: Split | None,
+        *,
+        epochs: int | None = None,
+        steps: int | None = None,
+        report: Any = None,
     ) -> list[EpochResult]:
         """Run the loop program from where the session is, until its epochs (or `epochs`) are done, a rule
         stops it, or `steps` more steps have run: then it pauses, and `run` again goes on from the very
-        next batch. `report` receives each finished epoch's result; the finished epochs are returned."""
+        next batch. `report` receives each finished epoch's result; the finished epochs are returned.
+        A program without data takes no splits (None); one without a loss computes its results on the
+        first batch of `train`, and needs no `test`."""
+        self._check_splits(train, test)
         epochs = self.compiled.program.loop.epochs if epochs is None else epochs
         every = self.compiled.program.loop.evaluate_every
         results: list[EpochResult] = []
-        self._clock, self.train_rows = (time.perf_counter(), self.steps, epochs), train.n
+        self._clock, self.per_epoch = (time.perf_counter(), self.steps, epochs), len(self._starts(train))
         left = steps
         while self.epoch < epochs and not self.loop.stopped:
             left = await self._steps_of_epoch(train, test, left)
             if self.cursor < len(self._starts(train)):
                 break  # paused, or a rule stopped the run, before the epoch's end
             if not every:
-                await self._evaluate_and_decide(test)
+                await self._evaluate_and_decide(train, test)
             self.epoch, self.cursor, self.order = self.epoch + 1, 0, None
             for action in self.loop.after_epoch(self.steps, self.epoch):
                 await self._checkpoint(action)
@@ -319,7 +367,13 @@ class Session:
                 await self._checkpoint(action)
         return results
 
-    async def _steps_of_epoch(self, train: Split, test: Split, left: int | None) -> int | None:
+    def _check_splits(self, train: Split | None, test: Split | None) -> None:
+        if self.has_data and train is None:
+            raise ValueError(f"{self.compiled.program.name} reads data: give it its training split")
+        if self.has_data and self.trains and test is None:
+            raise ValueError(f"{self.compiled.program.name} is evaluated on a held-out split: give it one")
+
+    async def _steps_of_epoch(self, train: Split | None, test: Split | None, left: int | None) -> int | None:
         """The epoch's remaining steps, or `left` of them (None: all); returns how many of `left` remain."""
         if left == 0:
             return 0
@@ -333,21 +387,26 @@ class Session:
             last = self.cursor == len(starts) - 1
             evaluate = bool(every) and (self.steps + 1) % every == 0
             due = self.loop.after_step(self.steps + 1, self.epoch + 1)
-            names = self.reported if (last or evaluate or due or left == 1) else []
-            pending = self._submit(train, starts[self.cursor], names)
+            sync = bool(last or evaluate or due or left == 1)
+            pending = self._submit(train, starts[self.cursor], self.reported if sync else [])
             self.cursor += 1
             left = None if left is None else left - 1
-            if names:
+            if sync:
                 self._note_step(await pending)
             if evaluate:
-                await self._evaluate_and_decide(test)
+                await self._evaluate_and_decide(train, test)
             for action in due:
                 await self._checkpoint(action)
         return left
 
-    async def _evaluate_and_decide(self, test: Split) -> None:
-        """Evaluate, log the steps the device skipped since the last look, and apply the evaluation rules."""
-        self.last_metrics = await self.evaluate(test)
+    async def _evaluate_and_decide(self, train: Split | None, test: Split | None) -> None:
+        """Evaluate (a program without a loss: compute its results), log the steps the device skipped since
+        the last look, and apply the evaluation rules."""
+        if self.trains:
+            assert test is not None
+            self.last_metrics = await self.evaluate(test)
+        else:
+            self.last_metrics = await self.results(train)
         epoch = self.epoch + 1
         if self.counts_skips:
             counters = await self.step.fetch([SKIPPED, LAST_SKIPPED])
@@ -390,10 +449,27 @@ class Session:
         sums = dict.fromkeys(self.metrics, 0.0)
         for start, rows, evaluation in calls:
             x, y = test.rows(list(range(start, start + rows)))
-            out = await evaluation.step({self.features: x, self.labels: y}, self.metrics)
+            out = await evaluation.step(self._data(self.compiled.evaluate, x, y), self.metrics)
             for name, data in out.items():
                 sums[name] += _f32(data) * rows
         return {name: total / test.n for name, total in sums.items()}
+
+    async def results(self, train: Split | None = None) -> dict[str, float]:
+        """A program without a loss: its results (`metric/<node>`) from the states as they are now, and,
+        for a program with data, from the first batch of `train` in order (a whole-data analysis sets its
+        batch size to the data's size)."""
+        if self.has_data and train is None:
+            raise ValueError(f"{self.compiled.program.name}'s results read its training data: give the split")
+        fn = self.compiled.evaluate
+        for name, data in (await self.step.fetch(self.carried)).items():
+            self.eval.write(name, data)
+        writes = self._latest_positions(fn)
+        if self.has_data and train is not None:
+            if train.n < self.batch:
+                raise ValueError(f"the training split has {train.n} examples, fewer than one batch of {self.batch}")
+            writes.update(self._data(fn, *train.rows(list(range(self.batch)))))
+        out = await self.eval.step(writes, self.metrics)
+        return {name: _f32(data) for name, data in out.items()}
 
     def _evaluation_calls(self, n: int) -> list[tuple[int, int, CompiledStep]]:
         """(first row, rows, compiled evaluation) for each call over a held-out split of n rows."""
@@ -468,7 +544,9 @@ class Session:
                 )
             )
 
-    async def fit(self, train: Split, test: Split, epochs: int | None = None, report: Any = None) -> list[EpochResult]:
+    async def fit(
+        self, train: Split | None, test: Split | None, epochs: int | None = None, report: Any = None
+    ) -> list[EpochResult]:
         """Start, then run the loop program to its end (`epochs`: the program's unless given)."""
         await self.start(train)
         return await self.run(train, test, epochs=epochs, report=report)

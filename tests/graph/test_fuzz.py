@@ -406,7 +406,8 @@ def plausible(rng: random.Random, param: Any) -> Any:
         return rng.choice([0, 0.5, 1e-5, 0.99, 2.0, -1.0])
     if param.kind == "bool":
         return rng.random() < 0.5
-    return rng.choice(param.choices)
+    # a choice, or for a name: a good one, a reserved one, or a bad one
+    return rng.choice(param.choices or ("noise", "init", "x y", "", "9th"))
 
 
 def reshape_input(rng: random.Random, program: Any) -> Any:

@@ -58,6 +58,14 @@ def _where(p: Program) -> Ref:
     return p.sum(p.where(p.less(a, b), a, b))
 
 
+def _carried(p: Program) -> Ref:
+    """A running total carried from step to step next to a trained linear layer."""
+    h = p.linear(p.input("x", [4]), 1)
+    total = p.state([1], value=0.5)
+    p.update(total, p.add(total, h))
+    return p.sum(p.mul(h, total))
+
+
 def _equal_where(p: Program) -> Ref:
     a, b = _pair(p, [5])
     return p.sum(p.where(p.equal(a, b), a, b))
@@ -100,6 +108,20 @@ BUILDERS: dict[str, Callable[[Program], Ref]] = {
     "cross_entropy": lambda p: _classifier(p, "cross_entropy"),
     "mse": lambda p: p.mse(p.linear(p.input("x", [4]), 2), p.input("t", [2], role="labels"), "sum"),
     "accuracy": lambda p: _classifier(p, "accuracy"),
+    "float": lambda p: p.sum(p.mul(p.input("x", [3]), p.float(p.input("k", [3], dtype="int32")))),
+    "element": lambda p: p.element(p.input("x", [3, 4]), [0, -1, 2]),
+    "state": _carried,
+    "update": _carried,
+    "random": lambda p: p.sum(p.mul(p.input("x", [4]), p.random([4], distribution="normal", substream="noise"))),
+    "roll": lambda p: p.sum(p.mul(p.input("x", [4]), p.roll(p.input("x2", [4]), -1, axis=1))),
+    "checkerboard": lambda p: p.sum(p.mul(p.input("x", [4, 6]), p.checkerboard([4, 6]))),
+    "std_error": lambda p: p.std_error(p.input("x", [3])),
+    "sort": lambda p: p.sum(p.mul(p.input("x", [5]), p.sort(p.input("y", [5]), 0))),
+    "quantile": lambda p: p.sum(p.quantile(p.input("x", [5]), 0.9, axis=0)),
+    "bootstrap": lambda p: p.sum(p.mean(p.bootstrap(p.input("x", [2]), resamples=7), axes=[1])),
+    "solve": lambda p: p.sum(p.solve(p.input("a", [3, 3]), p.input("b", [3, 2]))),
+    "inverse": lambda p: p.sum(p.inverse(p.input("a", [3, 3]))),
+    "diagonal": lambda p: p.sum(p.diagonal(p.input("a", [3, 3]))),
 }
 
 

@@ -618,10 +618,19 @@ def test_bad_optimizer_settings(optimizer: Any, path: str, message: str) -> None
     ("loop", "path", "message"),
     [
         ({"batch_size": 0}, "loop.batch_size", "must be at least 1, got 0"),
-        ({"batch_size": 100_000}, "loop.batch_size", "must be at most 65536, got 100000"),
+        ({"batch_size": 20_000_000}, "loop.batch_size", "must be at most 16777216, got 20000000"),
         ({"epochs": -1}, "loop.epochs", "must be at least 1, got -1"),
         ({"shuffle": "no"}, "loop.shuffle", "must be true or false, got 'no'"),
-        ({"steps": 10}, "loop.steps", "unknown setting (known: batch_size, epochs, evaluate_every, rules, shuffle)"),
+        (
+            {"repeat": 1},
+            "loop.repeat",
+            "unknown setting (known: batch_size, epochs, evaluate_every, rules, shuffle, steps)",
+        ),
+        (
+            {"steps": 10},
+            "loop.steps",
+            "a program with input nodes runs one step per batch of its training split: remove steps",
+        ),
         (None, "loop", "must be an object, got NoneType"),
     ],
 )
@@ -647,7 +656,7 @@ def test_settings_default_when_absent() -> None:
 # -- loss and metrics ------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("loss", ["ghost", None, 3, ["loss"]])
+@pytest.mark.parametrize("loss", ["ghost", 3, ["loss"]])
 def test_loss_naming_a_missing_node(loss: Any) -> None:
     data = classifier()
     data["loss"] = loss

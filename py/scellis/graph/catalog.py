@@ -18,7 +18,7 @@ from scellis.graph.lowering import Init, Lowering, Mode
 from scellis.graph.params import REQUIRED, Param
 from scellis.ops import DType, Node, Op, ShapeError, const, make
 from scellis.ops import defs as d
-from scellis.ops.build import add, cast, mul, reduce, reshape, scale, sub, unary, where
+from scellis.ops.build import add, cast, expand, mul, reduce, reshape, scale, sub, unary, where
 
 Inputs = dict[str, Any]  # port -> Node, or list[Node] for ports taking several edges
 Lower = Callable[[Lowering, str, dict[str, Any], Inputs], Node]
@@ -333,6 +333,192 @@ def _accuracy(ctx: Lowering, nid: str, p: dict[str, Any], x: Inputs) -> Node:
     return reduce(Op.MEAN, hits, tuple(range(len(hits.shape))))
 
 
+# -- simulation and statistics -------------------------------------------------------------------
+
+RESERVED_SUBSTREAMS = ("init", "shuffle")  # drawn by the engine itself (parameter init, epoch orders)
+PER = Param(
+    "per",
+    "str",
+    "step",
+    choices=("step", "run"),
+    doc="new draws at every step, or the same draws at every step of the run",
+)
+
+
+def _full_shape(ctx: Lowering, p: dict[str, Any]) -> tuple[int, ...]:
+    return (ctx.batch, *p["shape"]) if p["batched"] else tuple(p["shape"])
+
+
+def _state(ctx: Lowering, nid: str, p: dict[str, Any], x: Inputs) -> Node:
+    return ctx.state(nid, "value", _full_shape(ctx, p), Init(p["init"], p["value"]))
+
+
+def _update(ctx: Lowering, nid: str, p: dict[str, Any], x: Inputs) -> Node:
+    state, value = x["state"], x["value"]
+    if value.shape != state.shape or value.dtype is not state.dtype:
+        raise ShapeError(f"the next value {value.type_str} must have the state's type {state.type_str}", 1)
+    if ctx.mode is Mode.TRAIN:  # evaluation reads the state and changes nothing
+        ctx.update_state(state, value)
+    return value
+
+
+def _draw_site(ctx: Lowering, substream: str, per: str) -> tuple[Node, Node, int]:
+    if substream in RESERVED_SUBSTREAMS:
+        raise ShapeError(
+            f"the substream {substream!r} is the engine's own ({', '.join(RESERVED_SUBSTREAMS)} are): name another"
+        )
+    return ctx.rng(substream) if per == "step" else ctx.rng_fixed(substream)
+
+
+def _random(ctx: Lowering, nid: str, p: dict[str, Any], x: Inputs) -> Node:
+    key, position, site = _draw_site(ctx, p["substream"], p["per"])
+    dist = d.Distribution(p["distribution"])
+    high = p["high"] if dist is d.Distribution.INTEGER else 0
+    arg = d.RandomArg(dist, p["substream"], site, _full_shape(ctx, p), n=high)
+    return make(Op.RANDOM, key, position, arg=arg)
+
+
+def _constant(ctx: Lowering, nid: str, p: dict[str, Any], x: Inputs) -> Node:
+    return expand(const(p["value"]), _full_shape(ctx, p))
+
+
+def _sliced(inp: Node, axis: int, start: int, stop: int, step: int = 1) -> Node:
+    """`inp` cut to [start:stop:step] along `axis`, whole along the others."""
+    starts = tuple(start if i == axis else 0 for i in range(len(inp.shape)))
+    stops = tuple(stop if i == axis else size for i, size in enumerate(inp.shape))
+    steps = tuple(step if i == axis else 1 for i in range(len(inp.shape)))
+    return make(Op.SLICE, inp, arg=d.SliceArg(starts, stops, steps))
+
+
+def _roll(ctx: Lowering, nid: str, p: dict[str, Any], x: Inputs) -> Node:
+    inp = x["x"]
+    if not inp.shape:
+        raise ShapeError("roll shifts along an axis, but its input is a scalar", 0)
+    axis = _axis(p["axis"], len(inp.shape))
+    size = inp.shape[axis]
+    k = p["shift"] % size
+    if k == 0:
+        return inp
+    tail, head = _sliced(inp, axis, size - k, size), _sliced(inp, axis, 0, size - k)
+    return make(Op.CONCAT, tail, head, arg=d.AxisArg(axis))
+
+
+def _alternating(n: int, first: float) -> Node:
+    """[first, 1 - first, first, ...] of length n."""
+    pair = make(Op.CONCAT, reshape(const(first), (1,)), reshape(const(1.0 - first), (1,)), arg=d.AxisArg(0))
+    halves = (n + 1) // 2
+    flat = reshape(expand(reshape(pair, (1, 2)), (halves, 2)), (2 * halves,))
+    return _sliced(flat, 0, 0, n) if 2 * halves != n else flat
+
+
+def _checkerboard(ctx: Lowering, nid: str, p: dict[str, Any], x: Inputs) -> Node:
+    height, width = p["shape"]
+    first = 1.0 if p["parity"] == 0 else 0.0
+    rows = make(
+        Op.CONCAT,
+        reshape(_alternating(width, first), (1, width)),
+        reshape(_alternating(width, 1.0 - first), (1, width)),
+        arg=d.AxisArg(0),
+    )
+    halves = (height + 1) // 2
+    board = reshape(expand(reshape(rows, (1, 2, width)), (halves, 2, width)), (2 * halves, width))
+    if 2 * halves != height:
+        board = _sliced(board, 0, 0, height)
+    return reshape(board, (1, height, width))
+
+
+def _std_error(ctx: Lowering, nid: str, p: dict[str, Any], x: Inputs) -> Node:
+    inp = x["x"]
+    axes = _axes(p["axes"], len(inp.shape))
+    count = math.prod(inp.shape[a] for a in axes)
+    if count < 2:
+        raise ShapeError(f"a standard error needs at least 2 values, the axes {list(axes)} hold {count}", 0)
+    var = make(Op.VAR, inp, arg=d.ReduceArg(axes, p["keepdims"], 1))
+    return unary(Op.SQRT, scale(var, 1 / count))
+
+
+def _element(ctx: Lowering, nid: str, p: dict[str, Any], x: Inputs) -> Node:
+    inp, index = x["x"], p["index"]
+    if len(index) != len(inp.shape):
+        raise ShapeError(f"index {list(index)} needs one entry per axis of {inp.shape}, batch axis included", 0)
+    at = []
+    for i, size in zip(index, inp.shape, strict=True):
+        if not -size <= i < size:
+            raise ShapeError(f"index {list(index)} is out of range for shape {inp.shape}", 0)
+        at.append(i % size)
+    arg = d.SliceArg(tuple(at), tuple(i + 1 for i in at), (1,) * len(at))
+    return reshape(make(Op.SLICE, inp, arg=arg), ())
+
+
+def _square(op: str, inp: Node) -> int:
+    if len(inp.shape) < 2 or inp.shape[-1] != inp.shape[-2]:
+        raise ShapeError(f"{op} needs square matrices in its last two axes, got {inp.shape}", 0)
+    return inp.shape[-1]
+
+
+def eye(n: int) -> Node:
+    """The n x n identity, built from constants: n + 1 values [1, 0, ..., 0] repeated n times hold a 1 at
+    every flat index i * (n + 1), which is (i, i) in the first n * n values."""
+    zeros = expand(const(0.0), (n,))
+    period = make(Op.CONCAT, reshape(const(1.0), (1,)), zeros, arg=d.AxisArg(0))
+    flat = reshape(expand(reshape(period, (1, n + 1)), (n, n + 1)), (n * (n + 1),))
+    return reshape(_sliced(flat, 0, 0, n * n), (n, n))
+
+
+def _inverse(ctx: Lowering, nid: str, p: dict[str, Any], x: Inputs) -> Node:
+    inp = x["x"]
+    n = _square("inverse", inp)
+    return make(Op.SOLVE, inp, expand(eye(n), inp.shape))
+
+
+def _diagonal(ctx: Lowering, nid: str, p: dict[str, Any], x: Inputs) -> Node:
+    inp = x["x"]
+    n = _square("diagonal", inp)
+    lead = inp.shape[:-2]
+    flat = reshape(inp, (*lead, n * n))
+    return _sliced(flat, len(lead), 0, n * n, n + 1)
+
+
+def _sort(ctx: Lowering, nid: str, p: dict[str, Any], x: Inputs) -> Node:
+    inp = x["x"]
+    if not inp.shape:
+        raise ShapeError("sort orders values along an axis, but its input is a scalar", 0)
+    return make(Op.SORT, inp, arg=d.AxisArg(_axis(p["axis"], len(inp.shape))))
+
+
+def _quantile(ctx: Lowering, nid: str, p: dict[str, Any], x: Inputs) -> Node:
+    """numpy's default (linear) quantile: between the sorted values at floor and ceil of q * (n - 1)."""
+    inp = x["x"]
+    if not inp.shape:
+        raise ShapeError("quantile looks along an axis, but its input is a scalar", 0)
+    axis = _axis(p["axis"], len(inp.shape))
+    ordered = make(Op.SORT, inp, arg=d.AxisArg(axis))
+    n = inp.shape[axis]
+    at = p["q"] * (n - 1)
+    low = min(math.floor(at), n - 1)
+    high, frac = min(low + 1, n - 1), at - low
+    out_shape = tuple(s for i, s in enumerate(inp.shape) if i != axis)
+    below = reshape(_sliced(ordered, axis, low, low + 1), out_shape)
+    if frac == 0 or high == low:
+        return below
+    above = reshape(_sliced(ordered, axis, high, high + 1), out_shape)
+    return add(below, scale(sub(above, below), frac))
+
+
+def _bootstrap(ctx: Lowering, nid: str, p: dict[str, Any], x: Inputs) -> Node:
+    inp = x["x"]
+    if not inp.shape:
+        raise ShapeError("bootstrap resamples the rows of axis 0, but its input is a scalar", 0)
+    rows = inp.shape[0]
+    key, position, site = _draw_site(ctx, p["substream"], p["per"])
+    arg = d.RandomArg(d.Distribution.INTEGER, p["substream"], site, (p["resamples"], rows), n=rows)
+    return make(Op.GATHER, inp, make(Op.RANDOM, key, position, arg=arg))
+
+
+def _matmul(ctx: Lowering, nid: str, p: dict[str, Any], x: Inputs) -> Node:
+    return make(Op.MATMUL, x["a"], x["b"], arg=d.MatmulArg(p["transpose_a"], p["transpose_b"]))
+
+
 # -- the catalog ---------------------------------------------------------------------------------
 
 X = (Port("x", "float"),)
@@ -360,6 +546,8 @@ BINARY_DOCS = {
     Op.MAXIMUM: "larger of a and b",
     Op.MINIMUM: "smaller of a and b",
 }
+SHAPE_OPTIONAL = Param("shape", "ints", [], low=1, doc="shape, without the batch axis ([] for a scalar)")
+BATCHED = Param("batched", "bool", True, doc="put the batch axis (the batch size, or replicas) in front of shape")
 REDUCE_PARAMS = (
     Param("axes", "axes", None, optional=True, doc="axes to reduce, batch axis included; null reduces all"),
     Param("keepdims", "bool", False, doc="keep reduced axes with size 1"),
@@ -371,8 +559,9 @@ SPECS: tuple[OpSpec, ...] = (
         Param("dtype", "str", "float32", choices=("float32", "int32")),
         Param("role", "str", "features", choices=("features", "labels")),
     ), _input),
-    OpSpec("constant", "math", "a scalar constant", (), (Param("value", "float", REQUIRED),),
-          lambda ctx, nid, p, x: const(p["value"])),
+    OpSpec("constant", "math", "a constant: value at every element (a scalar unless a shape is given)", (), (
+        Param("value", "float", REQUIRED), SHAPE_OPTIONAL,
+        Param("batched", "bool", False, doc="put the batch axis in front of shape")), _constant),
     OpSpec("parameter", "layers", "a learned tensor, the same for every example (e.g. a positional embedding "
           "to add)", (), (
         Param("shape", "ints", REQUIRED, low=1, doc="shape of the tensor, without a batch axis (it broadcasts)"),
@@ -381,8 +570,9 @@ SPECS: tuple[OpSpec, ...] = (
         TRAINABLE), _parameter),
     OpSpec("linear", "layers", "x @ weight + bias", X, (
         Param("features", "int", REQUIRED, low=1, doc="output features"), BIAS, TRAINABLE), _linear),
-    OpSpec("matmul", "math", "batched matrix product a @ b", AB, (),
-          lambda ctx, nid, p, x: make(Op.MATMUL, x["a"], x["b"], arg=d.MatmulArg())),
+    OpSpec("matmul", "math", "batched matrix product a @ b", AB, (
+        Param("transpose_a", "bool", False, doc="use a with its last two axes swapped"),
+        Param("transpose_b", "bool", False, doc="use b with its last two axes swapped")), _matmul),
     OpSpec("conv2d", "layers", "2-D convolution, NCHW", X, (
         Param("out_channels", "int", REQUIRED, low=1), KERNEL,
         Param("stride", "pair", 1, low=1), Param("padding", "pair", 0, low=0),
@@ -445,6 +635,49 @@ SPECS: tuple[OpSpec, ...] = (
     OpSpec("mse", "losses", "mean squared error", (Port("pred", "float"), Port("target", "float")), (REDUCTION,), _mse),
     OpSpec("accuracy", "metrics", "share of examples whose largest logit is the label",
           (Port("logits", "float"), Port("labels", "int")), (), _accuracy),
+    OpSpec("float", "math", "an integer or boolean tensor as float32 (true is 1)", (Port("x", "any"),), (),
+          lambda ctx, nid, p, x: x["x"] if x["x"].dtype is DType.F32 else cast(x["x"], DType.F32)),
+    OpSpec("element", "math", "one value of a tensor, as a scalar", X, (
+        Param("index", "ints", REQUIRED, doc="its index on every axis, batch axis included; negative counts from "
+              "the end"),), _element),
+    OpSpec("state", "simulation", "a tensor carried from step to step (checkpointed with the run); an update "
+          "node sets its next value", (), (
+        SHAPE_OPTIONAL, BATCHED,
+        Param("init", "str", "fill", choices=("fill", "uniform", "normal"), doc="how it starts"),
+        Param("value", "float", 0.0, doc="the fill value, the bound of uniform draws in [-value, value), or the "
+              "standard deviation of normal draws (from the init substream)")), _state),
+    OpSpec("update", "simulation", "value becomes the state's value at the next step (in evaluation, nothing "
+          "changes); passes value on", (Port("state", "float"), Port("value", "float")), (), _update),
+    OpSpec("random", "simulation", "draws from a named substream: counter-based, the same on every device",
+          (), (
+        SHAPE_OPTIONAL, BATCHED,
+        Param("distribution", "str", "uniform", choices=("uniform", "normal", "integer"),
+              doc="uniform in [0, 1), standard normal, or integers in [0, high)"),
+        Param("high", "int", 2, low=1, high=2**31 - 1, doc="integer draws lie in [0, high)"),
+        Param("substream", "str", "sample", doc="the substream's name: its own key, its own positions"),
+        PER), _random),
+    OpSpec("roll", "simulation", "shift along an axis, values leaving one end coming back at the other "
+          "(periodic boundaries)", X, (
+        Param("shift", "int", 1, doc="out[i] = x[i - shift], modulo the axis' size"), AXIS), _roll),
+    OpSpec("checkerboard", "simulation", "1 on the squares of one colour of a board, 0 on the others (it "
+          "broadcasts over the batch axis)", (), (
+        Param("shape", "pair", REQUIRED, low=1, doc="[height, width]"),
+        Param("parity", "int", 0, low=0, high=1, doc="1 where row + column is even (0) or odd (1)")), _checkerboard),
+    OpSpec("std_error", "statistics", "standard error of the mean: sample standard deviation / sqrt(n)", X,
+          REDUCE_PARAMS, _std_error),
+    OpSpec("sort", "statistics", "values in ascending order along an axis (NaN last)", X, (AXIS,), _sort),
+    OpSpec("quantile", "statistics", "the q-quantile along an axis (linear between order statistics), axis "
+          "removed", X, (Param("q", "float", 0.5, low=0, high=1), AXIS), _quantile),
+    OpSpec("bootstrap", "statistics", "resamples of the rows of axis 0, drawn with replacement: [n, ...] -> "
+          "[resamples, n, ...]", X, (
+        Param("resamples", "int", 1000, low=1), Param("substream", "str", "bootstrap", doc="the substream drawn from"),
+        Param("per", "str", "run", choices=("step", "run"),
+              doc="new resamples at every step, or the same ones at every step of the run")), _bootstrap),
+    OpSpec("solve", "linear algebra", "x with a @ x = b, for each matrix (Gaussian elimination, partial "
+          "pivoting)", (Port("a", "float"), Port("b", "float")), (),
+          lambda ctx, nid, p, x: make(Op.SOLVE, x["a"], x["b"])),
+    OpSpec("inverse", "linear algebra", "the inverse of each square matrix (last two axes)", X, (), _inverse),
+    OpSpec("diagonal", "linear algebra", "the diagonal of each square matrix (last two axes)", X, (), _diagonal),
 )  # fmt: skip
 
 CATALOG: dict[str, OpSpec] = {spec.name: spec for spec in SPECS}
@@ -455,6 +688,10 @@ CATALOG: dict[str, OpSpec] = {spec.name: spec for spec in SPECS}
 # validation would. An `input` node's output kind follows its dtype parameter.
 OUTPUT_KINDS = {"less": "bool", "equal": "bool"}
 DTYPE_KINDS = {"float32": "float", "int32": "int"}
+PARAM_KINDS = {  # ops whose output kind follows a parameter: op -> (parameter, value -> kind)
+    "input": ("dtype", DTYPE_KINDS),
+    "random": ("distribution", {"uniform": "float", "normal": "float", "integer": "int"}),
+}
 
 
 def palette() -> dict[str, Any]:
@@ -463,8 +700,9 @@ def palette() -> dict[str, Any]:
     ops = []
     for spec in SPECS:
         entry = spec.describe()
-        if spec.name == "input":
-            entry["outputs"] = [{"name": "out", "kind": "any", "kind_param": "dtype", "kinds": dict(DTYPE_KINDS)}]
+        if spec.name in PARAM_KINDS:
+            param, kinds = PARAM_KINDS[spec.name]
+            entry["outputs"] = [{"name": "out", "kind": "any", "kind_param": param, "kinds": dict(kinds)}]
         else:
             entry["outputs"] = [{"name": "out", "kind": OUTPUT_KINDS.get(spec.name, "float")}]
         ops.append(entry)

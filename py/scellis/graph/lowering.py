@@ -10,7 +10,7 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
-from scellis.ops import DType, Node, Op, make
+from scellis.ops import DType, Node, Op, ShapeError, const, make
 from scellis.ops.defs import Role
 from scellis.ops.node import input_node
 from scellis.rng import key_input, position_input
@@ -31,7 +31,7 @@ class Mode(enum.Enum):
 @dataclass(frozen=True)
 class Init:
     """How a parameter or state starts: `uniform` in [-scale, scale], `normal` with std `scale`,
-    `zeros` or `ones`. Random inits draw from the `init` substream."""
+    `zeros`, `ones`, or `fill` (every value `scale`). Random inits draw from the `init` substream."""
 
     kind: str
     scale: float = 0.0
@@ -88,14 +88,33 @@ class Lowering:
         return self._input(full, Role.STATE, DType.F32, shape)
 
     def update_state(self, state: Node, value: Node) -> None:
-        """In training, `value` becomes the state's next value (an output `state/<name>`)."""
-        name = next(n for n, node in self._named.items() if node is state)
+        """In training, `value` becomes the state's next value (an output `state/<name>`). ShapeError (on
+        the first input) when `state` is no state input, or one that has its next value already."""
+        name = next((n for n, node in self._named.items() if node is state and n in self._state_names()), None)
+        if name is None:
+            raise ShapeError("the state input must come straight from a state node", 0)
+        if any(n == name for n, _ in self.state_updates):
+            raise ShapeError(f"{name} has its next value from another node already: one update a state", 0)
         self.state_updates.append((name, value))
 
+    def _state_names(self) -> set[str]:
+        return {s.name for s in self.states}
+
     def rng(self, substream: str) -> tuple[Node, Node, int]:
-        """(key, position, site) for one more draw site of `substream` in this program."""
-        key = self._input(key_input(substream), Role.RNG, DType.U32, (2,))
+        """(key, position, site) for one more draw site of `substream` in this program: its draws change
+        at every step (the host writes the substream's next position each step)."""
         position = self._input(position_input(substream), Role.SETTING, DType.U32, ())
+        return self._key(substream), position, self._site(substream)
+
+    def rng_fixed(self, substream: str) -> tuple[Node, Node, int]:
+        """(key, position 0, site): one more draw site of `substream` whose draws are the same at every
+        step of a run (e.g. a bootstrap's resamples, which every Newton step refits)."""
+        return self._key(substream), const(0, DType.U32), self._site(substream)
+
+    def _key(self, substream: str) -> Node:
+        return self._input(key_input(substream), Role.RNG, DType.U32, (2,))
+
+    def _site(self, substream: str) -> int:
         site = self._sites.get(substream, 0)
         self._sites[substream] = site + 1
-        return key, position, site
+        return site

@@ -4,6 +4,7 @@ checked and normalised (e.g. a kernel size `3` becomes `(3, 3)`)."""
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -15,8 +16,8 @@ INT_LIMIT = 2**31 - 1  # sizes, axes, counts and steps are int32 on every device
 
 @dataclass(frozen=True)
 class Param:
-    """One parameter. kinds: int, float, bool, str, pair (int or [int, int]), ints (list of ints),
-    axes (list of ints or null for all axes)."""
+    """One parameter. kinds: int, float, bool, str (one of `choices`; a name when there are none), pair
+    (int or [int, int]), ints (list of ints), axes (list of ints or null for all axes)."""
 
     name: str
     kind: str
@@ -79,7 +80,14 @@ def _bool(p: Param, value: Any) -> Checked:
     return value, None if isinstance(value, bool) else f"must be true or false, got {show(value)}"
 
 
+NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_\-]{0,63}\Z")
+
+
 def _str(p: Param, value: Any) -> Checked:
+    if not p.choices:  # a name (e.g. a substream's)
+        if isinstance(value, str) and NAME.match(value):
+            return value, None
+        return None, f"must be a name of letters, digits, _ or - (not starting with a digit), got {show(value)}"
     if not isinstance(value, str) or value not in p.choices:
         return None, f"must be one of {', '.join(map(repr, p.choices))}, got {show(value)}"
     return value, None

@@ -23,6 +23,8 @@ from typing import Any
 from scellis.graph.catalog import CATALOG
 from scellis.graph.validate import FORMAT, ValidProgram, validate
 
+DEFAULT_OPTIMIZER = {"kind": "adam", "lr": 1e-3}
+
 
 @dataclass(frozen=True)
 class Ref:
@@ -39,7 +41,7 @@ class Program:
         self.edges: list[dict[str, Any]] = []
         self.loss: str | None = None
         self.metrics: list[str] = []
-        self.optimizer: dict[str, Any] = {"kind": "adam", "lr": 1e-3}
+        self.optimizer: dict[str, Any] | None = None  # Adam at 1e-3 for a program with a loss, unless set
         self.loop: dict[str, Any] = {"epochs": 10, "batch_size": 64}
         self.memory: dict[str, Any] = {}
         self._counts: dict[str, int] = {}
@@ -87,8 +89,8 @@ class Program:
             raise AttributeError(f"Program has no attribute or op {op!r}")
         return lambda *args, **kwargs: self.node(op, *args, **kwargs)
 
-    def set_loss(self, ref: Ref) -> None:
-        self.loss = ref.node
+    def set_loss(self, ref: Ref | None) -> None:
+        self.loss = ref.node if ref is not None else None
 
     def add_metric(self, ref: Ref) -> None:
         self.metrics.append(ref.node)
@@ -103,6 +105,8 @@ class Program:
         self.memory = dict(settings)
 
     def to_json(self) -> dict[str, Any]:
+        """The program JSON; a program without a loss (a simulation, an analysis) has no optimizer."""
+        optimizer = self.optimizer if self.optimizer is not None or self.loss is None else DEFAULT_OPTIMIZER
         return copy.deepcopy(
             {
                 "format": FORMAT,
@@ -111,7 +115,7 @@ class Program:
                 "edges": self.edges,
                 "loss": self.loss,
                 "metrics": self.metrics,
-                "optimizer": self.optimizer,
+                **({"optimizer": optimizer} if optimizer is not None else {}),
                 "loop": self.loop,
                 **({"memory": self.memory} if self.memory else {}),
             }
@@ -126,7 +130,7 @@ class Program:
         p.edges = copy.deepcopy(data.get("edges", []))
         p.loss = data.get("loss")
         p.metrics = list(data.get("metrics", []))
-        p.optimizer = copy.deepcopy(data.get("optimizer", p.optimizer))
+        p.optimizer = copy.deepcopy(data.get("optimizer"))
         p.loop = copy.deepcopy(data.get("loop", p.loop))
         p.memory = copy.deepcopy(data.get("memory", p.memory))
         return p

@@ -13,6 +13,7 @@ from scellis.graph.errors import Issue
 from scellis.graph.params import REQUIRED, Param, check
 from scellis.graph.rules import Rule, read_rules
 
+MAX_BATCH = 2**24  # examples a step, or replicas of a program without data (16,777,216 paths)
 OPTIMIZERS = ("sgd", "momentum", "adam", "adamw")
 SCHEDULES = ("constant", "step", "cosine")
 
@@ -61,11 +62,17 @@ class LossScaling:
 
 @dataclass(frozen=True)
 class Loop:
+    """`batch_size`: examples a step takes, or, in a program without data, the replicas each step runs
+    side by side (paths, chains: the batch axis of batched state and draws). `steps`: the steps of one
+    epoch of a program without data, 1 unless given (one with data has one step per batch of its training
+    split)."""
+
     epochs: int = 10
     batch_size: int = 64
     shuffle: bool = True
     evaluate_every: int = 0  # steps between evaluations on the held-out split; 0: at each epoch's end
     rules: tuple[Rule, ...] = ()  # scellis.loop.program
+    steps: int | None = None
 
 
 @dataclass(frozen=True)
@@ -109,10 +116,11 @@ OPTIMIZER_PARAMS = {
 OPTIMIZER_PARAMS["adamw"] = OPTIMIZER_PARAMS["adam"]
 LOOP_PARAMS = (
     Param("epochs", "int", 10, low=1),
-    Param("batch_size", "int", 64, low=1, high=65536),
+    Param("batch_size", "int", 64, low=1, high=MAX_BATCH),
     Param("shuffle", "bool", True),
     Param("evaluate_every", "int", 0, low=0),
     Param("rules", "rules", None, optional=True),
+    Param("steps", "int", None, low=1, optional=True, doc="steps of one epoch of a program without data"),
 )
 
 DATA_PLACEMENTS = ("stream", "resident")

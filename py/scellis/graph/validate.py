@@ -17,7 +17,7 @@ from scellis.graph.catalog import CATALOG, OpSpec
 from scellis.graph.errors import Issue, ProgramError, show
 from scellis.graph.lowering import Lowering, Mode
 from scellis.graph.params import REQUIRED, check
-from scellis.graph.rules import check_metrics
+from scellis.graph.rules import NonFinite, Plateau, check_metrics
 from scellis.graph.settings import Loop, Memory, Optimizer, read_loop, read_memory, read_optimizer
 from scellis.ops import DType, Node, ShapeError
 
@@ -40,12 +40,20 @@ class ValidNode:
 class ValidProgram:
     name: str
     nodes: tuple[ValidNode, ...]  # topological order
-    loss: str
+    loss: str | None  # None: the program trains nothing (a simulation, an analysis): its step runs the graph
     metrics: tuple[str, ...]
     optimizer: Optimizer
     loop: Loop
     source: dict[str, Any]  # the JSON as given
     memory: Memory
+
+    @property
+    def trains(self) -> bool:
+        return self.loss is not None
+
+    @property
+    def has_data(self) -> bool:
+        return any(n.op == "input" for n in self.nodes)
 
     def node(self, node_id: str) -> ValidNode:
         return next(n for n in self.nodes if n.id == node_id)
@@ -65,10 +73,13 @@ def validate(data: Any) -> ValidProgram:
     optimizer = read_optimizer(data.get("optimizer", {"kind": "adam"}), "optimizer", issues)
     memory = read_memory(data.get("memory", {}), "memory", issues)
     valid = tuple(ValidNode(n, nodes[n][0].name, nodes[n][1], inputs.get(n, {})) for n in order)
-    outputs = _check_types(valid, broken, loop.batch_size, issues)
+    outputs, ctx = _check_types(valid, broken, loop.batch_size, issues)
     readable = isinstance(data.get("nodes"), list) and bool(data["nodes"])
     loss, metrics = _check_objectives(data, outputs, present if readable else None, issues)
     check_metrics(loop.rules, metrics, issues)
+    if loss is None:
+        _check_untrained(data, ctx, loop, metrics, issues)
+    _check_steps(valid, loop, issues)
     if issues:
         raise ProgramError(issues)
     name = data.get("name", "program")
@@ -331,7 +342,9 @@ def lower_node(ctx: Lowering, spec: OpSpec, node: ValidNode, values: dict[str, N
     return spec.lower(ctx, node.id, node.params, x)
 
 
-def _check_types(nodes: tuple[ValidNode, ...], broken: set[str], batch: int, issues: list[Issue]) -> dict[str, Node]:
+def _check_types(
+    nodes: tuple[ValidNode, ...], broken: set[str], batch: int, issues: list[Issue]
+) -> tuple[dict[str, Node], Lowering]:
     ctx = Lowering(batch, Mode.TRAIN)
     values: dict[str, Node] = {}
     for node in nodes:
@@ -343,7 +356,7 @@ def _check_types(nodes: tuple[ValidNode, ...], broken: set[str], batch: int, iss
             values[node.id] = lower_node(ctx, spec, node, values)
         except ShapeError as err:
             issues.append(Issue("nodes", str(err), node.id, _port_name(spec, err.port)))
-    return values
+    return values, ctx
 
 
 def _port_name(spec: OpSpec, index: int | None) -> str | None:
@@ -357,15 +370,17 @@ def _port_name(spec: OpSpec, index: int | None) -> str | None:
 
 def _check_objectives(
     data: dict[str, Any], outputs: dict[str, Node], present: set[str] | None, issues: list[Issue]
-) -> tuple[str, tuple[str, ...]]:
-    """The loss and the metrics: float scalars of the program (a broken node's are not checked again;
-    `present` is None when the node list itself is unreadable: then no name can be checked)."""
+) -> tuple[str | None, tuple[str, ...]]:
+    """The loss (None: the program trains nothing) and the metrics: float scalars of the program (a broken
+    node's are not checked again; `present` is None when the node list itself is unreadable: then no name
+    can be checked)."""
     loss = data.get("loss")
     metrics = data.get("metrics", [])
     if not isinstance(metrics, list):
         issues.append(Issue("metrics", "must be a list of node ids"))
         metrics = []
-    for path, nid in [("loss", loss), *((f"metrics[{i}]", m) for i, m in enumerate(metrics))]:
+    named = [("loss", loss)] if loss is not None else []
+    for path, nid in [*named, *((f"metrics[{i}]", m) for i, m in enumerate(metrics))]:
         if not isinstance(nid, str) or (present is not None and nid not in present):
             issues.append(Issue(path, f"must name a node of the program, got {show(nid)}"))
         elif nid in outputs and (outputs[nid].shape != () or not outputs[nid].dtype.is_float):
@@ -375,4 +390,48 @@ def _check_objectives(
     names = [m for m in metrics if isinstance(m, str)]
     if len(set(names)) != len(names):
         issues.append(Issue("metrics", "lists a node twice"))
+    if loss is None:
+        return None, tuple(names)
     return (loss if isinstance(loss, str) else ""), tuple(names)
+
+
+def _check_untrained(
+    data: dict[str, Any], ctx: Lowering, loop: Loop, metrics: tuple[str, ...], issues: list[Issue]
+) -> None:
+    """A program without a loss (a simulation, an analysis) trains nothing: it has no optimizer, no
+    trainable parameter and no rule about the loss or gradients, and it reports results or carries state."""
+    if "optimizer" in data:
+        issues.append(Issue("optimizer", "the program has no loss, so nothing is trained: remove the optimizer"))
+    for node_id in dict.fromkeys(s.node_id for s in ctx.params if s.trainable):
+        issues.append(
+            Issue(
+                "nodes",
+                "its parameters are trainable, but the program has no loss to train them: set trainable "
+                "to false, or name a loss",
+                node_id,
+            )
+        )
+    for i, rule in enumerate(loop.rules):
+        if isinstance(rule.when, Plateau) and rule.when.metric == "loss":
+            issues.append(Issue(f"loop.rules[{i}]", "watches the loss, but the program has no loss"))
+        if isinstance(rule.when, NonFinite):
+            issues.append(Issue(f"loop.rules[{i}]", "watches the loss or gradients, but the program has no loss"))
+    if not metrics and not ctx.state_updates:
+        issues.append(
+            Issue(
+                "metrics",
+                "a program without a loss reports its results here (or carries state from step to "
+                "step with update nodes): list at least one node",
+            )
+        )
+
+
+def _check_steps(nodes: tuple[ValidNode, ...], loop: Loop, issues: list[Issue]) -> None:
+    """A program with input nodes takes one step per batch of its data; one without runs `loop.steps`
+    steps an epoch (1 unless given)."""
+    if loop.steps is not None and any(n.op == "input" for n in nodes):
+        issues.append(
+            Issue(
+                "loop.steps", "a program with input nodes runs one step per batch of its training split: remove steps"
+            )
+        )

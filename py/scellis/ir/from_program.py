@@ -2,7 +2,9 @@
 
 Expects a ValidProgram. Guarantees: inputs are exactly those the outputs need, in program order;
 outputs are `loss`, `metric/<node>` for each metric, and in train mode `state/<name>` for each
-running statistic the forward pass updates; parameter and state names are `<node id>.<name>`.
+running statistic or state the forward pass updates; parameter and state names are `<node id>.<name>`.
+A program without a loss (a simulation, an analysis) has no `loss` output, and its train-mode function
+(its step) only carries its states forward: its metrics, its results, are evaluation's.
 """
 
 from __future__ import annotations
@@ -55,8 +57,8 @@ def forward_values(
     values: dict[str, Node] = {}
     for node in program.nodes:
         values[node.id] = lower_node(ctx, CATALOG[node.op], node, values)
-    outputs = [("loss", values[program.loss])]
-    outputs += [(metric_name(m), values[m]) for m in program.metrics]
+    outputs = [("loss", values[program.loss])] if program.loss is not None else []
+    outputs += [(metric_name(m), values[m]) for m in program.metrics if program.trains or mode is Mode.EVAL]
     outputs += [(state_name(name), update) for name, update in ctx.state_updates]
     used = {id(n) for n in toposort([node for _, node in outputs])}
     inputs = tuple(n for n in ctx.inputs if id(n) in used)
@@ -86,8 +88,8 @@ def init_function(lowered: Lowered) -> Function:
 
 def _initial(slot: Slot, key: Node, position: Node, site: int) -> Node:
     init = slot.init
-    if init.kind in ("zeros", "ones"):
-        return expand(const(1.0 if init.kind == "ones" else 0.0), slot.shape)
+    if init.kind in ("zeros", "ones", "fill"):
+        return expand(const({"zeros": 0.0, "ones": 1.0}.get(init.kind, init.scale)), slot.shape)
     dist = d.Distribution.UNIFORM if init.kind == "uniform" else d.Distribution.NORMAL
     draw = make(Op.RANDOM, key, position, arg=d.RandomArg(dist, "init", site, slot.shape))
     if init.kind == "uniform":  # [0, 1) -> [-scale, scale)

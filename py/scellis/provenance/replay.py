@@ -36,7 +36,7 @@ class Outputs:
     """Who a step's outputs belong to, by name."""
 
     slots: dict[str, str]  # each parameter's and running statistic's name -> its program node
-    loss: str  # the loss's program node
+    loss: str  # the loss's program node ("" when the program has none)
 
     def owner(self, name: str) -> str:
         """`loss`, `metric/<id>`, `state/<statistic>`, `param/<p>` and `state/opt.<kind>/<p>` (a master copy
@@ -70,13 +70,17 @@ def replay(program: ValidProgram, forward: Function, scaled: bool) -> Replay:
     batch, examples = _sizes(program, forward)
     lowered, values = forward_values(program, Mode.TRAIN, batch, examples)
     owners = forward_owners(program, lowered, values)
+    slots = {s.name: s.node_id for s in (*lowered.params, *lowered.states)}
+    if program.loss is None:  # no loss: the step is the forward, nothing added to it
+        owners.update((id(n), frozenset({LOOP})) for n in lowered.fn.nodes() if _owned(n) and id(n) not in owners)
+        return Replay(lowered.fn, lowered.fn, lowered.fn, owners, Outputs(slots, ""))
     fn, loss = (scale_loss(lowered.fn), SCALED_LOSS) if scaled else (lowered.fn, "loss")
     owners.update((id(n), frozenset({LOOP})) for n in fn.nodes() if _owned(n) and id(n) not in owners)
     backward, vjps = grad_with_vjps(fn, loss, lowered.trainable)
     owners.update(backward_owners(fn, backward, vjps, owners))
     settings = LossScaling() if scaled else None
     step = apply_optimizer(backward, program.optimizer, lowered.trainable, settings, program.loop.rules)
-    outputs = Outputs({s.name: s.node_id for s in (*lowered.params, *lowered.states)}, program.loss)
+    outputs = Outputs(slots, program.loss)
     owners.update(optimizer_owners(backward, step, outputs.owner))
     return Replay(lowered.fn, backward, step, owners, outputs)
 
