@@ -116,6 +116,48 @@ def _split(x_name: str, x: bytes, y_name: str, y: bytes) -> Split:
     return Split(x, y, DIGITS_FEATURES)
 
 
+CANCER_FEATURES = 30
+CANCER_FILES = ("breast-cancer-x.f32", "breast-cancer-y.i32")
+
+
+def breast_cancer_csv() -> Path:
+    """scikit-learn's copy of the UCI Wisconsin diagnostic breast cancer data (569 rows: 30 features, then
+    the class: 0 malignant, 1 benign)."""
+    import sklearn.datasets
+
+    return Path(sklearn.datasets.__file__).parent / "data" / "breast_cancer.csv"
+
+
+def read_breast_cancer(raw_csv: bytes) -> dict[str, bytes]:
+    """The data set's two files (CANCER_FILES): float32 features and int32 classes, checked row by row."""
+    rows = list(csv.reader(io.StringIO(raw_csv.decode())))
+    if not rows or len(rows[0]) < 2 or not rows[0][0].isdigit():
+        raise ValueError("breast_cancer.csv: the first line must give the number of rows and of features")
+    count, width = int(rows[0][0]), int(rows[0][1])
+    if width != CANCER_FEATURES or len(rows) - 1 != count:
+        raise ValueError(f"breast_cancer.csv: expected {count} rows of {CANCER_FEATURES} features, got {len(rows) - 1}")
+    x, y = bytearray(), bytearray()
+    for i, row in enumerate(rows[1:], start=2):
+        if len(row) != width + 1 or row[-1] not in ("0", "1"):
+            raise ValueError(f"breast_cancer.csv line {i}: expected {width} numbers and a class 0 or 1")
+        x += struct.pack(f"<{width}f", *map(float, row[:-1]))
+        y += struct.pack("<i", int(row[-1]))
+    return dict(zip(CANCER_FILES, (bytes(x), bytes(y)), strict=True))
+
+
+def cancer_from_files(files: dict[str, bytes]) -> tuple[Split, Split]:
+    """(train, test) of the breast cancer data: both hold every row (an analysis uses them all), checked."""
+    missing = [name for name in CANCER_FILES if name not in files]
+    if missing:
+        raise ValueError(f"the data files lack {', '.join(missing)} (the two are {', '.join(CANCER_FILES)})")
+    x, y = (files[name] for name in CANCER_FILES)
+    info = CANCER_INFO
+    split = Split(x, y, CANCER_FEATURES)
+    _check_sizes("breast-cancer", x, y, info)
+    _check_values("breast-cancer", x, y, info)
+    return split, split
+
+
 def zen_of_python() -> str:
     """PEP 20, lowercased (32 distinct characters): CPython and Pyodide both ship it as the module `this`."""
     with contextlib.redirect_stdout(io.StringIO()):  # the first import prints the text
@@ -161,6 +203,15 @@ class DataInfo:
 
 
 DIGITS_INFO = DataInfo("digits (this site)", (DIGITS_FEATURES,), "float32", "int32", tuple(map(str, range(10))))
+
+
+CANCER_INFO = DataInfo(
+    "breast cancer (this site; every row in both splits)",
+    (CANCER_FEATURES,),
+    "float32",
+    "int32",
+    ("malignant", "benign"),
+)
 
 
 def chars_info(alphabet: str) -> DataInfo:
