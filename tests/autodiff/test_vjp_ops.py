@@ -464,6 +464,74 @@ def test_second_order_through_max_pooling_raises() -> None:
         grad(again, "loss", ["x"])
 
 
+# -- solve and sort ---------------------------------------------------------------------------------
+
+
+def well_conditioned(rng: np.random.Generator, shape: tuple[int, ...]) -> np.ndarray:
+    return rng.standard_normal(shape) + shape[-1] * np.eye(shape[-1])
+
+
+@covers(Op.SOLVE)
+@SETTINGS
+@given(data=st.data(), batch=array_shapes(min_dims=0, max_dims=2, max_side=3))
+def test_solve_with_respect_to_a_and_b(data: st.DataObject, batch: tuple[int, ...]) -> None:
+    rng, seed = seeded(data)
+    n, k = data.draw(st.integers(1, 4), label="n"), data.draw(st.integers(1, 3), label="k")
+    values = {"a": well_conditioned(rng, (*batch, n, n)), "b": rng.standard_normal((*batch, n, k))}
+    check_grad(values, op_of(Op.SOLVE), ["a", "b"], seed)
+
+
+def test_solve_gradients_are_the_adjoint_solve_and_its_outer_product() -> None:
+    """gb = a^-T g and ga = -gb x^T, against numpy, one gradient asked at a time too."""
+    rng = np.random.default_rng(4)
+    values = {"a": well_conditioned(rng, (3, 5, 5)), "b": rng.standard_normal((3, 5, 2))}
+    grads, _, feed = analytic_grads(values, op_of(Op.SOLVE), ["a", "b"], seed=4)
+    x = np.linalg.solve(values["a"], values["b"])
+    gb = np.linalg.solve(np.swapaxes(values["a"], -1, -2), feed["r"])
+    np.testing.assert_allclose(grads["b"], gb, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(grads["a"], -gb @ np.swapaxes(x, -1, -2), rtol=1e-10, atol=1e-12)
+    for name in ("a", "b"):
+        alone, _, _ = analytic_grads(values, op_of(Op.SOLVE), [name], seed=4)
+        np.testing.assert_array_equal(alone[name], grads[name])
+
+
+@covers(Op.SORT)
+@SETTINGS
+@given(data=st.data(), shape=array_shapes(min_dims=1, max_dims=3, max_side=4))
+def test_sort_with_respect_to_x(data: st.DataObject, shape: tuple[int, ...]) -> None:
+    rng, seed = seeded(data)
+    axis = data.draw(st.integers(0, len(shape) - 1), label="axis")
+    check_grad({"x": values_of("distinct", shape, rng)}, op_of(Op.SORT, d.AxisArg(axis)), ["x"], seed)
+
+
+@covers(Op.SORT_GRAD)
+def test_sort_grad_gives_x_no_gradient_and_has_none_for_g() -> None:
+    """Ranks are piecewise constant in x; the gradient for g (g arranged in x's sorted order) is refused."""
+    rng = np.random.default_rng(2)
+    values = {"x": values_of("distinct", (3, 4), rng), "g": rng.standard_normal((3, 4))}
+    check_zero_grad(values, op_of(Op.SORT_GRAD, d.AxisArg(1)), ["x"])
+    fn = loss_function(values, op_of(Op.SORT_GRAD, d.AxisArg(1)))
+    with pytest.raises(AutodiffError, match=r"no gradient through sort_grad: second-order gradients of sort"):
+        grad(fn, "loss", ["g"])
+
+
+def test_second_order_through_sort() -> None:
+    """d/dx of sum(grad * x), grad = d sum(sort(x) * r)/dx = r routed back (constant in x): that grad itself.
+    Where the cotangent reaching sort_grad depends on x (sum(sort(x)^2)), second order is refused."""
+    x = input_node("x", d.Role.PARAM, DType.F32, (2, 5))
+    r = input_node("r", d.Role.DATA, DType.F32, (2, 5))
+    first = grad(Function("f", (x, r), (("loss", total(mul(make(Op.SORT, x, arg=d.AxisArg(1)), r))),)), "loss", ["x"])
+    again = grad(Function("g", (x, r), (("loss", total(mul(first.output("grad/x"), x))),)), "loss", ["x"])
+    rng = np.random.default_rng(3)
+    feed = {"x": values_of("distinct", (2, 5), rng), "r": rng.standard_normal((2, 5))}
+    out, routed = reference.run(again, feed), reference.run(first, feed)["grad/x"]
+    np.testing.assert_allclose(out["grad/x"], routed, rtol=1e-12)
+    squared = make(Op.SORT, x, arg=d.AxisArg(1))
+    first = grad(Function("h", (x,), (("loss", total(mul(squared, squared))),)), "loss", ["x"])
+    with pytest.raises(AutodiffError, match="sort_grad"):
+        grad(Function("k", (x,), (("loss", total(first.output("grad/x"))),)), "loss", ["x"])
+
+
 # -- indexing ---------------------------------------------------------------------------------------
 
 

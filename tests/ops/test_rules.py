@@ -435,6 +435,46 @@ def test_shift2d_and_flip_last_misuse() -> None:
     fails(1, Op.FLIP_LAST, f32(4, 5), i32(4), match=r"must be bool\[4\]")
 
 
+def test_solve_gives_x_of_the_shape_of_b() -> None:
+    assert type_of(make(Op.SOLVE, f32(4, 4), f32(4, 1))) == (DType.F32, (4, 1))
+    assert type_of(make(Op.SOLVE, f32(4, 4), f32(4, 4))) == (DType.F32, (4, 4))
+    assert type_of(make(Op.SOLVE, f32(2000, 4, 4), f32(2000, 4, 1))) == (DType.F32, (2000, 4, 1))
+    assert type_of(make(Op.SOLVE, f32(2, 3, 5, 5), f32(2, 3, 5, 7))) == (DType.F32, (2, 3, 5, 7))
+
+
+def test_solve_misuse_names_both_shapes() -> None:
+    fails(0, Op.SOLVE, f32(4), f32(4, 1), match=r"solve needs at least 2 dimensions, got \(4,\)")
+    fails(1, Op.SOLVE, f32(4, 4), f32(4), match=r"solve needs at least 2 dimensions, got \(4,\)")
+    fails(0, Op.SOLVE, f32(4, 3), f32(4, 1), match=r"a must be square in its last two axes, got \(4, 3\)")
+    fails(1, Op.SOLVE, f32(4, 4), f32(3, 1), match=r"b \(3, 1\) must have the 4 rows of a \(4, 4\)")
+    no_broadcast = r"a \(2, 4, 4\) and b \(3, 4, 1\) must have equal batch axes \(no broadcasting\)"
+    fails(1, Op.SOLVE, f32(2, 4, 4), f32(3, 4, 1), match=no_broadcast)
+    fails(1, Op.SOLVE, f32(4, 4), f32(2, 4, 1), match=r"a \(4, 4\) and b \(2, 4, 1\) must have equal batch")
+    fails(1, Op.SOLVE, f32(1, 4, 4), f32(2, 4, 1), match="no broadcasting")
+    fails(0, Op.SOLVE, i32(4, 4), f32(4, 1), match="float32")
+    fails(1, Op.SOLVE, f32(4, 4), i32(4, 1), match="float32")
+    fails(None, Op.SOLVE, f32(4, 4), match="takes 2 input")
+    fails(None, Op.SOLVE, f32(4, 4), f32(4, 1), arg=d.AxisArg(0), match="solve takes a NoArg, got AxisArg")
+
+
+def test_sort_and_sort_grad_keep_the_shape_of_x() -> None:
+    assert type_of(make(Op.SORT, f32(2000), arg=d.AxisArg(0))) == (DType.F32, (2000,))
+    assert type_of(make(Op.SORT, f32(2000, 4), arg=d.AxisArg(0))) == (DType.F32, (2000, 4))
+    assert type_of(make(Op.SORT_GRAD, f32(3, 5), f32(3, 5), arg=d.AxisArg(1))) == (DType.F32, (3, 5))
+
+
+def test_sort_and_sort_grad_misuse() -> None:
+    fails(None, Op.SORT, f32(3, 5), arg=d.AxisArg(2), match="axis 2 is out of range for 2 dimensions")
+    fails(None, Op.SORT, f32(), arg=d.AxisArg(0), match="axis 0 is out of range for 0 dimensions")
+    fails(0, Op.SORT, i32(5), arg=d.AxisArg(0), match="float32")
+    fails(None, Op.SORT, f32(5), match="sort takes a AxisArg, got NoArg")
+    fails(None, Op.SORT, f32(5), f32(5), arg=d.AxisArg(0), match="takes 1 input")
+    fails(1, Op.SORT_GRAD, f32(3, 5), f32(5, 3), arg=d.AxisArg(1), match=r"gradient \(5, 3\) must have the shape")
+    fails(1, Op.SORT_GRAD, f32(3, 5), i32(3, 5), arg=d.AxisArg(1), match="float32")
+    fails(None, Op.SORT_GRAD, f32(3, 5), f32(3, 5), arg=d.AxisArg(-1), match="out of range")
+    fails(None, Op.SORT_GRAD, f32(3, 5), arg=d.AxisArg(0), match="takes 2 input")
+
+
 def test_conv_grad_blames_the_argument_when_its_shape_is_at_fault() -> None:
     conv = d.ConvArg((1, 1), (0, 0), (1, 1), 1)
     x = input_node("x", d.Role.DATA, DType.F32, (1, 2, 5, 5))

@@ -178,6 +178,17 @@ def _shared_weight_grad(a: Node, g: Node, tb: bool) -> Node:
     return make(Op.MATMUL, g2, a2, arg=arg) if tb else make(Op.MATMUL, a2, g2, arg=arg)
 
 
+def _solve(node: Node, g: Node, need: tuple[bool, ...]) -> Grads:
+    """x = a^-1 b: gb = a^-T g, and ga = -gb x^T (both need gb)."""
+    a, _ = node.src
+    if not any(need):
+        return (None, None)
+    swap = d.PermuteArg((*range(len(a.shape) - 2), len(a.shape) - 1, len(a.shape) - 2))
+    gb = make(Op.SOLVE, make(Op.PERMUTE, a, arg=swap), g)
+    ga = unary(Op.NEG, make(Op.MATMUL, gb, node, arg=d.MatmulArg(transpose_b=True))) if need[0] else None
+    return (ga, gb if need[1] else None)
+
+
 def _conv2d(node: Node, g: Node, need: tuple[bool, ...]) -> Grads:
     x, w = node.src
     assert isinstance(node.arg, d.ConvArg)
@@ -278,6 +289,20 @@ def _scatter_add(node: Node, g: Node, need: tuple[bool, ...]) -> Grads:
     return (None, make(Op.GATHER, g, indices))
 
 
+def _sort(node: Node, g: Node, need: tuple[bool, ...]) -> Grads:
+    """out[rank(i)] = x[i]: x[i] gets g[rank(i)], the ranks held fixed (they change only where keys tie)."""
+    assert isinstance(node.arg, d.AxisArg)
+    return (make(Op.SORT_GRAD, node.src[0], g, arg=node.arg),)
+
+
+def _sort_grad(node: Node, g: Node, need: tuple[bool, ...]) -> Grads:
+    """gx[i] = g0[rank(i)] is linear in g0 with ranks piecewise constant in x: x gets nothing. g0 would get
+    h[r] = g[rank^-1(r)], g arranged in x's sorted order; no op builds that permutation."""
+    if need[1]:
+        raise Unsupported("no gradient through sort_grad: second-order gradients of sort are not supported")
+    return (None, None)
+
+
 def _shift2d(node: Node, g: Node, need: tuple[bool, ...]) -> Grads:
     """out[i, j] reads x[i + s]: x[i, j] gets g[i - s], the shift the other way (none for the shift)."""
     _, shift = node.src
@@ -315,6 +340,7 @@ VJP: dict[Op, Rule] = {
     Op.SLICE_GRAD: _movement,
     Op.CONCAT: _concat,
     Op.MATMUL: _matmul,
+    Op.SOLVE: _solve,
     Op.CONV2D: _conv2d,
     Op.CONV2D_GRAD_INPUT: _conv2d_grad_input,
     Op.CONV2D_GRAD_WEIGHT: _conv2d_grad_weight,
@@ -327,6 +353,8 @@ VJP: dict[Op, Rule] = {
     Op.GATHER: _gather,
     Op.SCATTER_ADD: _scatter_add,
     Op.ONE_HOT: _none,
+    Op.SORT: _sort,
+    Op.SORT_GRAD: _sort_grad,
     Op.RANDOM: _none,
     Op.SHIFT2D: _shift2d,
     Op.FLIP_LAST: _flip_last,

@@ -204,6 +204,10 @@ class Op(enum.Enum):
     SLICE_GRAD = "slice_grad"  # SliceGradArg; (g) -> zeros of shape with g at the slice
     # linear algebra and convolution (NCHW, weights OIHW)
     MATMUL = "matmul"  # MatmulArg; (a, b), batch axes broadcast
+    # solve: a @ x = b for each matrix of the batch axes (equal in a and b: no broadcasting), by Gaussian
+    # elimination with partial pivoting (pivot: the first row of largest |value| in the column), then back
+    # substitution. A zero pivot (a singular a) gives inf or NaN values, never an exception.
+    SOLVE = "solve"  # NoArg; (a [..., n, n], b [..., n, k]) -> x [..., n, k]
     CONV2D = "conv2d"  # ConvArg; (x, w)
     CONV2D_GRAD_INPUT = "conv2d_grad_input"  # ConvGradArg; (g, w)
     CONV2D_GRAD_WEIGHT = "conv2d_grad_weight"  # ConvGradArg; (x, g)
@@ -218,6 +222,10 @@ class Op(enum.Enum):
     GATHER = "gather"  # NoArg; (table [R, ...], indices int32 [...]) -> [..., ...]: rows of table
     SCATTER_ADD = "scatter_add"  # RowsArg; (indices int32 [...], g [..., ...]) -> [rows, ...], in index order
     ONE_HOT = "one_hot"  # ClassesArg; (labels int32 [...]) -> f32 [..., classes]
+    # ordering along one axis, stable: NaN after everything (+inf too), -0.0 equal to 0.0, ties in index order.
+    # Element i's rank is the number of smaller keys plus the number of equal keys before it along the axis.
+    SORT = "sort"  # AxisArg; (x) -> out of x's shape, ascending: out[rank(i)] = x[i]
+    SORT_GRAD = "sort_grad"  # AxisArg; (x, g) -> gx of x's shape: gx[i] = g[rank(i)] (SORT's VJP)
     # per-example movement (data augmentation); the output has x's shape
     SHIFT2D = "shift2d"  # NoArg; (x [N, ..., H, W], shift int32 [N, 2]): x[n, ..., i + sy, j + sx], 0 outside
     FLIP_LAST = "flip_last"  # NoArg; (x [N, ..., W], flip bool [N]): x with its last axis reversed where flip[n]
@@ -253,6 +261,7 @@ ARG_TYPES: dict[Op, type] = {
     Op.SLICE: SliceArg,
     Op.SLICE_GRAD: SliceGradArg,
     Op.MATMUL: MatmulArg,
+    Op.SOLVE: NoArg,
     Op.CONV2D: ConvArg,
     Op.CONV2D_GRAD_INPUT: ConvGradArg,
     Op.CONV2D_GRAD_WEIGHT: ConvGradArg,
@@ -265,6 +274,8 @@ ARG_TYPES: dict[Op, type] = {
     Op.GATHER: NoArg,
     Op.SCATTER_ADD: RowsArg,
     Op.ONE_HOT: ClassesArg,
+    Op.SORT: AxisArg,
+    Op.SORT_GRAD: AxisArg,
     Op.SHIFT2D: NoArg,
     Op.FLIP_LAST: NoArg,
     Op.RANDOM: RandomArg,

@@ -315,6 +315,22 @@ def _matmul(arg: object, src: tuple[Node, ...]) -> tuple[DType, Shape]:
     return a.dtype, broadcast_shapes(a.shape[:-2], b.shape[:-2]) + (m, n)
 
 
+def _solve(arg: object, src: tuple[Node, ...]) -> tuple[DType, Shape]:
+    _arity(Op.SOLVE, src, 2)
+    a, b = src
+    for port in (0, 1):
+        _float(Op.SOLVE, src, port)
+        if len(src[port].shape) < 2:
+            raise ShapeError(f"solve needs at least 2 dimensions, got {src[port].shape}", port)
+    if a.shape[-1] != a.shape[-2]:
+        raise ShapeError(f"solve: a must be square in its last two axes, got {a.shape}", 0)
+    if b.shape[-2] != a.shape[-1]:
+        raise ShapeError(f"solve: b {b.shape} must have the {a.shape[-1]} rows of a {a.shape}", 1)
+    if a.shape[:-2] != b.shape[:-2]:
+        raise ShapeError(f"solve: a {a.shape} and b {b.shape} must have equal batch axes (no broadcasting)", 1)
+    return b.dtype, b.shape
+
+
 def _check_conv(arg: defs.ConvArg, x: Shape, w: Shape) -> Shape:
     _pair("stride", arg.stride, 1)
     _pair("padding", arg.padding, 0)
@@ -456,6 +472,22 @@ def _one_hot(arg: object, src: tuple[Node, ...]) -> tuple[DType, Shape]:
     return DType.F32, src[0].shape + (arg.classes,)
 
 
+def _sort(op: Op) -> Rule:
+    """SORT (x) and SORT_GRAD (x, g): float32 inputs of one shape, ordered along an axis of it."""
+
+    def rule(arg: object, src: tuple[Node, ...]) -> tuple[DType, Shape]:
+        _arity(op, src, 1 if op is Op.SORT else 2)
+        for port in range(len(src)):
+            _float(op, src, port)
+        assert isinstance(arg, defs.AxisArg)
+        _axis(arg.axis, len(src[0].shape))
+        if op is Op.SORT_GRAD and src[1].shape != src[0].shape:
+            raise ShapeError(f"sort_grad: gradient {src[1].shape} must have the shape of x {src[0].shape}", 1)
+        return src[0].dtype, src[0].shape
+
+    return rule
+
+
 def _random(arg: object, src: tuple[Node, ...]) -> tuple[DType, Shape]:
     _arity(Op.RANDOM, src, 2)
     assert isinstance(arg, defs.RandomArg)
@@ -503,6 +535,7 @@ RULES: dict[Op, Rule] = {
     Op.SLICE: _slice,
     Op.SLICE_GRAD: _slice_grad,
     Op.MATMUL: _matmul,
+    Op.SOLVE: _solve,
     Op.CONV2D: _conv2d,
     Op.CONV2D_GRAD_INPUT: _conv_grad(Op.CONV2D_GRAD_INPUT),
     Op.CONV2D_GRAD_WEIGHT: _conv_grad(Op.CONV2D_GRAD_WEIGHT),
@@ -515,6 +548,8 @@ RULES: dict[Op, Rule] = {
     Op.GATHER: _gather,
     Op.SCATTER_ADD: _scatter_add,
     Op.ONE_HOT: _one_hot,
+    Op.SORT: _sort(Op.SORT),
+    Op.SORT_GRAD: _sort(Op.SORT_GRAD),
     Op.RANDOM: _random,
     Op.SHIFT2D: lambda arg, src: _per_example(Op.SHIFT2D, src, 3, DType.I32, (2,)),
     Op.FLIP_LAST: lambda arg, src: _per_example(Op.FLIP_LAST, src, 2, DType.BOOL, ()),

@@ -220,6 +220,43 @@ def _matmul(arg: d.MatmulArg, a: Array, b: Array) -> Array:
     return np.matmul(np.swapaxes(a, -1, -2) if arg.transpose_a else a, np.swapaxes(b, -1, -2) if arg.transpose_b else b)
 
 
+def eliminate(a: Array, b: Array) -> Array:
+    """SOLVE's elimination on every matrix of the batch at once: the augmented [..., n, n + k] matrix after
+    Gaussian elimination with partial pivoting (the first row of largest |value| in the column, NaN never
+    chosen) and back substitution, both in the devices' order; its last k columns are x. A zero pivot
+    divides by zero: inf or NaN, as on the devices."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return _eliminate(a, b)
+
+
+def _eliminate(a: Array, b: Array) -> Array:
+    n = a.shape[-1]
+    work = np.concatenate([a, b], axis=-1).reshape(-1, n, n + b.shape[-1])
+    rows = np.arange(work.shape[0])
+    for j in range(n):
+        size = np.abs(work[:, j:, j])
+        pivot = j + np.argmax(np.where(np.isnan(size), -1.0, size), axis=1)
+        top = work[rows, pivot, j:]  # a copy (fancy indexing): then the swap
+        work[rows, pivot, j:] = work[:, j, j:]
+        work[:, j, j:] = top
+        factor = work[:, j + 1 :, j] / work[:, j, j][:, None]
+        work[:, j + 1 :, j + 1 :] -= factor[:, :, None] * work[:, j, None, j + 1 :]
+    for i in range(n - 1, -1, -1):
+        work[:, i, n:] /= work[:, i, i][:, None]
+        work[:, :i, n:] -= work[:, :i, i, None] * work[:, i, None, n:]
+    return work.reshape(*a.shape[:-1], work.shape[-1])
+
+
+def _ranks(x: Array, axis: int) -> Array:
+    """Each element's rank along `axis`: ascending, stable, NaN last (numpy's stable sort orders NaN after
+    +inf and -0.0 equal to 0.0, as the devices' keys do)."""
+    order = np.argsort(x, axis=axis, kind="stable")
+    positions = np.arange(x.shape[axis]).reshape([-1 if i == axis else 1 for i in range(x.ndim)])
+    rank = np.empty_like(order)
+    np.put_along_axis(rank, order, np.broadcast_to(positions, order.shape), axis)
+    return rank
+
+
 def _one_hot(arg: d.ClassesArg, labels: Array, fdt: np.dtype) -> Array:
     if labels.size and (labels.min() < 0 or labels.max() >= arg.classes):
         raise ReferenceInputError(f"one_hot: labels must lie in [0, {arg.classes}), got {labels.min()}..{labels.max()}")
@@ -340,6 +377,7 @@ IMPLS: dict[Op, Impl] = {
     Op.SLICE: lambda a, x, n, f: x[0][_slices(a)],
     Op.SLICE_GRAD: lambda a, x, n, f: _slice_grad(a, x[0]),
     Op.MATMUL: lambda a, x, n, f: _matmul(a, *x),
+    Op.SOLVE: lambda a, x, n, f: eliminate(*x)[..., x[0].shape[-1] :],
     Op.CONV2D: lambda a, x, n, f: _conv2d(a, x[0], x[1], n.shape),
     Op.CONV2D_GRAD_INPUT: lambda a, x, n, f: _conv2d_grad_input(a, *x),
     Op.CONV2D_GRAD_WEIGHT: lambda a, x, n, f: _conv2d_grad_weight(a, *x),
@@ -352,6 +390,8 @@ IMPLS: dict[Op, Impl] = {
     Op.GATHER: lambda a, x, n, f: _gather(*x),
     Op.SCATTER_ADD: lambda a, x, n, f: _scatter_add(a, *x),
     Op.ONE_HOT: lambda a, x, n, f: _one_hot(a, x[0], f),
+    Op.SORT: lambda a, x, n, f: np.sort(x[0], axis=a.axis, kind="stable"),
+    Op.SORT_GRAD: lambda a, x, n, f: np.take_along_axis(x[1], _ranks(x[0], a.axis), axis=a.axis),
     Op.RANDOM: lambda a, x, n, f: _random(a, x[0], x[1], f),
     Op.SHIFT2D: lambda a, x, n, f: _shift2d(*x),
     Op.FLIP_LAST: lambda a, x, n, f: _flip_last(*x),
