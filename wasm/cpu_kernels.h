@@ -148,6 +148,9 @@ void sc_cpu_gather(const void *desc, u32 start, u32 end);
 void sc_cpu_scatter_add(const void *desc, u32 start, u32 end);
 void sc_cpu_shift2d(const void *desc, u32 start, u32 end);
 void sc_cpu_flip_last(const void *desc, u32 start, u32 end);
+void sc_cpu_solve(const void *desc, u32 start, u32 end);
+void sc_cpu_sort(const void *desc, void *scratch, u32 start, u32 end);
+void sc_cpu_sort_grad(const void *desc, void *scratch, u32 start, u32 end);
 void sc_cpu_copy(void *dst, const void *src, u32 start, u32 end);
 
 /* Philox4x32-10 of one counter under a key (scellis.rng.philox4x32). */

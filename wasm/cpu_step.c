@@ -25,6 +25,9 @@ void sc_cpu_run(const u32 *entries, u32 count) {
       case 12: sc_cpu_copy(b, a, start, end); break;
       case 13: sc_cpu_shift2d(a, start, end); break;
       case 14: sc_cpu_flip_last(a, start, end); break;
+      case 15: sc_cpu_solve(a, start, end); break;
+      case 16: sc_cpu_sort(a, b, start, end); break;
+      case 17: sc_cpu_sort_grad(a, b, start, end); break;
     }
   }
 }

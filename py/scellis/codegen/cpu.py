@@ -30,6 +30,9 @@ PRODUCER_EXPORTS = {
     Kind.SCATTER_ADD: "sc_cpu_scatter_add",
     Kind.SHIFT2D: "sc_cpu_shift2d",
     Kind.FLIP_LAST: "sc_cpu_flip_last",
+    Kind.SOLVE: "sc_cpu_solve",
+    Kind.SORT: "sc_cpu_sort",
+    Kind.SORT_GRAD: "sc_cpu_sort_grad",
 }
 # Kinds whose export can write a strided output; the others write contiguous results.
 STRIDED_OUTPUT = {Kind.ELEMENTWISE, Kind.RANDOM, Kind.MATMUL}

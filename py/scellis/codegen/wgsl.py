@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from scellis.codegen import wgsl_dense, wgsl_expr, wgsl_random, wgsl_spatial
+from scellis.codegen import wgsl_dense, wgsl_expr, wgsl_random, wgsl_solve, wgsl_sort, wgsl_spatial
 from scellis.lower.kernels import Kernel, Kind, Schedule
 
 MAX_GROUPS = 65535
@@ -40,6 +40,9 @@ RENDERERS: dict[Kind, Renderer] = {
     Kind.RANDOM: wgsl_random.random,
     Kind.SHIFT2D: wgsl_spatial.shift2d,
     Kind.FLIP_LAST: wgsl_spatial.flip_last,
+    Kind.SOLVE: wgsl_solve.solve,
+    Kind.SORT: wgsl_sort.sort,
+    Kind.SORT_GRAD: wgsl_sort.sort,
 }
 
 

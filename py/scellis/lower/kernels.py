@@ -148,6 +148,13 @@ class Kind(enum.Enum):
                    out[n, ..., i, j] = x[n, ..., i + shift[n, 0], j + shift[n, 1]], 0 outside x
     FLIP_LAST      contiguous x [N, ..., W] and flip bool [N] -> out of x's shape, contiguous:
                    out[n, ..., j] = x[n, ..., W - 1 - j] where flip[n], else x[n, ..., j]
+    SOLVE          contiguous a [..., n, n] and b [..., n, k] -> out [..., n, n + k], contiguous: the augmented
+                   matrix [a | b] of each batch entry, copied in and reduced there in place (the kernel's
+                   workspace is its output); its last k columns end as x, the IR value (a view of them)
+    SORT           input [*rows, R] (the sorted axis moved last) -> out of the same shape, contiguous in that
+                   order: out[..., rank(j)] = x[..., j]
+    SORT_GRAD      inputs x and g [*rows, R] (the axis moved last) -> out of the same shape, contiguous in
+                   that order: out[..., j] = g[..., rank(j)], rank by x's keys
     """
 
     ELEMENTWISE = "elementwise"
@@ -168,6 +175,9 @@ class Kind(enum.Enum):
     RANDOM = "random"
     SHIFT2D = "shift2d"
     FLIP_LAST = "flip_last"
+    SOLVE = "solve"
+    SORT = "sort"
+    SORT_GRAD = "sort_grad"
 
 
 @dataclass(frozen=True)

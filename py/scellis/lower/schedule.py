@@ -48,9 +48,6 @@ ELEMENTWISE = d.UNARY | d.BINARY | {Op.WHERE, Op.CAST, Op.RANDOM, Op.ONE_HOT}
 VIEW_OPS = {Op.RESHAPE, Op.EXPAND, Op.PERMUTE, Op.SLICE}
 PRODUCERS = {Op.MATMUL: Kind.MATMUL, Op.CONV2D: Kind.CONV2D, **dict.fromkeys(d.REDUCE, Kind.REDUCE)}
 DIRECT = {
-    Op.SOFTMAX: Kind.SOFTMAX,
-    Op.LOG_SOFTMAX: Kind.LOG_SOFTMAX,
-    Op.ARGMAX: Kind.ARGMAX,
     Op.CONV2D_GRAD_INPUT: Kind.CONV2D_GRAD_INPUT,
     Op.CONV2D_GRAD_WEIGHT: Kind.CONV2D_GRAD_WEIGHT,
     Op.MAX_POOL2D: Kind.MAX_POOL2D,
@@ -61,6 +58,14 @@ DIRECT = {
     Op.SCATTER_ADD: Kind.SCATTER_ADD,
     Op.SHIFT2D: Kind.SHIFT2D,
     Op.FLIP_LAST: Kind.FLIP_LAST,
+}
+# Ops along one axis, which the kernel reads last: (x) or (x, g) [*rows, R]
+ROWS = {
+    Op.SOFTMAX: Kind.SOFTMAX,
+    Op.LOG_SOFTMAX: Kind.LOG_SOFTMAX,
+    Op.ARGMAX: Kind.ARGMAX,
+    Op.SORT: Kind.SORT,
+    Op.SORT_GRAD: Kind.SORT_GRAD,
 }
 
 
@@ -364,8 +369,10 @@ def _lower_node(low: Lowerer, node: Node) -> Value:  # noqa: PLR0911 - one branc
         return _concat(low, node, src, pos)
     if node.op is Op.SLICE_GRAD:
         return _slice_grad(low, node, src[0], pos)
-    if node.op in (Op.SOFTMAX, Op.LOG_SOFTMAX, Op.ARGMAX):
-        return _rows(low, node, src[0], pos)
+    if node.op in ROWS:
+        return _rows(low, node, src, pos)
+    if node.op is Op.SOLVE:
+        return _solve(low, src, node, pos)
     inputs = tuple(_contiguous(low, v) for v in src)
     out = View.contiguous(low.new_buffer(node.dtype, node.size), node.shape)
     low.kernels.append(Kernel(DIRECT[node.op], out, inputs, node.arg, covers=(pos,)))
@@ -476,21 +483,31 @@ def _producer(low: Lowerer, node: Node, src: list[Value]) -> Value:
     return reshaped
 
 
-def _rows(low: Lowerer, node: Node, value: Value, pos: int) -> View:
-    """Softmax, log-softmax and argmax along one axis: that axis goes last for the kernel."""
+def _rows(low: Lowerer, node: Node, src: list[Value], pos: int) -> View:
+    """Softmax, log-softmax, argmax, sort and sort_grad along one axis: that axis goes last for the kernel."""
     assert isinstance(node.arg, d.AxisArg)
-    view = low.view_of(value)
-    axis, ndim = node.arg.axis, len(view.shape)
+    axis, ndim = node.arg.axis, len(node.src[0].shape)
     perm = (*(i for i in range(ndim) if i != axis), axis)
-    moved = views.permute(view, perm)
-    kind = {Op.SOFTMAX: Kind.SOFTMAX, Op.LOG_SOFTMAX: Kind.LOG_SOFTMAX, Op.ARGMAX: Kind.ARGMAX}[node.op]
-    out_shape = moved.shape if kind is not Kind.ARGMAX else moved.shape[:-1]
+    moved = tuple(views.permute(low.view_of(value), perm) for value in src)
+    kind = ROWS[node.op]
+    out_shape = moved[0].shape if kind is not Kind.ARGMAX else moved[0].shape[:-1]
     out = View.contiguous(low.new_buffer(node.dtype, node.size), out_shape)
-    low.kernels.append(Kernel(kind, out, (moved,), node.arg, covers=(pos,)))
+    low.kernels.append(Kernel(kind, out, moved, node.arg, covers=(pos,)))
     if kind is Kind.ARGMAX:
         return out
     inverse = tuple(perm.index(i) for i in range(ndim))
     return views.permute(out, inverse)
+
+
+def _solve(low: Lowerer, src: list[Value], node: Node, pos: int) -> View:
+    """SOLVE reduces the augmented matrix [a | b] in its output (see Kind.SOLVE): x is a view of its last
+    columns, so the working copy is an ordinary buffer of the plan, with no limit on n or k."""
+    a, b = (_contiguous(low, v) for v in src)
+    *batch, n, k = node.shape
+    shape = (*batch, n, n + k)
+    out = View.contiguous(low.new_buffer(node.dtype, _size(shape)), shape)
+    low.kernels.append(Kernel(Kind.SOLVE, out, (a, b), node.arg, covers=(pos,)))
+    return views.slice_view(out, (0,) * (len(shape) - 1) + (n,), (1,) * len(shape), node.shape)
 
 
 def _concat(low: Lowerer, node: Node, src: list[Value], pos: int) -> View:

@@ -104,6 +104,10 @@ TERMS: dict[Kind, Callable[[Kernel], int]] = {
     Kind.AVG_POOL2D_GRAD: _pool_terms,
     Kind.MAX_POOL2D_GRAD: _pool_terms,
     Kind.SCATTER_ADD: lambda k: k.inputs[0].size,  # every index may name the same row
+    # n - 1 elimination updates, then n back-substitution terms; the bound holds for a well-conditioned a (the
+    # error of any float32 solve grows with a's condition number: the correctness cases use diagonally
+    # dominant matrices)
+    Kind.SOLVE: lambda k: 2 * k.inputs[0].shape[-1],
 }
 
 

@@ -39,7 +39,7 @@ CONVOLUTIONS = (Kind.CONV2D, Kind.CONV2D_GRAD_INPUT, Kind.CONV2D_GRAD_WEIGHT)
 RUN_ORDER = (
     "sc_cpu_tape", "sc_cpu_matmul", "sc_cpu_reduce", "sc_cpu_rows", "sc_cpu_conv2d", "sc_cpu_conv2d_grad_input",
     "sc_cpu_conv2d_grad_weight", "sc_cpu_pool2d", "sc_cpu_pool2d_grad", "sc_cpu_gather", "sc_cpu_scatter_add",
-    "sc_cpu_copy", "sc_cpu_shift2d", "sc_cpu_flip_last",
+    "sc_cpu_copy", "sc_cpu_shift2d", "sc_cpu_flip_last", "sc_cpu_solve", "sc_cpu_sort", "sc_cpu_sort_grad",
 )  # fmt: skip
 STEP_EXPORTS = {name: i + 1 for i, name in enumerate(RUN_ORDER)}
 
@@ -373,6 +373,26 @@ def _per_example(kernel: Kernel, address: Address, acc: View) -> Part:
     return Part(PRODUCER_EXPORTS[kernel.kind], words, planes)
 
 
+def _solve(kernel: Kernel, address: Address, acc: View) -> Part:
+    """SOLVE (wasm/cpu_solve.c): one work item per matrix, reduced in place in its [n, n + k] output."""
+    _contiguous(kernel, 2)
+    a, b = kernel.inputs[:2]
+    n, k = a.shape[-1], b.shape[-1]
+    return Part(PRODUCER_EXPORTS[kernel.kind], (address(a), address(b), address(acc), n, k), a.size // (n * n))
+
+
+def _sort(kernel: Kernel, address: Address, acc: View) -> Part:
+    """SORT and SORT_GRAD (wasm/cpu_sort.c): strided [rows, R] inputs, one work item per row."""
+    x = kernel.inputs[0]
+    g = kernel.inputs[1] if kernel.kind is Kind.SORT_GRAD else x
+    outer, (sx, sg) = merge_axes(x.shape[:-1], [x.strides[:-1], g.strides[:-1]])
+    words = (
+        address(x), address(g), address(acc), x.shape[-1], x.strides[-1], g.strides[-1],
+        len(outer), *padded(outer), *padded(sx), *padded(sg),
+    )  # fmt: skip
+    return Part(PRODUCER_EXPORTS[kernel.kind], words, math.prod(x.shape[:-1]), "sc_cpu_sort_scratch_bytes")
+
+
 PRODUCERS: dict[Kind, Producer] = {
     Kind.MATMUL: _matmul,
     Kind.REDUCE: _reduce,
@@ -383,4 +403,7 @@ PRODUCERS: dict[Kind, Producer] = {
     Kind.SCATTER_ADD: _scatter_add,
     Kind.SHIFT2D: _per_example,
     Kind.FLIP_LAST: _per_example,
+    Kind.SOLVE: _solve,
+    Kind.SORT: _sort,
+    Kind.SORT_GRAD: _sort,
 }

@@ -34,7 +34,13 @@ DIRECT_OPS = {
     Kind.SHIFT2D: Op.SHIFT2D,
     Kind.FLIP_LAST: Op.FLIP_LAST,
 }
-ROWS = {Kind.SOFTMAX: Op.SOFTMAX, Kind.LOG_SOFTMAX: Op.LOG_SOFTMAX, Kind.ARGMAX: Op.ARGMAX}
+ROWS = {
+    Kind.SOFTMAX: Op.SOFTMAX,
+    Kind.LOG_SOFTMAX: Op.LOG_SOFTMAX,
+    Kind.ARGMAX: Op.ARGMAX,
+    Kind.SORT: Op.SORT,
+    Kind.SORT_GRAD: Op.SORT_GRAD,
+}
 
 
 @dataclass(frozen=True)
@@ -110,8 +116,10 @@ class CompiledReference(Synchronous):
             axes = tuple(range(len(kernel.out.shape), x.ndim))
             return ref.IMPLS[op](d.ReduceArg(axes, False, correction), [x], _Shaped(kernel.out.shape), FLOAT)
         if kind in ROWS:
-            x = inputs[0]
-            return ref.IMPLS[ROWS[kind]](d.AxisArg(x.ndim - 1), [x], _Shaped(kernel.out.shape), FLOAT)
+            axis = d.AxisArg(inputs[0].ndim - 1)
+            return ref.IMPLS[ROWS[kind]](axis, inputs, _Shaped(kernel.out.shape), FLOAT)
+        if kind is Kind.SOLVE:
+            return ref.eliminate(*inputs)
         op = DIRECT_OPS[kind]
         count = 2 if kind in (Kind.CONV2D, Kind.RANDOM) else len(inputs)
         return ref.IMPLS[op](kernel.arg, inputs[:count], _Shaped(kernel.out.shape), FLOAT)
