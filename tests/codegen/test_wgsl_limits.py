@@ -9,11 +9,12 @@ import re
 
 import pytest
 
+from scellis.checks.cases import CASES, Case
 from scellis.codegen import render
 from scellis.examples import digits_mlp, mlp
 from scellis.graph import Program
 from scellis.levels import Level
-from scellis.lower import lower
+from scellis.lower import Schedule, lower
 from scellis.pipeline import compile_program
 
 ARRAY = re.compile(r"var<workgroup> \w+: ((?:array<)+)(\w+)((?:, \d+>)+);")
@@ -44,14 +45,23 @@ def workgroup_bytes(source: str) -> int:
 def test_kernels_fit_default_limits(program: dict) -> None:
     compiled = compile_program(program)
     for fn in (compiled.step, compiled.evaluate, compiled.init):
-        schedule = lower(fn, Level.PROD)
-        for kernel in schedule.kernels:
-            wk = render(kernel, schedule)
-            assert workgroup_bytes(wk.source) <= 16384, (kernel.label, workgroup_bytes(wk.source))
-            (size,) = SIZE.findall(wk.source)
-            assert math.prod(int(v) for v in size.split(",")) <= 256, kernel.label
-            assert all(1 <= g <= 65535 for g in wk.workgroups), (kernel.label, wk.workgroups)
-            assert len(wk.bindings) <= 8, kernel.label
+        assert_fits(lower(fn, Level.PROD))
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
+def test_the_correctness_cases_kernels_fit_default_limits(case: Case) -> None:
+    """Every kind of kernel, solve's and sort's among them, at the sizes the matrix runs."""
+    assert_fits(lower(case.build(), Level.PROD))
+
+
+def assert_fits(schedule: Schedule) -> None:
+    for kernel in schedule.kernels:
+        wk = render(kernel, schedule)
+        assert workgroup_bytes(wk.source) <= 16384, (kernel.label, workgroup_bytes(wk.source))
+        (size,) = SIZE.findall(wk.source)
+        assert math.prod(int(v) for v in size.split(",")) <= 256, kernel.label
+        assert all(1 <= g <= 65535 for g in wk.workgroups), (kernel.label, wk.workgroups)
+        assert len(wk.bindings) <= 8, kernel.label
 
 
 def test_the_byte_counter_sees_a_large_tile() -> None:

@@ -16,6 +16,7 @@ from scellis.lower import lower
 from scellis.lower.kernels import Schedule
 from scellis.ops import DType, Node, Op, const, make
 from scellis.ops import defs as d
+from scellis.ops.build import expand, reshape
 from scellis.ops.node import input_node
 
 
@@ -170,6 +171,59 @@ def _augment() -> Function:
     return Function("augmentation", (x, s, f), outs)
 
 
+def _eye(n: int) -> Node:
+    """The n x n identity from two constants: [1, then n zeros] repeated n times, cut to n * n values (the
+    ones fall every n + 1 places: on the diagonal)."""
+    row = make(Op.CONCAT, expand(const(1.0), (1,)), expand(const(0.0), (n,)), arg=d.AxisArg(0))
+    tiled = reshape(expand(reshape(row, (1, n + 1)), (n, n + 1)), (n * (n + 1),))
+    return reshape(make(Op.SLICE, tiled, arg=d.SliceArg((0,), (n * n,), (1,))), (n, n))
+
+
+def _dominant(x: Node, reverse: bool = False) -> Node:
+    """x (entries in [-1, 1)) plus n + 1 on the diagonal: diagonally dominant, so well conditioned (a
+    solve's error grows with the condition number, and the declared tolerance assumes a good one). With
+    `reverse`, each row's columns reversed: the large entries lie on the anti-diagonal and every column
+    but the middle one needs a row exchange."""
+    n = x.shape[-1]
+    a = make(Op.ADD, x, make(Op.MUL, _eye(n), const(float(n + 1))))
+    if not reverse:
+        return a
+    flat = reshape(a, (-(-a.size // n), n))
+    every = make(Op.EQUAL, expand(const(0.0), (flat.shape[0],)), const(0.0))
+    return reshape(make(Op.FLIP_LAST, flat, every), a.shape)
+
+
+def _solve() -> Function:
+    """The workflows' sizes (a batch of 2000 small systems; one 4 x 4 system with 4 right-hand sides) and a
+    larger batch whose pivots are all off the diagonal."""
+    a1, b1 = _x("a1", (2000, 4, 4)), _x("b1", (2000, 4, 1))
+    a2, b2 = _x("a2", (4, 4)), _x("b2", (4, 4))
+    a3, b3 = _x("a3", (3, 40, 40)), _x("b3", (3, 40, 3))
+    outs = (
+        ("solve 2000x4x4, k=1", make(Op.SOLVE, _dominant(a1), b1)),
+        ("solve 4x4, k=4 (row exchanges)", make(Op.SOLVE, _dominant(a2, reverse=True), b2)),
+        ("solve 3x40x40, k=3 (row exchanges)", make(Op.SOLVE, _dominant(a3, reverse=True), b3)),
+    )
+    return Function("solve", (a1, b1, a2, b2, a3, b3), outs)
+
+
+def _sort() -> Function:
+    """The workflows' sizes ([2000], [2000, 4] along axis 0), ties (floor(4 x)) along an inner and the last
+    axis, and SORT_GRAD routing g back through those orders."""
+    x1, x2, x3 = _x("x1", (2000,)), _x("x2", (2000, 4)), _x("x3", (5, 300, 3))
+    g2, g3 = _x("g2", (2000, 4)), _x("g3", (5, 300, 3))
+    tied = make(Op.FLOOR, make(Op.MUL, x3, const(4.0)))
+    outs = (
+        ("sort [2000]", make(Op.SORT, x1, arg=d.AxisArg(0))),
+        ("sort [2000, 4] along axis 0", make(Op.SORT, x2, arg=d.AxisArg(0))),
+        ("sort with ties along axis 1", make(Op.SORT, tied, arg=d.AxisArg(1))),
+        ("sort_grad [2000, 4] along axis 0", make(Op.SORT_GRAD, x2, g2, arg=d.AxisArg(0))),
+        ("sort_grad with ties along axis 1", make(Op.SORT_GRAD, tied, g3, arg=d.AxisArg(1))),
+        ("sort_grad with ties along the last axis", make(Op.SORT_GRAD, tied, g3, arg=d.AxisArg(2))),
+    )
+    return Function("sort", (x1, x2, x3, g2, g3), outs)
+
+
 def _float16() -> Function:
     """Float16 storage: a value cast to float16 is stored so (the output is the stored value), and
     every kind of kernel reading it widens it on load: elementwise, matmul (small tiles; large ones read
@@ -225,6 +279,8 @@ CASES = (
     Case("pools", _pools, {"x": UNIT, "g": UNIT}),
     Case("gather and scatter", _rows, {"table": UNIT, "labels": (-(2**31), 2**31 - 1), "indices": (0, 11), "g": UNIT}),
     Case("augmentation", _augment, {"x": UNIT, "s": (0, 7), "f": UNIT}),
+    Case("solve", _solve, dict.fromkeys(("a1", "b1", "a2", "b2", "a3", "b3"), UNIT)),
+    Case("sort", _sort, {"x1": (-4.0, 4.0), "x2": (-4.0, 4.0), "x3": UNIT, "g2": UNIT, "g3": UNIT}),
     Case("random", _random, {"key": (0, 2**32), "position": (0, 2**32)}),
     Case(
         "float16 storage",

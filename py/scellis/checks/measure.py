@@ -63,12 +63,17 @@ class Row:
     repeat_identical: bool  # a second compile and run gave the same bytes
 
 
-def _writer(schedule: Schedule, buffer: int) -> Kernel:
-    return [k for k in schedule.kernels if k.out.buffer == buffer][-1]
+def _writer(schedule: Schedule, buffer: int, position: int) -> Kernel:
+    """The kernel that computes the output at `position` in the function's node order: the last one
+    covering it (an output that is a view of a kernel's result, such as a solve's x or a softmax along
+    an inner axis, is then copied into its buffer by a kernel that covers nothing), else the last to
+    write the buffer."""
+    computing = [k for k in schedule.kernels if position in k.covers]
+    return computing[-1] if computing else [k for k in schedule.kernels if k.out.buffer == buffer][-1]
 
 
 # Kernels whose float outputs are copies of input values: promised bit-exact.
-COPIES = {Kind.GATHER, Kind.SHIFT2D, Kind.FLIP_LAST, Kind.MAX_POOL2D}
+COPIES = {Kind.GATHER, Kind.SHIFT2D, Kind.FLIP_LAST, Kind.MAX_POOL2D, Kind.SORT, Kind.SORT_GRAD}
 
 
 def _exact(kernel: Kernel, dtype: DType) -> bool:
@@ -83,9 +88,10 @@ def measure(
     """Rows comparing a device's `outputs` with the float64 reference of `fn` on `values`."""
     want = run(fn, values)
     buffers = dict(schedule.outputs)
+    positions = {id(node): i for i, node in enumerate(fn.nodes())}
     rows = []
     for name, node in fn.outputs:
-        kernel = _writer(schedule, buffers[name])
+        kernel = _writer(schedule, buffers[name], positions[id(node)])
         got = np.frombuffer(outputs[name], dtype=WIRE[node.dtype])[: node.size].astype(np.float64)
         ref = np.asarray(want[name], dtype=np.float64).reshape(-1)
         exact = _exact(kernel, node.dtype)
