@@ -16,7 +16,7 @@ from scellis.autodiff import VJP
 from scellis.ir import Function
 from scellis.levels import Level
 from scellis.lower import Kind, Schedule, lower
-from scellis.lower.variants import tolerance
+from scellis.lower.variants import SMALL_SOLVE, tolerance
 from scellis.ops import DType, Node, Op, make
 from scellis.ops import defs as d
 from scellis.ops.node import input_node
@@ -83,9 +83,21 @@ def solve_inputs(n: int, k: int, batch: tuple[int, ...], seed: int) -> dict[str,
     return {name: v.astype(np.float32).astype(np.float64) for name, v in (("a", a), ("b", b), ("g", g))}
 
 
-# (n, k, batch): the workflows' [2000, 4, 4] with [2000, 4, 1] and [4, 4] with [4, 4]; one unknown; more
-# rows than one workgroup's 64 lanes; two batch axes
-SOLVE_CASES = [(4, 1, (2000,)), (4, 4, ()), (1, 2, ()), (70, 3, (2,)), (6, 2, (2, 3))]
+# (n, k, batch): the workflows' [2000, 4, 4] with [2000, 4, 1] and [4, 4] with [4, 4]; one unknown; two
+# batch axes (one invocation a matrix up to SMALL_SOLVE unknowns); a workgroup a matrix, with fewer rows than
+# its 64 lanes and with more
+SOLVE_CASES = [(4, 1, (2000,)), (4, 4, ()), (1, 2, ()), (6, 2, (2, 3)), (9, 2, (5,)), (70, 3, (2,))]
+
+
+@pytest.mark.parametrize("level", LEVELS, ids=lambda v: v.value)
+def test_small_systems_take_an_invocation_each_and_larger_ones_a_workgroup(level: Level) -> None:
+    for n, variant in (
+        (1, "solve-invocation"),
+        (SMALL_SOLVE, "solve-invocation"),
+        (SMALL_SOLVE + 1, "solve-workgroup"),
+    ):
+        kernels = lower(solve_fn(n, 2, (3,)), level).kernels
+        assert [k.variant for k in kernels if k.kind is Kind.SOLVE] == [variant, variant], n  # x, then gb
 
 
 @pytest.mark.parametrize("level", LEVELS, ids=lambda v: v.value)

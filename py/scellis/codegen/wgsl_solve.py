@@ -1,13 +1,15 @@
-"""Stage: code. WGSL for SOLVE: one workgroup per matrix, Gaussian elimination with partial pivoting and
-back substitution in the kernel's output (the augmented matrix [a | b], see Kind.SOLVE), step for step in
-the order of the CPU path's kernel (wasm/cpu_solve.c). The lanes split each step's rows and columns; the
-pivot is found by a fixed tree (the first row of largest |value|, compared as bits, so a NaN never wins)
-and storage barriers separate the steps. No atomics: results repeat bit for bit on one device. The working
-copy is the output buffer, so no size of n or k meets a workgroup-memory limit."""
+"""Stage: code. WGSL for SOLVE: Gaussian elimination with partial pivoting and back substitution in the
+kernel's output (the augmented matrix [a | b], see Kind.SOLVE), step for step in the order of the CPU
+path's kernel (wasm/cpu_solve.c). Two ways to split the work (lower.variants picks by n): small matrices
+take one invocation each, running the C kernel's loops; larger ones one workgroup each, whose lanes split
+each step's rows and columns, find the pivot by a fixed tree (the first row of largest |value|, compared as
+bits, so a NaN never wins) and meet at storage barriers between steps. No atomics: results repeat bit for
+bit on one device. The working copy is the output buffer, so no n or k meets a workgroup-memory limit."""
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 from scellis.codegen import wgsl_expr as w
 from scellis.codegen.wgsl_dense import LANES, MAIN
@@ -43,27 +45,91 @@ def _pivot_tree() -> str:
 
 
 def solve(kernel: Kernel, schedule: Schedule, b: w.Bindings) -> Source:
-    """out[m] = [a | b] of matrix m, reduced until its last k columns hold x."""
+    """out[m] = [a | b] of matrix m, reduced until its last k columns hold x: by one invocation per matrix
+    (variant solve-invocation, small n: no barriers, many matrices a workgroup) or by one workgroup."""
     a_view, b_view = kernel.inputs[:2]
     *batch, n, width = kernel.out.shape
-    k = width - n
-    count = math.prod(batch)
+    k, count = width - n, math.prod(batch)
     read_a = b.read(a_view.buffer, f"{a_view.offset}u + m * {n * n}u + r * {n}u + c")
     read_b = b.read(b_view.buffer, f"{b_view.offset}u + m * {n * k}u + r * {k}u + c - {n}u")
+    copy = f"if (c < {n}u) {{ out[base + e] = {read_a}; }} else {{ out[base + e] = {read_b}; }}"
+    header = b.declarations(schedule) + "\n" + PIVOT_KEY
+    if kernel.variant == "solve-invocation":
+        return header + _per_invocation(kernel, copy), _grid(-(-count // LANES))
+    return header + _per_workgroup(kernel, copy), _grid(count)
 
-    def t(row: str, col: str) -> str:
-        return f"out[base + {row} * {width}u + {col}]"
 
-    body = f"""var<workgroup> best_key: array<i32, {LANES}>;
+def _grid(groups: int) -> tuple[int, int, int]:
+    return (min(groups, 65535), -(-groups // 65535), 1)
+
+
+def _cell(width: int) -> Callable[[str, str], str]:
+    return lambda row, col: f"out[base + {row} * {width}u + {col}]"
+
+
+def _per_invocation(kernel: Kernel, copy: str) -> str:
+    """Matrix m by invocation m, in the C kernel's loops."""
+    *batch, n, width = kernel.out.shape
+    t = _cell(width)
+    return f"""{MAIN.format(size=LANES)}
+  let m = gid.x + gid.y * groups.x * {LANES}u;
+  if (m >= {math.prod(batch)}u) {{ return; }}
+  let base = {kernel.out.offset}u + m * {n * width}u;
+  for (var e = 0u; e < {n * width}u; e = e + 1u) {{
+    let r = e / {width}u;
+    let c = e % {width}u;
+    {copy}
+  }}
+  for (var j = 0u; j < {n}u; j = j + 1u) {{
+    var key = -1;
+    var p = j;
+    for (var r = j; r < {n}u; r = r + 1u) {{
+      let candidate = sc_pivot_key({t("r", "j")});
+      if (candidate > key) {{ key = candidate; p = r; }}
+    }}
+    if (p != j) {{
+      for (var c = j; c < {width}u; c = c + 1u) {{
+        let s = {t("j", "c")};
+        {t("j", "c")} = {t("p", "c")};
+        {t("p", "c")} = s;
+      }}
+    }}
+    for (var r = j + 1u; r < {n}u; r = r + 1u) {{
+      let f = {t("r", "j")} / {t("j", "j")};
+      for (var c = j + 1u; c < {width}u; c = c + 1u) {{
+        {t("r", "c")} = {t("r", "c")} - f * {t("j", "c")};
+      }}
+    }}
+  }}
+  for (var s = 0u; s < {n}u; s = s + 1u) {{
+    let i = {n - 1}u - s;
+    for (var c = {n}u; c < {width}u; c = c + 1u) {{
+      {t("i", "c")} = {t("i", "c")} / {t("i", "i")};
+    }}
+    for (var r = 0u; r < i; r = r + 1u) {{
+      for (var c = {n}u; c < {width}u; c = c + 1u) {{
+        {t("r", "c")} = {t("r", "c")} - {t("r", "i")} * {t("i", "c")};
+      }}
+    }}
+  }}
+}}"""
+
+
+def _per_workgroup(kernel: Kernel, copy: str) -> str:
+    """Matrix m by workgroup m: its lanes split each step's rows and columns."""
+    *batch, n, width = kernel.out.shape
+    k = width - n
+    t = _cell(width)
+    return f"""var<workgroup> best_key: array<i32, {LANES}>;
 var<workgroup> best_row: array<u32, {LANES}>;
 {MAIN.format(size=LANES)}
   let m = wid.x + wid.y * groups.x;
-  if (m >= {count}u) {{ return; }}
+  if (m >= {math.prod(batch)}u) {{ return; }}
   let base = {kernel.out.offset}u + m * {n * width}u;
   for (var e = lid.x; e < {n * width}u; e = e + {LANES}u) {{
     let r = e / {width}u;
     let c = e % {width}u;
-    if (c < {n}u) {{ out[base + e] = {read_a}; }} else {{ out[base + e] = {read_b}; }}
+    {copy}
   }}
   storageBarrier();
   for (var j = 0u; j < {n}u; j = j + 1u) {{
@@ -110,5 +176,3 @@ var<workgroup> best_row: array<u32, {LANES}>;
     storageBarrier();
   }}
 }}"""
-    header = b.declarations(schedule) + "\n" + PIVOT_KEY
-    return header + body, (min(count, 65535), -(-count // 65535), 1)

@@ -15,6 +15,7 @@ from scellis.ops import DType
 
 LARGE_MATMUL = 128  # both output sides at least this
 LARGE_TILES = 32  # and at least this many 128 x 128 output tiles
+SMALL_SOLVE = 8  # a solve of at most this many unknowns runs one invocation per matrix, larger ones a workgroup
 
 
 def _vec4_operands(kernel: Kernel) -> bool:
@@ -46,7 +47,11 @@ def _large(kernel: Kernel) -> bool:
 
 def choose(kernel: Kernel, level: Level, features: frozenset[str]) -> str:
     """debug keeps one matmul blocking for every shape; prod picks the fastest float32 blocking by shape;
-    fast uses float16 matmul tiles where the device has shader-f16, and prod's choice elsewhere."""
+    fast uses float16 matmul tiles where the device has shader-f16, and prod's choice elsewhere. A solve
+    splits its matrices over invocations or workgroups by size at every level: both do every matrix's
+    arithmetic in one order (wasm/cpu_solve.c's), so neither changes what debug promises."""
+    if kernel.kind is Kind.SOLVE:
+        return "solve-invocation" if kernel.inputs[0].shape[-1] <= SMALL_SOLVE else "solve-workgroup"
     if kernel.kind is Kind.MATMUL:
         if level is Level.DEBUG or not _large(kernel):
             return "tile64"
@@ -78,6 +83,8 @@ TOLERANCE = {
     "tile128-vec4": 1e-5,
     "tile128-f16": 1e-3,
     "tile128-vec4-f16": 1e-3,
+    "solve-invocation": 5e-6,
+    "solve-workgroup": 5e-6,
 }
 
 
