@@ -206,7 +206,8 @@ class Op(enum.Enum):
     MATMUL = "matmul"  # MatmulArg; (a, b), batch axes broadcast
     # solve: a @ x = b for each matrix of the batch axes (equal in a and b: no broadcasting), by Gaussian
     # elimination with partial pivoting (pivot: the first row of largest |value| in the column), then back
-    # substitution. A zero pivot (a singular a) gives inf or NaN values, never an exception.
+    # substitution, in one fixed order: O(n^3 + n^2 k) a matrix, no size limit. A zero pivot (a singular a)
+    # gives inf or NaN values, never an exception; a nearly singular a gives large, inaccurate ones.
     SOLVE = "solve"  # NoArg; (a [..., n, n], b [..., n, k]) -> x [..., n, k]
     CONV2D = "conv2d"  # ConvArg; (x, w)
     CONV2D_GRAD_INPUT = "conv2d_grad_input"  # ConvGradArg; (g, w)
@@ -223,7 +224,8 @@ class Op(enum.Enum):
     SCATTER_ADD = "scatter_add"  # RowsArg; (indices int32 [...], g [..., ...]) -> [rows, ...], in index order
     ONE_HOT = "one_hot"  # ClassesArg; (labels int32 [...]) -> f32 [..., classes]
     # ordering along one axis, stable: NaN after everything (+inf too), -0.0 equal to 0.0, ties in index order.
-    # Element i's rank is the number of smaller keys plus the number of equal keys before it along the axis.
+    # Element i's rank is the number of smaller keys plus the number of equal keys before it along the axis:
+    # WebGPU counts it, O(n^2) a line of n; the CPU path merge-sorts, O(n log n), to the same order.
     SORT = "sort"  # AxisArg; (x) -> out of x's shape, ascending: out[rank(i)] = x[i]
     SORT_GRAD = "sort_grad"  # AxisArg; (x, g) -> gx of x's shape: gx[i] = g[rank(i)] (SORT's VJP)
     # per-example movement (data augmentation); the output has x's shape
