@@ -181,8 +181,6 @@ def _shared_weight_grad(a: Node, g: Node, tb: bool) -> Node:
 def _solve(node: Node, g: Node, need: tuple[bool, ...]) -> Grads:
     """x = a^-1 b: gb = a^-T g, and ga = -gb x^T (both need gb)."""
     a, _ = node.src
-    if not any(need):
-        return (None, None)
     swap = d.PermuteArg((*range(len(a.shape) - 2), len(a.shape) - 1, len(a.shape) - 2))
     gb = make(Op.SOLVE, make(Op.PERMUTE, a, arg=swap), g)
     ga = unary(Op.NEG, make(Op.MATMUL, gb, node, arg=d.MatmulArg(transpose_b=True))) if need[0] else None

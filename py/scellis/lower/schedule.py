@@ -372,7 +372,7 @@ def _lower_node(low: Lowerer, node: Node) -> Value:  # noqa: PLR0911 - one branc
     if node.op in ROWS:
         return _rows(low, node, src, pos)
     if node.op is Op.SOLVE:
-        return _solve(low, src, node, pos)
+        return _solve(low, node, src, pos)
     inputs = tuple(_contiguous(low, v) for v in src)
     out = View.contiguous(low.new_buffer(node.dtype, node.size), node.shape)
     low.kernels.append(Kernel(DIRECT[node.op], out, inputs, node.arg, covers=(pos,)))
@@ -499,7 +499,7 @@ def _rows(low: Lowerer, node: Node, src: list[Value], pos: int) -> View:
     return views.permute(out, inverse)
 
 
-def _solve(low: Lowerer, src: list[Value], node: Node, pos: int) -> View:
+def _solve(low: Lowerer, node: Node, src: list[Value], pos: int) -> View:
     """SOLVE reduces the augmented matrix [a | b] in its output (see Kind.SOLVE): x is a view of its last
     columns, so the working copy is an ordinary buffer of the plan, with no limit on n or k."""
     a, b = (_contiguous(low, v) for v in src)
