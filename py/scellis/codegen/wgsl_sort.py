@@ -28,6 +28,7 @@ fn sc_sort_key(bits: u32) -> u32 {
 
 
 def sort(kernel: Kernel, schedule: Schedule, b: w.Bindings) -> Source:
+    """Workgroup (row, block) ranks the row's elements block * 256 + lane."""
     x = kernel.inputs[0]
     *rows, count = x.shape
     nrows, blocks = math.prod(rows), -(-count // TILE)
@@ -37,13 +38,11 @@ def sort(kernel: Kernel, schedule: Schedule, b: w.Bindings) -> Source:
         return f"bitcast<u32>({b.read(x.buffer, w.index_expr(x, [*coords, position]))})"
 
     if kernel.kind is Kind.SORT:
-        value = b.read(x.buffer, w.index_expr(x, [*coords, "i"]))
-        store = f"out[{w.index_expr(kernel.out, [*coords, 'rank'])}] = {value};"
+        at, value = "rank", b.read(x.buffer, w.index_expr(x, [*coords, "i"]))
     else:
         g = kernel.inputs[1]
-        store = (
-            f"out[{w.index_expr(kernel.out, [*coords, 'i'])}] = {b.read(g.buffer, w.index_expr(g, [*coords, 'rank']))};"
-        )
+        at, value = "i", b.read(g.buffer, w.index_expr(g, [*coords, "rank"]))
+    store = f"out[{w.index_expr(kernel.out, [*coords, at])}] = {value};"
     lines = "\n".join(f"  {line}" for line in decode)
     body = f"""var<workgroup> keys: array<u32, {TILE}>;
 {MAIN.format(size=TILE)}
