@@ -10,7 +10,7 @@ from wgpu_harness import run_on
 
 from scellis.ir import Function
 from scellis.levels import Level
-from scellis.lower import lower
+from scellis.lower import lower, variants
 from scellis.ops import DType, Node, Op, const, make
 from scellis.ops import defs as d
 from scellis.ops.node import input_node
@@ -88,7 +88,8 @@ def test_casts_bools_and_ints(gpu: WgpuDevice) -> None:
      ((2, 17, 8), (19, 8), False, True), ((3, 1, 6, 5), (4, 7, 6), True, True), ((128, 64), (64, 10), False, False),
      ((200, 130), (130, 260), False, False), ((1000, 130), (130, 600), False, False),
      ((2, 520, 129), (2, 516, 129), False, True), ((1028, 132), (132, 520), False, False),
-     ((3, 400, 64), (64, 444), False, False)],
+     ((3, 400, 64), (64, 444), False, False), ((500, 569, 4), (500, 569, 4), True, False),
+     ((7, 3), (3, 30), False, False), ((4, 16, 33), (33, 16), False, False)],
 )  # fmt: skip
 def test_matmul(gpu: WgpuDevice, a_shape: tuple, b_shape: tuple, ta: bool, tb: bool) -> None:
     a, b = data("a", a_shape), data("b", b_shape)
@@ -108,6 +109,24 @@ def test_matmul_variants_follow_level_and_layout() -> None:
     odd = data("odd", (900, 129))
     transposed = Function("mm", (odd,), (("m", make(Op.MATMUL, odd, odd, arg=d.MatmulArg(False, True))),))
     assert lower(transposed, Level.PROD).kernels[0].variant == "tile128"
+
+
+def test_a_product_of_few_outputs_runs_one_invocation_each_with_tile64s_bits(
+    gpu: WgpuDevice, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The dot variant (at most 256 outputs a matrix) does tile64's multiply-adds in tile64's order, so
+    choosing it by shape keeps debug's bits; an epilogue fuses into it as into the tiles."""
+    a, w, c = data("a", (300, 97, 4)), data("w", (300, 97, 1)), data("c", (4,))
+    weighted = make(Op.MUL, a, w)
+    y = make(Op.ADD, make(Op.MATMUL, a, weighted, arg=d.MatmulArg(True, False)), c)
+    fn = Function("information", (a, w, c), (("y", y),))
+    inputs = {"a": RNG.standard_normal((300, 97, 4)), "w": RNG.random((300, 97, 1)), "c": RNG.standard_normal(4)}
+    assert [k.variant for k in lower(fn, Level.DEBUG).kernels if k.variant != "default"] == ["dot"]
+    check(gpu, fn, inputs, 1e-5 * np.sqrt(97))
+    dot = run_on(gpu, fn, inputs)["y"]
+    monkeypatch.setattr(variants, "SMALL_MATMUL", 0)
+    assert [k.variant for k in lower(fn, Level.DEBUG).kernels if k.variant != "default"] == ["tile64"]
+    assert dot.tobytes() == run_on(gpu, fn, inputs)["y"].tobytes()
 
 
 def test_matmul_epilogue_is_one_kernel_and_exact(gpu: WgpuDevice) -> None:

@@ -82,6 +82,8 @@ def matmul(kernel: Kernel, schedule: Schedule, b: w.Bindings) -> tuple[str, tupl
     am, ak = a.strides[-2:]
     bk, bn = bm.strides[-2:]
     coords = [*bcoords, "row", "col"]
+    if kernel.variant == "dot":
+        return _matmul_dot(kernel, schedule, b, (a_base, b_base), (am, ak, bk, bn))
     if kernel.variant.startswith("tile128"):
         vec4, f16 = kernel.variant.startswith("tile128-vec4"), kernel.variant.endswith("-f16")
         source = _matmul_large(kernel, schedule, b, decode=decode, bases=(a_base, b_base), vec4=vec4, f16=f16)
@@ -145,6 +147,40 @@ var<workgroup> tile_b: array<array<f32, {tile + PAD}>, {tile_k}>;
 }}"""
     groups = (-(-n // tile), -(-m // tile), nbatch)
     return _header(kernel, schedule, b) + body, groups
+
+
+def _matmul_dot(
+    kernel: Kernel, schedule: Schedule, b: w.Bindings, bases: tuple[str, str], strides: tuple[int, ...]
+) -> tuple[str, tuple[int, int, int]]:
+    """One invocation per output: its K multiply-adds in K's order, as fma, like tile64's accumulators (so
+    the same bits), without workgroup memory or barriers."""
+    a, bm = kernel.inputs[:2]
+    *batch, m, n = kernel.out.shape
+    k = a.shape[-1]
+    am, ak, bk, bn = strides
+    total = math.prod(batch) * m * n
+    decode, bcoords = w.decode("bi", tuple(batch), "b")
+    epi = _epilogue(kernel, schedule, b, [*bcoords, "row", "col"], acc="acc", first=2)
+    read_a = b.read(a.buffer, f"a_base + row * {am}u + kk * {ak}u")
+    read_b = b.read(bm.buffer, f"b_base + kk * {bk}u + col * {bn}u")
+    body = [
+        MAIN.format(size=WORKGROUP),
+        f"  let i = gid.x + gid.y * groups.x * {WORKGROUP}u;",
+        f"  if (i >= {total}u) {{ return; }}",
+        f"  let bi = i / {m * n}u;",
+        f"  let row = (i % {m * n}u) / {n}u;",
+        f"  let col = i % {n}u;",
+        *(f"  {line}" for line in (decode if batch else [])),
+        f"  let a_base = {bases[0]};",
+        f"  let b_base = {bases[1]};",
+        "  var acc = 0.0;",
+        f"  for (var kk = 0u; kk < {k}u; kk = kk + 1u) {{",
+        f"    acc = fma({read_a}, {read_b}, acc);",
+        "  }",
+        *(f"  {line}" for line in epi),
+        "}",
+    ]
+    return _header(kernel, schedule, b) + "\n" + "\n".join(body), _grid(-(-total // WORKGROUP))
 
 
 def _tile_loads(kernel: Kernel, b: w.Bindings, tk: int, vec4: bool, f16: bool = False) -> str:

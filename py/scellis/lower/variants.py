@@ -14,6 +14,7 @@ from scellis.lower.kernels import Kernel, Kind, Schedule
 from scellis.ops import DType
 
 LARGE_MATMUL = 128  # both output sides at least this
+SMALL_MATMUL = 256  # at most this many outputs a matrix: one invocation each (a 64 x 64 tile would idle)
 LARGE_TILES = 32  # and at least this many 128 x 128 output tiles
 SMALL_SOLVE = 8  # a solve of at most this many unknowns runs one invocation per matrix, larger ones a workgroup
 
@@ -45,14 +46,25 @@ def _large(kernel: Kernel) -> bool:
     return min(m, n) >= LARGE_MATMUL and tiles >= LARGE_TILES
 
 
+def _small(kernel: Kernel) -> bool:
+    """Products of a few outputs a matrix (e.g. a bootstrap's 2,000 4 x 4 information matrices, each a sum
+    over 569 rows): one invocation per output, its K multiply-adds in order. In a 64 x 64 tile 256 threads
+    would compute mostly padding, a barrier every 16 steps of K (1,000x slower on lavapipe)."""
+    *_, m, n = kernel.out.shape
+    return m * n <= SMALL_MATMUL
+
+
 def choose(kernel: Kernel, level: Level, features: frozenset[str]) -> str:
-    """debug keeps one matmul blocking for every shape; prod picks the fastest float32 blocking by shape;
-    fast uses float16 matmul tiles where the device has shader-f16, and prod's choice elsewhere. A solve
-    splits its matrices over invocations or workgroups by size at every level: both do every matrix's
-    arithmetic in one order (wasm/cpu_solve.c's), so neither changes what debug promises."""
+    """debug keeps one matmul blocking for every shape (a product of few outputs a matrix runs one
+    invocation per output, with tile64's arithmetic in tile64's order); prod picks the fastest float32
+    blocking by shape; fast uses float16 matmul tiles where the device has shader-f16, and prod's choice
+    elsewhere. A solve splits its matrices over invocations or workgroups by size at every level: both do
+    every matrix's arithmetic in one order (wasm/cpu_solve.c's), so neither changes what debug promises."""
     if kernel.kind is Kind.SOLVE:
         return "solve-invocation" if kernel.inputs[0].shape[-1] <= SMALL_SOLVE else "solve-workgroup"
     if kernel.kind is Kind.MATMUL:
+        if _small(kernel):  # the same multiply-adds in the same order as tile64: debug's bits do not change
+            return "dot"
         if level is Level.DEBUG or not _large(kernel):
             return "tile64"
         vec4 = _vec4_operands(kernel)
@@ -78,6 +90,7 @@ def notes(kernels: tuple[Kernel, ...], level: Level, features: frozenset[str]) -
 # float16 (2**-11 each), hence 2**-10 per term.
 TOLERANCE = {
     "default": 5e-6,
+    "dot": 1e-5,
     "tile64": 1e-5,
     "tile128": 1e-5,
     "tile128-vec4": 1e-5,
