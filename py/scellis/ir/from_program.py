@@ -61,7 +61,8 @@ def forward_values(
     outputs += [(metric_name(m), values[m]) for m in program.metrics if program.trains or mode is Mode.EVAL]
     outputs += [(state_name(name), update) for name, update in ctx.state_updates]
     used = {id(n) for n in toposort([node for _, node in outputs])}
-    inputs = tuple(n for n in ctx.inputs if id(n) in used)
+    updated = {name for name, _ in ctx.state_updates}  # a state set without being read still needs its buffer
+    inputs = tuple(n for n in ctx.inputs if id(n) in used or input_name(n) in updated)
     names = {input_name(n) for n in inputs}
     fn = Function(f"{program.name}.{mode.value}", inputs, tuple(outputs))
     lowered = Lowered(
