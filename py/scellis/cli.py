@@ -1,6 +1,7 @@
-"""The `scellis` command: `info` (devices here), `check` (the correctness matrix on them), `compile` (a
-program's stages), `plan` (its memory on a device), `run` (train it and pin the run in a manifest),
-`verify` (re-run a manifest and compare), `serve` (the app)."""
+"""The `scellis` command: `info` (devices here), `check` (the correctness matrix on them), `examples` (the
+example programs), `compile` (a program's stages), `plan` (its memory on a device), `run` (train it, or run
+a simulation or analysis, and pin the run in a manifest), `verify` (re-run a manifest and compare),
+`serve` (the app)."""
 
 from __future__ import annotations
 
@@ -83,6 +84,12 @@ def _device(kind: str) -> object:
     return asyncio.run(CpuDevice.open())
 
 
+def _read_program_json(path: str, command: str) -> dict[str, Any] | None:
+    """The program file's JSON, validated (for what it reads), or None after saying what is wrong."""
+    loaded = _load_program(path, None, command)
+    return None if loaded is None else loaded[0]
+
+
 def _load_program(
     path: str, batch: int | None, command: str, examples: int | None = None
 ) -> tuple[Any, Compiled] | None:
@@ -155,18 +162,55 @@ def compile_cmd(args: argparse.Namespace) -> int:
 
 
 DATA_HELP = (
-    "'digits' (scikit-learn's digits, split as the app ships them) or a folder of the app's data files: "
-    "digits-train-x.f32, digits-train-y.i32, digits-test-x.f32, digits-test-y.i32 (float32 pixels, int32 labels)"
+    "'digits' (scikit-learn's digits, split as the app ships them), 'breast-cancer' (scikit-learn's copy, every "
+    "row in both splits), or a folder of the app's data files: digits-train-x.f32, digits-train-y.i32, "
+    "digits-test-x.f32, digits-test-y.i32 (float32 pixels, int32 labels); leave it out for a program without "
+    "input nodes (a simulation)"
 )
 VERIFY_EXITS = "exit 0: verified; 1: the data or the result differs from the pinned; 2: cannot be verified here"
 
 
+def _no_data() -> tuple[Split, Split]:
+    from scellis.datasets import Split
+
+    return Split(b"", b"", 0), Split(b"", b"", 0)
+
+
+def _data_for(source: str | None, program: dict[str, Any], command: str, name: str) -> tuple[Split, Split] | None:
+    """(train, test) from --data for `program` (empty splits for a program without input nodes), or None
+    after saying what is wrong."""
+    from scellis.manifest.record import reads_data
+
+    if not reads_data(program):
+        if source is not None:
+            print(
+                f"scellis {command}: {name} has no input node, so it reads no data: leave out --data", file=sys.stderr
+            )
+            return None
+        return _no_data()
+    if source is None:
+        inputs = ", ".join(n["id"] for n in program["nodes"] if n["op"] == "input")
+        print(f"scellis {command}: {name} reads data (input nodes {inputs}): give --data", file=sys.stderr)
+        return None
+    return _read_data(source, command)
+
+
 def _read_data(source: str, command: str) -> tuple[Split, Split] | None:
     """(train, test) from --data, or None after saying what is wrong with it."""
-    from scellis.datasets import DATA_FILES, digits_csv, from_files, read_digits
+    from scellis.datasets import (
+        DATA_FILES,
+        breast_cancer_csv,
+        cancer_from_files,
+        digits_csv,
+        from_files,
+        read_breast_cancer,
+        read_digits,
+    )
 
     if source == "digits":
         return read_digits(digits_csv().read_bytes())
+    if source == "breast-cancer":
+        return cancer_from_files(read_breast_cancer(breast_cancer_csv().read_bytes()))
     try:
         train, test = from_files({name: (Path(source) / name).read_bytes() for name in DATA_FILES})
     except OSError as err:
@@ -231,8 +275,7 @@ async def _drive(session: Session, train: Split, test: Split, epochs: int, bar: 
     if bar is None:
         await session.run(train, test, epochs=epochs, report=report)
         return
-    per_epoch = train.n // session.batch
-    total, chunk, began, first = epochs * per_epoch, 1, time.perf_counter(), session.steps
+    total, chunk, began, first = epochs * session.steps_per_epoch(train), 1, time.perf_counter(), session.steps
 
     def printed(result: EpochResult) -> None:
         bar.write("\r\033[K")  # the bar's line, cleared for the epoch's own
@@ -267,7 +310,8 @@ def run_cmd(args: argparse.Namespace) -> int:
     from scellis.session import PlanRefused, checkpoints_to
     from scellis.store import DirectoryStore, save
 
-    data = _read_data(args.data, "run")
+    raw = _read_program_json(args.program, "run")
+    data = None if raw is None else _data_for(args.data, raw, "run", args.program)
     loaded = None if data is None else _load_program(args.program, None, "run", data[0].n)
     if data is None or loaded is None:
         return 2
@@ -282,9 +326,8 @@ def run_cmd(args: argparse.Namespace) -> int:
         return 2
     store = DirectoryStore(args.store)
     session.checkpointer = checkpoints_to(store)
-    print(
-        f"training {compiled.program.name} on {device.name} at level {level.value}, seed {args.seed}, {epochs} epochs"
-    )
+    doing = "training" if compiled.program.trains else "running"
+    print(f"{doing} {compiled.program.name} on {device.name} at level {level.value}, seed {args.seed}, {epochs} epochs")
 
     async def train_and_save() -> str:
         await session.start(train)
@@ -321,6 +364,7 @@ def verify_cmd(args: argparse.Namespace) -> int:
     """Check a manifest (or a share link) and the data against its pins, re-run its program at the pinned
     level, seed and device kind, and compare the final checkpoint with the pinned one (VERIFY_EXITS)."""
     from scellis.manifest import ManifestError, check_data, installed_engine
+    from scellis.manifest.record import reads_data
     from scellis.manifest.replay import compare, replay, replay_session
     from scellis.session import PlanRefused
     from scellis.store import DirectoryStore
@@ -331,7 +375,7 @@ def verify_cmd(args: argparse.Namespace) -> int:
     except (OSError, ManifestError, ValueError) as err:
         print(f"scellis verify: {shown}: {err}", file=sys.stderr)
         return 2
-    data = _read_data(args.data, "verify")
+    data = _data_for(args.data, pins.program, "verify", shown)
     if data is None:
         return 2
     differ = check_data(pins.settings.data, *data)
@@ -344,6 +388,8 @@ def verify_cmd(args: argparse.Namespace) -> int:
     device: Any = _device(pinned.device)
     if pinned.data:
         print(f"data matches the pinned versions: {'; '.join(str(v) for v in pinned.data)}")
+    elif not reads_data(pins.program):
+        print("the program reads no data")
     else:
         print("the link pins no data versions: the data given is taken as it is")
     print(f"re-running at level {pinned.level.value}, seed {pinned.seed}, on {device.name}: {pinned.steps} steps")
@@ -357,6 +403,22 @@ def verify_cmd(args: argparse.Namespace) -> int:
     ok, lines = compare(pins, outcome, installed_engine(CHECKOUT / "dist" / "build.json"))
     print("\n".join(lines), file=sys.stdout if ok else sys.stderr)
     return 0 if ok else 1
+
+
+def examples_cmd(args: argparse.Namespace) -> int:
+    """List the example programs (name, what data they read, summary), or print one's program JSON."""
+    from scellis.examples import catalogue
+
+    found = catalogue()
+    if args.name is None:
+        for name, (data, summary, _) in found.items():
+            print(f"{name}  [data: {data}]\n    {summary}")
+        return 0
+    if args.name not in found:
+        print(f"scellis examples: no example {args.name!r}; examples: {', '.join(found)}", file=sys.stderr)
+        return 2
+    print(json.dumps(found[args.name][2](), indent=1))
+    return 0
 
 
 def serve(args: argparse.Namespace) -> int:
@@ -413,7 +475,7 @@ def main(argv: list[str] | None = None) -> int:
     p_plan.set_defaults(func=plan_cmd)
     p_run = sub.add_parser("run", help="train a program on a device here and pin the run in a manifest")
     p_run.add_argument("program", help="program JSON (format scellis.program/1)")
-    p_run.add_argument("--data", required=True, help=DATA_HELP)
+    p_run.add_argument("--data", default=None, help=DATA_HELP)
     p_run.add_argument("--device", required=True, choices=["webgpu", "cpu"], help="wgpu-py's adapter, or wasmtime")
     p_run.add_argument(
         "--determinism", required=True, choices=[level.value for level in Level], help="determinism level"
@@ -431,9 +493,12 @@ def main(argv: list[str] | None = None) -> int:
         help="manifest JSON (format scellis.manifest/1), as `scellis run` or the app writes it, or a share link "
         "(an address ending in '#run=...'; quote it)",
     )
-    p_verify.add_argument("--data", required=True, help=DATA_HELP)
+    p_verify.add_argument("--data", default=None, help=DATA_HELP)
     p_verify.add_argument("--store", default=None, help="keep the re-run's checkpoints here (default: discarded)")
     p_verify.set_defaults(func=verify_cmd)
+    p_examples = sub.add_parser("examples", help="list the example programs, or print one as program JSON")
+    p_examples.add_argument("name", nargs="?", default=None, help="the example to print (default: list them)")
+    p_examples.set_defaults(func=examples_cmd)
     p_serve = sub.add_parser("serve", help="build when stale (in a checkout) and serve the app")
     p_serve.add_argument("--host", default="127.0.0.1")
     p_serve.add_argument("--port", type=int, default=8000, help="0 picks a free port")

@@ -270,3 +270,21 @@ def logistic_bootstrap(resamples: int = 2000, iterations: int = 8, rows: int = 5
     p.add_metric(p.mean(radius, id="average_radius"))
     p.set_loop(epochs=iterations, batch_size=rows, shuffle=False)
     return p.to_json()
+
+
+def catalogue() -> dict[str, tuple[str, str, Any]]:
+    """The examples by program name: (the data each reads, the first paragraph of its docstring on one
+    line, its builder with the example's own sizes)."""
+    entries = (
+        (digits_mlp, "digits"),
+        (digits_cnn, "digits"),
+        (char_transformer, "chars"),
+        (option_pricing, "none"),
+        (ising, "none"),
+        (logistic_bootstrap, "breast-cancer"),
+    )
+    out = {}
+    for build, data in entries:
+        summary = " ".join((build.__doc__ or "").split("\n\n")[0].split())
+        out[build()["name"]] = (data, summary, build)
+    return out

@@ -276,6 +276,10 @@ class Session:
         assert pending is not None
         return self._note_step(await pending)
 
+    def steps_per_epoch(self, train: Split | None) -> int:
+        """Steps of one epoch: one a batch of `train`, or a program without data's `loop.steps`."""
+        return len(self._starts(train))
+
     def _starts(self, train: Split | None) -> range:
         """Where each step of an epoch starts in its order of examples (a program without data: its steps)."""
         if train is None or not self.has_data:

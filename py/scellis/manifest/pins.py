@@ -209,9 +209,9 @@ class Settings:
 SETTINGS_FIELDS = ("level", "seed", "device", "epochs", "steps", "data", "final")
 
 
-def read_settings(raw: dict[str, Any], r: Reader, *, ran: bool) -> Settings | None:
+def read_settings(raw: dict[str, Any], r: Reader, *, ran: bool, reads_data: bool = True) -> Settings | None:
     """The settings among `raw`'s fields (its other fields are the caller's). `ran`: a finished run's, so
-    steps, the final key and both splits' versions are required."""
+    steps, the final key and (for a program that `reads_data`) both splits' versions are required."""
     if any(name not in raw for name in SETTINGS_FIELDS):
         return None  # r.record named what is missing
     before = len(r.issues)
@@ -221,7 +221,7 @@ def read_settings(raw: dict[str, Any], r: Reader, *, ran: bool) -> Settings | No
     epochs = r.integer(raw["epochs"], "epochs", 1, MAX_EPOCHS)
     steps = None if raw["steps"] is None and not ran else r.integer(raw["steps"], "steps", 0, MAX_STEPS)
     final = None if raw["final"] is None and not ran else r.key(raw["final"], "final")
-    data = read_data(raw["data"], "data", r, SPLITS if ran else ())
+    data = read_data(raw["data"], "data", r, SPLITS if ran and reads_data else ())
     if len(r.issues) > before:
         return None
     return Settings(Level(level), seed, device, epochs, steps, data, final)  # type: ignore[arg-type]

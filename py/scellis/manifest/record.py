@@ -105,7 +105,8 @@ def build_manifest(
     if device_kind not in DEVICE_KINDS:
         raise ValueError(f"device_kind must be one of {', '.join(DEVICE_KINDS)}, got {device_kind!r}")
     level, device = session.level, session.device
-    settings = Settings(level, session.rng.seed, device_kind, epochs, session.steps, data_versions(train, test), final)
+    versions = data_versions(train, test) if session.has_data else ()  # a program without data pins none
+    settings = Settings(level, session.rng.seed, device_kind, epochs, session.steps, versions, final)
     verdict = session.verdict
     python = f"{platform.python_implementation()} {platform.python_version()}"
     return Manifest(
@@ -163,7 +164,7 @@ def read_manifest(data: str | bytes | Any) -> Manifest:
     if raw["format"] != FORMAT:
         r.fail("format", f"must be {FORMAT!r}, got {show(raw['format'])}")
     program = read_program(raw["program"], "program", r, keyed=True)
-    settings = read_settings(raw, r, ran=True)
+    settings = read_settings(raw, r, ran=True, reads_data=program is None or reads_data(program[0]))
     checkpoints = _read_written(raw["checkpoints"], "checkpoints", r)
     engine = read_engine(raw["engine"], "engine", r)
     environment = _read_environment(raw["environment"], "environment", r)
@@ -177,6 +178,11 @@ def read_manifest(data: str | bytes | Any) -> Manifest:
     assert program is not None and settings is not None and checkpoints is not None and engine is not None
     assert environment is not None and plan is not None and metrics is not None and events is not None
     return Manifest(program[0], program[1], settings, checkpoints, engine, environment, plan, metrics, events)
+
+
+def reads_data(program: dict[str, Any]) -> bool:
+    """Whether a (validated) program has input nodes: a run of one without pins no data versions."""
+    return any(node["op"] == "input" for node in program["nodes"])
 
 
 def read_program(value: Any, path: str, r: Reader, *, keyed: bool) -> tuple[dict[str, Any], str] | None:
