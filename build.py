@@ -251,19 +251,28 @@ def digits_source() -> Path:
     return digits_csv()
 
 
+def cancer_source() -> Path:
+    python_tool("sklearn", "scikit-learn")
+    from scellis.datasets import breast_cancer_csv
+
+    return breast_cancer_csv()
+
+
 def build_data() -> None:
-    """The digits data set, from scikit-learn's own copy, as raw little-endian arrays under data/."""
-    from scellis.datasets import read_digits, to_files
+    """The digits and the breast cancer data sets, from scikit-learn's own copies, as raw little-endian
+    arrays under data/."""
+    from scellis.datasets import read_breast_cancer, read_digits, to_files
 
     (DIST / "data").mkdir(parents=True, exist_ok=True)
-    for name, data in to_files(*read_digits(digits_source().read_bytes())).items():
+    files = {**to_files(*read_digits(digits_source().read_bytes())), **read_breast_cancer(cancer_source().read_bytes())}
+    for name, data in files.items():
         (DIST / "data" / name).write_bytes(data)
 
 
 def data_outputs() -> list[Path]:
-    from scellis.datasets import DATA_FILES
+    from scellis.datasets import CANCER_FILES, DATA_FILES
 
-    return [DIST / "data" / name for name in DATA_FILES]
+    return [DIST / "data" / name for name in (*DATA_FILES, *CANCER_FILES)]
 
 
 CORRECTNESS = BUILD / "correctness"  # the test suite writes one record per device here
@@ -316,7 +325,7 @@ def steps(tools: dict[str, str]) -> list[Step]:
             lambda: [ROOT / "py" / "scellis" / "datasets.py"],
             data_outputs,
             build_data,
-            f"digits {sha256(digits)} scikit-learn {tools['scikit-learn']}",
+            f"digits {sha256(digits)} breast cancer {sha256(cancer_source())} scikit-learn {tools['scikit-learn']}",
         ),
         Step(
             "wasm",

@@ -14,6 +14,7 @@ import {
   showDeviceChoice,
   showError,
   showOffline,
+  showProgramKind,
   showReady,
   showStage,
   showTrainPanel,
@@ -23,10 +24,20 @@ import { capFromText } from "./src/plan.js";
 import { showCapError, showPlan, showPlanMessage, showUnfit, wirePlanControls } from "./src/planpanel.js";
 import { RunControl } from "./src/runcontrol.js";
 import { RunsCard } from "./src/runs.js";
+import { trains } from "./src/runmodel.js";
 import { SharedRun } from "./src/sharedrun.js";
 import { applyRemedy, exampleProgram, forgetProbes, planProgram } from "./src/train.js";
 
 const EDITED = "edited"; // `applied` of a program changed in the editor (remedies included)
+
+// A program's loop settings (JSON text), or null when it cannot be read.
+function programLoop(text) {
+  try {
+    return JSON.parse(text).loop ?? null;
+  } catch {
+    return null;
+  }
+}
 
 // What the page will run: the program (JSON text: the example, or the editor's, changed by the remedies
 // named in `applied`), the device kind, the level, the memory cap (bytes or null), and the data the Data
@@ -41,8 +52,14 @@ function runController(engine, kind, example, guide, editor, data) {
   let run = { kind, program: start, applied, level: "", cap: null, ...data.current() };
   let blocked = sameProgram(start, example) ? "" : "the program in the editor is being checked";
   let latest = 0;
+  let shown = null; // the program the train card was last set for
   const replan = async () => {
     guide.show(run.program, run.level);
+    if (run.program !== shown) {
+      shown = run.program;
+      const loop = programLoop(run.program);
+      showProgramKind(trains(run.program), loop?.epochs);
+    }
     if (!run.level) return;
     latest += 1;
     const ticket = latest;
@@ -133,11 +150,11 @@ function runController(engine, kind, example, guide, editor, data) {
 
 // The graph editor in its card, once it has the engine's catalog; null (the card saying why) when it
 // cannot start: the page then trains the example.
-async function openEditor(engine, example, onProgram) {
+async function openEditor(engine, example, onProgram, onExample) {
   const root = document.getElementById("editor-root");
   document.getElementById("editor").hidden = false;
   try {
-    return await mountEditor(root, { engine, example, onProgram });
+    return await mountEditor(root, { engine, example, onProgram, onExample });
   } catch (error) {
     console.error(error);
     root.textContent = `The editor could not start: ${errorText(error)}`;
@@ -155,8 +172,14 @@ async function showRun(session, choice) {
   const guide = new Guide(session.engine, choice.device.features);
   guide.show(example, "");
   let controller = null; // set before the editor's first check answers (that waits for a timer)
-  const editor = await openEditor(session.engine, example, (...checked) => controller.edited(...checked));
-  const data = new DataCard(session.engine, (choice) => controller.setData(choice));
+  let data = null;
+  // An example opened in the editor that reads a built-in data set (the analysis: the breast cancer data)
+  // chooses it in the Data card; a simulation reads none, and the data chosen stays.
+  const onExample = (opened) => {
+    if (opened.source && data && data.source !== opened.source) data.select(opened.source);
+  };
+  const editor = await openEditor(session.engine, example, (...checked) => controller.edited(...checked), onExample);
+  data = new DataCard(session.engine, (choice) => controller.setData(choice));
   data.wire();
   controller = runController(session.engine, kind, example, guide, editor, data);
   // A run of a built-in data set resumes on that data set, chosen in the Data card first; a run of the

@@ -10,9 +10,11 @@ export function finite(value) {
   return typeof value === "number" && Number.isFinite(value) ? value : null;
 }
 
-// "loss" is the test loss; "metric/<node>" the program's metric nodes.
-export function metricLabel(name) {
-  return `test ${name.startsWith("metric/") ? name.slice("metric/".length) : name}`;
+// "loss" is the test loss; "metric/<node>" the program's metric nodes (a program without a loss: its
+// results, named as they are).
+export function metricLabel(name, trains = true) {
+  const node = name.startsWith("metric/") ? name.slice("metric/".length) : name;
+  return trains ? `test ${node}` : node;
 }
 
 // Rows of x and named columns, at most `cap` of them. Row i of those added is kept when i is a multiple of
@@ -100,12 +102,17 @@ export class RunSeries {
     this.nonFinite = 0; // train losses fed that were not finite (gaps in the line)
     this.units = new Map(); // metric name -> "%" (every value so far in [0, 1]) or "value"
     this.layout = 0; // bumped when a metric appears or changes unit: the chart's axes change
+    this.trains = true; // false: a simulation or an analysis (no loss; its metrics are its results)
   }
 
   update(state) {
+    if (state.trains === false && this.trains) {
+      this.trains = false;
+      this.layout += 1;
+    }
     if (this.origin === null) {
       this.origin = state.step;
-    } else if (state.step > this.step) {
+    } else if (state.step > this.step && this.trains) {
       const loss = finite(state.loss);
       if (loss === null) this.nonFinite += 1;
       this.loss.add(state.step, { [LOSS]: loss });
@@ -127,7 +134,8 @@ export class RunSeries {
   // A metric is drawn on the percent axis while all its values lie in [0, 1]; the loss never is.
   classify(name, value) {
     const bounded = value === null || (value >= 0 && value <= 1);
-    const unit = name !== "loss" && bounded && this.units.get(name) !== "value" ? "%" : "value";
+    // results have units of their own (a price, a standard error): never percent
+    const unit = this.trains && name !== "loss" && bounded && this.units.get(name) !== "value" ? "%" : "value";
     if (unit !== this.units.get(name)) {
       this.units.set(name, unit);
       this.layout += 1;
@@ -136,10 +144,11 @@ export class RunSeries {
 
   // The metrics in column order, each with its label and unit.
   metricColumns() {
-    return [...this.metrics.columns.keys()].map((name) => ({ name, label: metricLabel(name), unit: this.units.get(name) }));
+    return [...this.metrics.columns.keys()].map((name) => ({ name, label: metricLabel(name, this.trains), unit: this.units.get(name) }));
   }
 
   lossSummary() {
+    if (!this.trains) return "No train loss: the program has no loss, so nothing is trained.";
     const last = this.loss.latest(LOSS);
     const bad = this.nonFinite ? `; ${nonFiniteText(this.nonFinite)}` : "";
     if (!last) return `Train loss by step: no step taken yet${bad}.`;
@@ -152,8 +161,9 @@ export class RunSeries {
       const last = this.metrics.latest(name);
       if (last) parts.push(`${label} ${formatValue(last.value, unit)} at step ${last.x}`);
     }
-    if (!parts.length) return "Held-out metrics by step: none until the first epoch ends.";
-    return `Held-out metrics by step: ${parts.join(", ")}.`;
+    const heading = this.trains ? "Held-out metrics by step" : "Results by step";
+    if (!parts.length) return `${heading}: none until the first epoch ends.`;
+    return `${heading}: ${parts.join(", ")}.`;
   }
 }
 

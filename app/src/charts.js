@@ -240,6 +240,9 @@ export class RunCharts {
   }
 
   label() {
+    const trains = this.series.trains;
+    this.boxes.loss.closest("figure").querySelector("figcaption").textContent = trains ? "Train loss" : "Train loss (none)";
+    this.boxes.metrics.closest("figure").querySelector("figcaption").textContent = trains ? "Held-out metrics" : "Results";
     this.boxes.loss.setAttribute("aria-label", this.series.lossSummary());
     this.boxes.metrics.setAttribute("aria-label", this.series.metricsSummary());
     const bad = this.series.nonFinite;

@@ -1,5 +1,5 @@
-// The Data card: which data the page trains on (this site's digits, the Zen of Python's characters, or
-// the user's own files, dropped or picked), its import options, and what was read: facts, content hash,
+// The Data card: which data the page trains on (this site's digits, the Zen of Python's characters, the
+// breast cancer data for the statistical analysis, or the user's own files, dropped or picked), its import options, and what was read: facts, content hash,
 // split versions, a preview table or thumbnails. Files are read in the engine's worker; a file that
 // cannot be read is named with its row, column or entry, and the data chosen before stays chosen.
 
@@ -9,7 +9,11 @@ import { describeData, importData, starterProgram } from "./train.js";
 import { builtinFacts, dataRecord, importSettings, summaryFacts } from "./userdatamodel.js";
 
 // As the engine names them (scellis.datasets), so a run's record names its data the same way.
-const BUILTIN_NAMES = { site: "digits (this site)", chars: "Zen of Python characters" };
+const BUILTIN_NAMES = {
+  site: "digits (this site)",
+  chars: "Zen of Python characters",
+  cancer: "breast cancer (this site; every row in both splits)",
+};
 
 export class DataCard {
   // `onChoice({ source, data })` hears every change of the data chosen (data: dataRecord's).

@@ -10,6 +10,7 @@ import { importFiles } from "./userdata.js";
 import { KeptData } from "./userdatamodel.js";
 
 const DATA_FILES = ["digits-train-x.f32", "digits-train-y.i32", "digits-test-x.f32", "digits-test-y.i32"];
+const CANCER_FILES = ["breast-cancer-x.f32", "breast-cancer-y.i32"];
 
 const REPORT_PY = `
 import json
@@ -78,10 +79,17 @@ class Engine {
   }
 
   // The data a call names, as { source, files } for scellis.app: "site" (the digits this site ships,
-  // fetched once), "chars" (the Zen of Python's characters: Python has the text), { user: id } (a data
-  // set imported here), or { files } (the digits' four files, given by the page).
+  // fetched once), "chars" (the Zen of Python's characters: Python has the text), "cancer" (the breast
+  // cancer data this site ships, fetched once), { user: id } (a data set imported here), or { files } (the
+  // digits' four files, given by the page).
   async files(data) {
     if (data === "chars") return { source: "chars", files: {} };
+    if (data === "cancer") {
+      this.cancerFiles ??= Object.fromEntries(
+        await Promise.all(CANCER_FILES.map(async (n) => [n, await fetchBytes(new URL(`data/${n}`, this.base))])),
+      );
+      return { source: "cancer", files: this.cancerFiles };
+    }
     if (data?.user !== undefined) return { source: "user", files: this.kept.get(data.user).files };
     if (data !== "site") return { source: "site", files: data.files };
     if (!this.siteFiles) {

@@ -2,6 +2,7 @@
 
 import { deviceLine } from "./devicechoice.js";
 import { deviceFacts, engineFacts, errorText, formatBytes } from "./format.js";
+import { resultRows } from "./runmodel.js";
 
 const STAGES = 4;
 
@@ -82,7 +83,7 @@ export function showTrainPanel(choice, promises, { onLevel, onTrain, onDevice })
       document.getElementById("train-status").textContent = "seed: a whole number from 0 to 18446744073709551615";
       return;
     }
-    showTrainStarting(level.value, `training at level ${level.value}…`);
+    showTrainStarting(level.value, `${doing()} at level ${level.value}…`);
     onTrain(level.value, Number(epochs.value), seed.value);
   };
   section.hidden = false;
@@ -128,7 +129,8 @@ export function showEpoch(row) {
   const accuracy = held === undefined ? "—" : `${(held * 100).toFixed(1)} %`;
   // fast scales its loss dynamically (levels.PROMISES); the other levels have no scale to show
   const scale = row.loss_scale === undefined ? "—" : `2^${Math.log2(row.loss_scale)}`;
-  const cells = [row.epoch, row.steps, row.train_loss.toFixed(4), row.test.loss.toFixed(4), accuracy, scale];
+  const loss = (value) => (typeof value === "number" ? value.toFixed(4) : "—"); // a simulation has none
+  const cells = [row.epoch, row.steps, loss(row.train_loss), loss(row.test.loss), accuracy, scale];
   for (const value of cells) {
     const td = document.createElement("td");
     td.textContent = value;
@@ -140,9 +142,45 @@ export function showEpoch(row) {
   const notes = document.getElementById("train-notes");
   notes.textContent = row.notes.join(" ");
   notes.hidden = row.notes.length === 0;
+  if (row.trains === false) {
+    showResults(row.test);
+    document.getElementById("train-status").textContent = `epoch ${row.epoch}: ${resultSummary(row.test)}`;
+    return;
+  }
   const score = held === undefined ? `test loss ${row.test.loss.toFixed(4)}` : `test accuracy ${accuracy}`;
   document.getElementById("train-status").textContent = `epoch ${row.epoch}: ${score}`;
 }
+
+// The results of a program without a loss (a simulation, an analysis), as of its latest epoch.
+export function showResults(metrics) {
+  const list = document.getElementById("run-results");
+  list.replaceChildren();
+  for (const { name, text } of resultRows(metrics)) {
+    const term = document.createElement("dt");
+    term.textContent = name;
+    const value = document.createElement("dd");
+    value.textContent = text;
+    list.append(term, value);
+  }
+  document.getElementById("run-results-box").hidden = list.childElementCount === 0;
+}
+
+const resultSummary = (metrics) => {
+  const rows = resultRows(metrics);
+  const first = rows.slice(0, 2).map(({ name, text }) => `${name} ${text}`);
+  return `results: ${first.join("; ")}${rows.length > 2 ? `; ${rows.length - 2} more below` : ""}`;
+};
+
+// The train card for a program: its loop's epochs (a simulation's time depends on them), and its words
+// (a program without a loss runs: it has results, no training).
+export function showProgramKind(trains, epochs) {
+  document.getElementById("train-button").textContent = trains ? "Train" : "Run";
+  document.getElementById("train").dataset.trains = trains ? "yes" : "no";
+  if (Number.isInteger(epochs)) document.getElementById("train-epochs").value = String(epochs);
+}
+
+// "training" or "running", as the program in the train card does.
+export const doing = () => (document.getElementById("train").dataset.trains === "no" ? "running" : "training");
 
 // The run's end: `last` is its last finished epoch's row (null when it ended before finishing one).
 export function showTrainDone(last, error, state = null) {
@@ -151,9 +189,14 @@ export function showTrainDone(last, error, state = null) {
   const accuracy = last?.test["metric/accuracy"];
   if (!error && accuracy !== undefined) section.dataset.accuracy = String(accuracy);
   const how = state?.stopped ? "stopped by a rule" : "done";
-  const score = accuracy === undefined ? `test loss ${last?.test.loss.toFixed(4)}` : `test accuracy ${(accuracy * 100).toFixed(1)} %`;
+  const score =
+    last?.trains === false
+      ? resultSummary(last.test)
+      : accuracy === undefined
+        ? `test loss ${last?.test.loss.toFixed(4)}`
+        : `test accuracy ${(accuracy * 100).toFixed(1)} %`;
   document.getElementById("train-status").textContent = error
-    ? `training failed: ${errorText(error)}`
+    ? `${doing()} failed: ${errorText(error)}`
     : last
       ? `${how}: ${score} after ${last.steps} steps, level ${last.level}`
       : `${how} after ${state?.step ?? 0} steps`;

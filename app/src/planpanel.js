@@ -29,7 +29,7 @@ export function showPlanMessage(state, text) {
   byId("plan-body").hidden = state !== "planning" || byId("plan-body").dataset.shown !== "yes";
 }
 
-const SOURCE_NAMES = { site: "this site's digits", chars: "the Zen of Python's characters" };
+const SOURCE_NAMES = { site: "this site's digits", chars: "the Zen of Python's characters", cancer: "the breast cancer data" };
 
 // A program that cannot train on the data chosen: every reason, and what would fit — the built-in data
 // sets it fits (`onSource(source)`), or a starter program for the data (`onStarter()`).

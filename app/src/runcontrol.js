@@ -5,7 +5,7 @@
 // finished run), which resumes a run from any of its checkpoints through the resume form's path.
 
 import { errorText } from "./format.js";
-import { showEpoch, setRunSettings, showTrainDone, showTrainPaused, showTrainRefused, showTrainStarting } from "./page.js";
+import { doing, showEpoch, showResults, setRunSettings, showTrainDone, showTrainPaused, showTrainRefused, showTrainStarting } from "./page.js";
 import { Driver, keyFromText, lastRun, manifestName, rememberRun, weightsName } from "./runmodel.js";
 import {
   download,
@@ -95,7 +95,7 @@ export class RunControl {
   async drive() {
     const { level } = this.current.settings;
     setRunPhase("running");
-    showTrainStarting(level, `training at level ${level}…`);
+    showTrainStarting(level, `${doing()} at level ${level}…`);
     this.current.log?.settle("running");
     try {
       const state = await this.current.driver.go();
@@ -123,7 +123,8 @@ export class RunControl {
       this.current = null;
     }
     showResumeError("");
-    const status = settings.resume ? `resuming from ${settings.resume}…` : `training at level ${settings.level}…`;
+    const status = settings.resume ? `resuming from ${settings.resume}…` : `${doing()} at level ${settings.level}…`;
+    showResults({});
     showTrainStarting(settings.level, status);
     const log = this.history?.begin(settings) ?? null;
     let opened;

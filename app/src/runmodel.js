@@ -163,3 +163,44 @@ export function manifestName(program, final) {
 export function weightsName(program, step) {
   return `${fileStem(program)}-step${step}.safetensors`;
 }
+
+// Whether a program (JSON text) trains: one without a loss is a simulation or an analysis, whose steps
+// carry its states and whose metrics are its results.
+export function trains(programText) {
+  try {
+    return JSON.parse(programText).loss != null;
+  } catch {
+    return true;
+  }
+}
+
+// A number as the results show it: 5 significant digits, or what the engine sent for one that is not
+// finite ("nan", "inf").
+export function resultNumber(value) {
+  return typeof value === "number" ? Number(value.toPrecision(5)).toString() : String(value);
+}
+
+const SE = "_se";
+const LOW = "_ci_low";
+const HIGH = "_ci_high";
+
+// The results of a program without a loss (its `metric/<node>` values) as rows to show: `<name>_se` goes
+// with `<name>` as "value ± standard error", `<name>_ci_low` and `<name>_ci_high` as an interval, in the
+// program's order of first mention; [{ name, text }].
+export function resultRows(metrics) {
+  const values = new Map(Object.entries(metrics).map(([key, value]) => [key.replace(/^metric\//, ""), value]));
+  const base = (name) => [SE, LOW, HIGH].reduce((n, suffix) => (n.endsWith(suffix) ? n.slice(0, -suffix.length) : n), name);
+  const rows = [];
+  for (const name of new Set([...values.keys()].map(base))) {
+    const parts = [];
+    if (values.has(name)) parts.push(resultNumber(values.get(name)));
+    if (values.has(name + SE)) parts.push(`± ${resultNumber(values.get(name + SE))} (standard error)`);
+    if (values.has(name + LOW) && values.has(name + HIGH)) {
+      parts.push(`interval [${resultNumber(values.get(name + LOW))}, ${resultNumber(values.get(name + HIGH))}]`);
+    } else {
+      for (const suffix of [LOW, HIGH]) if (values.has(name + suffix)) parts.push(`${suffix.slice(1)} ${resultNumber(values.get(name + suffix))}`);
+    }
+    rows.push({ name, text: parts.join(" ") });
+  }
+  return rows;
+}

@@ -14,9 +14,11 @@ from typing import Any
 
 from scellis.datafit import fit_problems, starter_program
 from scellis.datasets import (
+    CANCER_INFO,
     DIGITS_INFO,
     DataInfo,
     Split,
+    cancer_from_files,
     chars_info,
     from_files,
     from_user_files,
@@ -24,7 +26,7 @@ from scellis.datasets import (
     words,
     zen_of_python,
 )
-from scellis.examples import char_transformer, digits_cnn, digits_mlp
+from scellis.examples import catalogue, digits_mlp
 from scellis.graph import ProgramError, palette
 from scellis.levels import parse_level
 from scellis.lower import Schedule
@@ -54,7 +56,8 @@ async def _device(kind: str) -> Device:
     raise ValueError(f"unknown device kind {kind!r} (expected 'webgpu' or 'cpu')")
 
 
-SOURCES = ("site", "chars", "user")
+SOURCES = ("site", "chars", "cancer", "user")
+EXAMPLE_SOURCES = {"digits": "site", "chars": "chars", "breast-cancer": "cancer", "none": None}
 
 
 def load_data(source: str, files: dict[str, bytes]) -> tuple[Split, Split, DataInfo]:
@@ -66,6 +69,9 @@ def load_data(source: str, files: dict[str, bytes]) -> tuple[Split, Split, DataI
     if source == "chars":
         train, test, alphabet = read_chars(zen_of_python())
         return train, test, chars_info(alphabet)
+    if source == "cancer":
+        train, test = cancer_from_files(files)
+        return train, test, CANCER_INFO
     if source == "user":
         return from_user_files(files)
     raise ValueError(f"unknown data source {source!r} (expected one of {', '.join(SOURCES)})")
@@ -88,7 +94,7 @@ def _check_fit(program: dict[str, Any], info: DataInfo, examples: int) -> None:
 def _builtin_fits(program: dict[str, Any], compiled: Compiled) -> list[str]:
     """The built-in data sets (by source name) the program fits, for the page to offer."""
     alphabet = read_chars(zen_of_python())[2]
-    infos = {"site": DIGITS_INFO, "chars": chars_info(alphabet)}
+    infos = {"site": DIGITS_INFO, "chars": chars_info(alphabet), "cancer": CANCER_INFO}
     return [name for name, info in infos.items() if not fit_problems(program, compiled, info)]
 
 
@@ -146,13 +152,12 @@ def example_program() -> str:
 
 
 def examples_json() -> str:
-    """The example programs the editor opens, the page's own first: `[{"name", "summary", "program"}]` as
-    JSON, the summary being the builder's docstring, its first paragraph on one line."""
+    """The example programs the editor opens, the page's own first: `[{"name", "summary", "program",
+    "source"}]` as JSON, the summary being the builder's docstring, its first paragraph on one line, and
+    `source` the built-in data it reads (null: a program without data, such as a simulation)."""
     examples = []
-    for build in (digits_mlp, digits_cnn, char_transformer):
-        program = build()
-        summary = " ".join((build.__doc__ or "").split("\n\n")[0].split())
-        examples.append({"name": program["name"], "summary": summary, "program": program})
+    for name, (data, summary, build) in catalogue().items():
+        examples.append({"name": name, "summary": summary, "program": build(), "source": EXAMPLE_SOURCES[data]})
     return json.dumps(examples)
 
 

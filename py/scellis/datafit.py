@@ -1,7 +1,8 @@
 """Whether a program can train on a data set: its features input takes one example as the data holds it
 (as many values, of the same type), its labels input takes the data's labels (class indices or numbers),
-and a classifier has a class for every class of the data. Each mismatch is one line naming the input node
-and both sides; the page shows them before planning, with the built-in data sets that would fit.
+and a classifier has a class for every class of the data. A program without a loss that reads no data (a
+simulation) fits any; one that reads data (an analysis) needs no labels input. Each mismatch is one line
+naming the input node and both sides; the page shows them before planning, with the built-in data sets that would fit.
 
 Also a starter program for a data set: the smallest sensible model a user can train at once and then edit
 (a ReLU MLP for vectors, a small CNN for images, an embedding MLP for token windows)."""
@@ -44,9 +45,11 @@ def fit_problems(program: dict[str, Any], compiled: Compiled, info: DataInfo) ->
     """Every way `program` (compiled as `compiled`) cannot train on data described by `info`; none when
     it can. A program whose example shape differs but holds as many values reads them in row-major order,
     so that is no problem (the digits' 64 pixels fill an input of [1, 8, 8] as they fill [64])."""
-    out = []
+    out: list[str] = []
     features, labels = _input(program, "features"), _input(program, "labels")
     data_shape = list(info.example_shape)
+    if features is None and labels is None and not compiled.program.trains:
+        return out  # a program without data (a simulation) reads none, so any data fits it
     if features is None:
         out.append("the program has no features input (an input node with role 'features')")
     else:
@@ -60,7 +63,8 @@ def fit_problems(program: dict[str, Any], compiled: Compiled, info: DataInfo) ->
             kind = "token indices (int32)" if info.feature_type == "int32" else "numbers (float32)"
             out.append(f"input {features['id']!r} takes {_dtype(features)} values; the data's features are {kind}")
     if labels is None:
-        out.append("the program has no labels input (an input node with role 'labels')")
+        if compiled.program.trains:  # an analysis may read features only
+            out.append("the program has no labels input (an input node with role 'labels')")
         return out
     if _dtype(labels) != info.label_type:
         kind = "class indices (int32)" if info.label_type == "int32" else "numbers (float32)"

@@ -261,7 +261,7 @@ def logistic_bootstrap(resamples: int = 2000, iterations: int = 8, rows: int = 5
     se = p.sqrt(p.diagonal(p.inverse(information, id="covariance"), id="variances"), id="standard_errors")
     for j, name in enumerate(["intercept", *(n for n, _ in CANCER_COLUMNS)]):
         p.add_metric(p.element(beta, [j, 0], id=f"coef_{name}"))
-        p.add_metric(p.element(se, [j], id=f"se_{name}"))
+        p.add_metric(p.element(se, [j], id=f"coef_{name}_se"))
     radius_coefs = p.reshape(p.slice(boot_beta, [1, 0], [2, 1], id="boot_radius_coef"), [], id="boot_radius_coefs")
     radius_means = p.mean(boot_radius, axes=[1, 2], id="boot_radius_means")
     for name, values in (("coef_mean_radius", radius_coefs), ("average_radius", radius_means)):

@@ -191,7 +191,7 @@ class PageRun:
         """The steps the whole run takes (without a rule stopping it early)."""
         if self.limit is not None:
             return self.limit
-        return self.epochs * (self.train.n // self.session.batch)
+        return self.epochs * self.session.steps_per_epoch(self.train)
 
     def state(self) -> dict[str, Any]:
         """Where the run stands, for the run panel: steps done of the total, epoch (from 1), the latest loss
@@ -218,6 +218,7 @@ class PageRun:
             "stopped": s.loop.stopped,
             "level": s.level.value,
             "device": s.device.name,
+            "trains": s.trains,  # false: a simulation or an analysis (no loss; its metrics are its results)
         }
 
     async def checkpoint(self) -> str:
@@ -292,9 +293,10 @@ def _number(value: float) -> float | str:
 
 def epoch_json(result: EpochResult, session: Session) -> dict[str, Any]:
     """A finished epoch for the page's table: epochs count from 1 on screen; metrics are the held-out split's
-    (`loss`, `metric/<node>`); `notes` say what the level could not use on this device; `memory` is what
-    the session holds on the device and the memory plan's verdict; `batch` the program's batch; where fast
-    scales its loss, `loss_scale` is the scale the epoch's last step used."""
+    (`loss`, `metric/<node>`), or a program without a loss's results; `notes` say what the level could not
+    use on this device; `memory` is what the session holds on the device and the memory plan's verdict;
+    `batch` the program's batch; where fast scales its loss, `loss_scale` is the scale the epoch's last
+    step used."""
     out = {
         "epoch": result.epoch + 1,
         "steps": result.steps,
@@ -302,6 +304,7 @@ def epoch_json(result: EpochResult, session: Session) -> dict[str, Any]:
         "train_loss": _number(result.loss),
         "test": {name: _number(value) for name, value in result.metrics.items()},
         "level": session.level.value,
+        "trains": session.trains,  # false: `test` holds a simulation's or an analysis's results
         "notes": list(session.schedule.notes),
         "memory": memory_json(session),
     }

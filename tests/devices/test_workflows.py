@@ -177,7 +177,7 @@ def test_coefficients_and_standard_errors_agree_with_statsmodels(devices: dict, 
     assert fit.mle_retvals["converged"]
     for j, column in enumerate(names()):
         assert got[f"coef_{column}"] == pytest.approx(fit.params[j], rel=1e-4, abs=1e-5), column
-        assert got[f"se_{column}"] == pytest.approx(fit.bse[j], rel=1e-4), column
+        assert got[f"coef_{column}_se"] == pytest.approx(fit.bse[j], rel=1e-4), column
 
 
 def bootstrap_rows(resamples: int, rows: int, seed: int) -> np.ndarray:

@@ -259,3 +259,18 @@ def test_progress_of_a_simulation_names_results_not_a_loss() -> None:
     asyncio.run(go())
     assert str(said[-1]).startswith("step 10/10 (epoch 2/2), ")
     assert "loss" not in str(said[-1]) and "results: count 10" in str(said[-1])
+
+
+def test_a_simulation_fits_any_data_and_the_analysis_only_the_breast_cancer_data() -> None:
+    from scellis.app import _builtin_fits
+    from scellis.datafit import fit_problems
+    from scellis.datasets import CANCER_INFO, DIGITS_INFO
+
+    option = examples.option_pricing(64, 4)
+    assert fit_problems(option, compile_program(option), DIGITS_INFO) == []
+    analysis = examples.logistic_bootstrap(resamples=10)
+    compiled = compile_program(analysis)
+    assert fit_problems(analysis, compiled, CANCER_INFO) == []
+    [problem] = fit_problems(analysis, compiled, DIGITS_INFO)
+    assert problem.startswith("input 'features' takes examples of shape [30] (30 values)")
+    assert _builtin_fits(analysis, compiled) == ["cancer"]

@@ -71,7 +71,7 @@ function useBridge(bridge, setState) {
 const fileName = (name) => `${String(name ?? "program").replace(/[^A-Za-z0-9._-]+/g, "-") || "program"}.json`;
 
 // The commands, as functions of the current state; `root` is the editor's element.
-function useActions(setState, ops, root, examples, example) {
+function useActions(setState, ops, root, examples, example, onExample) {
   const flow = useReactFlow();
   const update = (fn, ...args) => setState((s) => fn(s, ...args));
   const middle = () => {
@@ -93,7 +93,10 @@ function useActions(setState, ops, root, examples, example) {
     select: (which, changes) => update(edit.selectChanges, which, changes),
     copy: () => run("copy"),
     remove: () => run("delete"),
-    example: (i) => open(JSON.stringify(examples[i].program), { source: `the example ${examples[i].name}`, fit: true }),
+    example: (i) => {
+      open(JSON.stringify(examples[i].program), { source: `the example ${examples[i].name}`, fit: true });
+      onExample(examples[i]);
+    },
     reset: () => open(example, { source: "the page's example", fit: true }),
     importFile: async (file) => open(await file.text(), { source: file.name, fit: true }),
     show: (problem) => {
@@ -103,7 +106,7 @@ function useActions(setState, ops, root, examples, example) {
   };
 }
 
-function EditorBody({ catalog, ops, examples, example, initial, notice, storage, check, onProgram, bridge }) {
+function EditorBody({ catalog, ops, examples, example, onExample, initial, notice, storage, check, onProgram, bridge }) {
   const root = useRef(null);
   const [state, setState] = useState(() => ({ ...edit.startEditor(initial), notice }));
   const doc = edit.docOf(state);
@@ -112,7 +115,7 @@ function EditorBody({ catalog, ops, examples, example, initial, notice, storage,
   const marks = useMemo(() => (checked.doc ? issueMarks(checked.issues, checked.doc.graph) : NO_MARKS), [checked]);
   const list = useMemo(() => (checked.doc ? problems(checked.issues, checked.doc.graph) : []), [checked]);
   const groups = useMemo(() => paletteGroups(catalog), [catalog]);
-  const act = useActions(setState, ops, root, examples, example);
+  const act = useActions(setState, ops, root, examples, example, onExample);
   const flow = useReactFlow();
   useSaving(storage, text);
   useBridge(bridge, setState);

@@ -27,8 +27,9 @@ function startingProgram(storage, example) {
 }
 
 // `example`: the page's example program (JSON text); `onProgram(text, ok, why)` after each check of the
-// editor's program: its text, whether it has no issues, and if not why it waits.
-export async function mountEditor(container, { engine, example, onProgram, storage = localStorage }) {
+// editor's program: its text, whether it has no issues, and if not why it waits; `onExample(example)`
+// when an example is opened ({name, summary, program, source}: the built-in data it reads, or null).
+export async function mountEditor(container, { engine, example, onProgram, onExample = () => {}, storage = localStorage }) {
   const [catalog, examples] = await Promise.all([engine.call("palette"), engine.call("examples")]);
   const { doc, notice } = startingProgram(storage, example);
   const bridge = { open: null, waiting: [] };
@@ -37,6 +38,7 @@ export async function mountEditor(container, { engine, example, onProgram, stora
     ops: opIndex(catalog),
     examples,
     example,
+    onExample,
     initial: doc,
     notice,
     storage,
