@@ -26,6 +26,9 @@ EXAMPLES = {
     "digits_mlp": examples.digits_mlp(),
     "digits_cnn": examples.digits_cnn(),
     "char_transformer": examples.char_transformer(),
+    "option_pricing": examples.option_pricing(),
+    "ising": examples.ising(),
+    "logistic_bootstrap": examples.logistic_bootstrap(),
 }
 
 PRELUDE = f"""
@@ -66,8 +69,10 @@ def check(program: dict[str, Any]) -> list[dict[str, Any]]:
 
 def test_the_editors_examples_are_the_builders_own_page_example_first() -> None:
     given = json.loads(examples_json())
-    assert [e["name"] for e in given] == ["digits-mlp", "digits-cnn", "char-transformer"]
+    names = ["digits-mlp", "digits-cnn", "char-transformer", "option-pricing", "ising", "logistic-bootstrap"]
+    assert [e["name"] for e in given] == names
     assert [e["program"] for e in given] == list(EXAMPLES.values())
+    assert [e["source"] for e in given] == ["site", "site", "chars", None, None, "cancer"]
     assert given[0]["summary"].startswith("scikit-learn's 8x8 digits: 64 -> 128 (ReLU) -> 10")
     assert all("\n" not in e["summary"] and e["summary"].endswith(".") for e in given)
 
