@@ -403,27 +403,24 @@ def _roll(ctx: Lowering, nid: str, p: dict[str, Any], x: Inputs) -> Node:
     return make(Op.CONCAT, tail, head, arg=d.AxisArg(axis))
 
 
-def _alternating(n: int, first: float) -> Node:
-    """[first, 1 - first, first, ...] of length n."""
-    pair = make(Op.CONCAT, reshape(const(first), (1,)), reshape(const(1.0 - first), (1,)), arg=d.AxisArg(0))
-    halves = (n + 1) // 2
-    flat = reshape(expand(reshape(pair, (1, 2)), (halves, 2)), (2 * halves,))
-    return _sliced(flat, 0, 0, n) if 2 * halves != n else flat
+def _tiled(period: Node, length: int) -> Node:
+    """The first `length` rows (axis 0) of `period` repeated: a constant pattern built on the device."""
+    k, rest = period.shape[0], period.shape[1:]
+    repeats = -(-length // k)
+    flat = reshape(expand(reshape(period, (1, k, *rest)), (repeats, k, *rest)), (repeats * k, *rest))
+    return _sliced(flat, 0, 0, length) if repeats * k != length else flat
+
+
+def _pair(a: Node, b: Node) -> Node:
+    """[a, b] along a new axis 0 (a and b of one shape)."""
+    return make(Op.CONCAT, reshape(a, (1, *a.shape)), reshape(b, (1, *b.shape)), arg=d.AxisArg(0))
 
 
 def _checkerboard(ctx: Lowering, nid: str, p: dict[str, Any], x: Inputs) -> Node:
     height, width = p["shape"]
     first = 1.0 if p["parity"] == 0 else 0.0
-    rows = make(
-        Op.CONCAT,
-        reshape(_alternating(width, first), (1, width)),
-        reshape(_alternating(width, 1.0 - first), (1, width)),
-        arg=d.AxisArg(0),
-    )
-    halves = (height + 1) // 2
-    board = reshape(expand(reshape(rows, (1, 2, width)), (halves, 2, width)), (2 * halves, width))
-    if 2 * halves != height:
-        board = _sliced(board, 0, 0, height)
+    row = _tiled(_pair(const(first), const(1.0 - first)), width)  # [first, 1 - first, first, ...]
+    board = _tiled(_pair(row, _tiled(_pair(const(1.0 - first), const(first)), width)), height)
     return reshape(board, (1, height, width))
 
 
@@ -457,12 +454,10 @@ def _square(op: str, inp: Node) -> int:
 
 
 def eye(n: int) -> Node:
-    """The n x n identity, built from constants: n + 1 values [1, 0, ..., 0] repeated n times hold a 1 at
-    every flat index i * (n + 1), which is (i, i) in the first n * n values."""
-    zeros = expand(const(0.0), (n,))
-    period = make(Op.CONCAT, reshape(const(1.0), (1,)), zeros, arg=d.AxisArg(0))
-    flat = reshape(expand(reshape(period, (1, n + 1)), (n, n + 1)), (n * (n + 1),))
-    return reshape(_sliced(flat, 0, 0, n * n), (n, n))
+    """The n x n identity, built from constants: n + 1 values [1, 0, ..., 0] repeated hold a 1 at every
+    flat index i * (n + 1), which is (i, i) in the first n * n values."""
+    period = make(Op.CONCAT, reshape(const(1.0), (1,)), expand(const(0.0), (n,)), arg=d.AxisArg(0))
+    return reshape(_tiled(period, n * n), (n, n))
 
 
 def _inverse(ctx: Lowering, nid: str, p: dict[str, Any], x: Inputs) -> Node:
