@@ -85,9 +85,17 @@ def _device(kind: str) -> object:
 
 
 def _read_program_json(path: str, command: str) -> dict[str, Any] | None:
-    """The program file's JSON, validated (for what it reads), or None after saying what is wrong."""
-    loaded = _load_program(path, None, command)
-    return None if loaded is None else loaded[0]
+    """The program file's JSON, validated (for what it reads; compiled later, for its data), or None after
+    saying what is wrong."""
+    from scellis.graph import ProgramError, validate
+
+    try:
+        data = json.loads(Path(path).read_text())
+        validate(data)
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, ProgramError) as err:
+        print(f"scellis {command}: cannot read {path}: {err}", file=sys.stderr)
+        return None
+    return data
 
 
 def _load_program(
