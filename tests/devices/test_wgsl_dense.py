@@ -114,8 +114,9 @@ def test_matmul_variants_follow_level_and_layout() -> None:
 def test_a_product_of_few_outputs_runs_one_invocation_each_with_tile64s_bits(
     gpu: WgpuDevice, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The dot variant (at most 256 outputs a matrix) does tile64's multiply-adds in tile64's order, so
-    choosing it by shape keeps debug's bits; an epilogue fuses into it as into the tiles."""
+    """The dot variant (at most 256 outputs a matrix, or at most 4 rows or columns) does tile64's
+    multiply-adds in tile64's order, so choosing it by shape keeps debug's bits; an epilogue fuses into it
+    as into the tiles."""
     a, w, c = data("a", (300, 97, 4)), data("w", (300, 97, 1)), data("c", (4,))
     weighted = make(Op.MUL, a, w)
     y = make(Op.ADD, make(Op.MATMUL, a, weighted, arg=d.MatmulArg(True, False)), c)
@@ -124,9 +125,18 @@ def test_a_product_of_few_outputs_runs_one_invocation_each_with_tile64s_bits(
     assert [k.variant for k in lower(fn, Level.DEBUG).kernels if k.variant != "default"] == ["dot"]
     check(gpu, fn, inputs, 1e-5 * np.sqrt(97))
     dot = run_on(gpu, fn, inputs)["y"]
+    x, beta = data("x", (3, 569, 30)), data("beta", (3, 30, 1))
+    thin = Function("predictor", (x, beta), (("eta", make(Op.MATMUL, x, beta, arg=d.MatmulArg())),))
+    thin_inputs = {"x": RNG.standard_normal((3, 569, 30)), "beta": RNG.standard_normal((3, 30, 1))}
+    assert [k.variant for k in lower(thin, Level.DEBUG).kernels] == ["dot"]
+    check(gpu, thin, thin_inputs, 1e-5 * np.sqrt(30))
+    thin_dot = run_on(gpu, thin, thin_inputs)["eta"]
     monkeypatch.setattr(variants, "SMALL_MATMUL", 0)
+    monkeypatch.setattr(variants, "THIN_MATMUL", 0)
     assert [k.variant for k in lower(fn, Level.DEBUG).kernels if k.variant != "default"] == ["tile64"]
     assert dot.tobytes() == run_on(gpu, fn, inputs)["y"].tobytes()
+    assert [k.variant for k in lower(thin, Level.DEBUG).kernels] == ["tile64"]
+    assert thin_dot.tobytes() == run_on(gpu, thin, thin_inputs)["eta"].tobytes()
 
 
 def test_matmul_epilogue_is_one_kernel_and_exact(gpu: WgpuDevice) -> None:

@@ -101,6 +101,21 @@ def _reductions() -> Function:
     return Function("reductions", (x,), tuple(outs))
 
 
+def _long_reductions() -> Function:
+    """Rows long enough (3 x 2**15 terms into 3 outputs) that lowering splits them into a partial and a final
+    kernel, and one it cannot split (its reduced axes are not one stride apart)."""
+    x = _x("x", (3, 96, 1024))
+    rows = (1, 2)
+    outs = [
+        ("sum (split)", make(Op.SUM, x, arg=d.ReduceArg(rows, False))),
+        ("mean (split)", make(Op.MEAN, x, arg=d.ReduceArg(rows, False))),
+        ("max (split)", make(Op.MAX, x, arg=d.ReduceArg(rows, True))),
+        ("var (split)", make(Op.VAR, x, arg=d.ReduceArg(rows, False, 1))),
+        ("var (not split)", make(Op.VAR, x, arg=d.ReduceArg((0, 2), False))),
+    ]
+    return Function("long reductions", (x,), tuple(outs))
+
+
 def _matmul(name: str, a_shape: tuple[int, ...], b_shape: tuple[int, ...], arg: d.MatmulArg) -> Callable[[], Function]:
     def build() -> Function:
         a, b = _x("a", a_shape), _x("b", b_shape)
@@ -267,6 +282,7 @@ CASES = (
     Case("integers", _integers, {"i": (0, 5), "x": (-9.0, 9.0)}),
     Case("is_finite", _finite, {"x": (-1.0, 1.0)}),
     Case("reductions", _reductions, {"x": (-3.0, 3.0)}),
+    Case("long reductions", _long_reductions, {"x": (1.0, 7.0)}),
     Case("views", _views, {"a": UNIT, "b": UNIT}),
     Case("matmul 33x47x29", _matmul("matmul small", (33, 47), (47, 29), d.MatmulArg()), {"a": UNIT, "b": UNIT}),
     Case("matmul 768x40x768", _matmul("matmul large", (768, 40), (40, 768), d.MatmulArg()), {"a": UNIT, "b": UNIT}),

@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 
 from scellis.codegen import wgsl_expr as w
-from scellis.lower.kernels import Kernel, Kind, Schedule, View
+from scellis.lower.kernels import Kernel, Kind, Reduction, Schedule, View
 from scellis.ops import Op
 
 WORKGROUP = 256
@@ -320,9 +320,8 @@ def _lane_tree(name: str, combine: str) -> str:
 def reduce(kernel: Kernel, schedule: Schedule, b: w.Bindings) -> tuple[str, tuple[int, int, int]]:
     """One workgroup per output element; REDUCE's input view is [*out, *reduced]."""
     (view,) = kernel.inputs[:1]
-    assert isinstance(kernel.arg, tuple)
-    op: Op = kernel.arg[0]
-    correction: int = kernel.arg[1]
+    assert isinstance(kernel.arg, Reduction)
+    op, correction = kernel.arg.op, kernel.arg.correction
     out_shape = kernel.out.shape
     red_shape = view.shape[len(out_shape) :]
     count = math.prod(red_shape)

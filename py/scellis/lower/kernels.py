@@ -12,6 +12,7 @@ from __future__ import annotations
 import enum
 import math
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from scellis.ops import DType, Op
 
@@ -135,7 +136,7 @@ class Kind(enum.Enum):
     MATMUL         inputs a [..., M, K], b [..., K, N] (already transposed by strides), out [..., M, N];
                    batch axes share out's batch shape; value = expr of Acc (the dot product)
     REDUCE         input [*out.shape, *reduced] (the reduced axes moved last); value = expr of Acc where
-                   Acc is the sum / mean / max / var (arg: (the IR op, correction))
+                   Acc is the sum / mean / max / var (arg: a Reduction)
     SOFTMAX, LOG_SOFTMAX   input [*rows, R] (the normalised axis moved last) -> out of the same shape,
                    contiguous in that order
     ARGMAX         input [*rows, R] -> out [*rows] int32 (first maximum)
@@ -178,6 +179,16 @@ class Kind(enum.Enum):
     SOLVE = "solve"
     SORT = "sort"
     SORT_GRAD = "sort_grad"
+
+
+class Reduction(NamedTuple):
+    """REDUCE's arg: the IR op, the variance's correction, and how many terms of the IR reduction one output
+    element sums in the end (more than the kernel's own reduced elements when a long reduction is split into
+    a partial and a final kernel: its error bound is the whole reduction's)."""
+
+    op: Op
+    correction: int
+    terms: int
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,7 @@ in float16 and every reader converts it on load.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -35,6 +36,7 @@ from scellis.lower.kernels import (
     Kernel,
     Kind,
     Load,
+    Reduction,
     Schedule,
     Step,
     View,
@@ -364,7 +366,7 @@ def _lower_node(low: Lowerer, node: Node) -> Value:  # noqa: PLR0911 - one branc
     if node.op in ELEMENTWISE:
         return _cover(_elementwise(low, node, src), pos)
     if node.op in PRODUCERS:
-        return _cover(_producer(low, node, src), pos)
+        return _cover(_producer(low, node, src, pos), pos)
     if node.op is Op.CONCAT:
         return _concat(low, node, src, pos)
     if node.op is Op.SLICE_GRAD:
@@ -455,7 +457,7 @@ def _binding_count(tree: Tree) -> int:
     return len(buffers) + (len({v.buffer for v in producer.inputs}) if producer else 0)
 
 
-def _producer(low: Lowerer, node: Node, src: list[Value]) -> Value:
+def _producer(low: Lowerer, node: Node, src: list[Value], pos: int) -> Value:
     if node.op is Op.MATMUL:
         assert isinstance(node.arg, d.MatmulArg)
         a, b = (low.view_of(v) for v in src)
@@ -474,13 +476,59 @@ def _producer(low: Lowerer, node: Node, src: list[Value]) -> Value:
     source = low.view_of(src[0])
     moved = views.move_axes_last(source, node.arg.axes)
     kept = tuple(dim for i, dim in enumerate(source.shape) if i not in node.arg.axes)
-    arg = (node.op, node.arg.correction)
-    pending = Pending(kept, node.dtype, None, Kind.REDUCE, (moved,), arg)
+    pending = _reduction(low, node, moved, kept, pos)
     if not node.arg.keepdims:
         return pending
+    pending.covers.append(pos)
     reshaped = views.reshape(low.write(pending, None), node.shape)
     assert reshaped is not None
     return reshaped
+
+
+# A reduction of more terms than SPLIT_TERMS into fewer outputs than SPLIT_OUTPUTS (so few workgroups that
+# most of a GPU idles while each walks a long row) is split in two: a partial kernel reduces chunks of the
+# row into [*kept, chunks], a final one reduces those. Both orders are fixed, so every level keeps its bits.
+SPLIT_TERMS = 1 << 14
+SPLIT_OUTPUTS = 1024
+
+
+def _chunk(count: int) -> int | None:
+    """The length of the chunks a row of `count` terms is split into: the largest divisor of `count` up to
+    about 4 sqrt(count) (so the partial kernel's rows are somewhat longer than the final one's), or None when
+    no divisor leaves chunks of at least 256 terms and at least 4 of them."""
+    for size in range(min(max(1024, 4 * math.isqrt(count)), count // 4), 255, -1):
+        if count % size == 0:
+            return size
+    return None
+
+
+def _reduction(low: Lowerer, node: Node, moved: View, kept: tuple[int, ...], pos: int) -> Pending:
+    """The reduction of `moved` [*kept, *reduced] over its last axes, as a pending REDUCE kernel (see
+    SPLIT_TERMS for when its partial kernels are written first). A variance is split with the parallel
+    formula: var = n / (n - correction) * (mean of chunk variances + variance of chunk means), every
+    variance there with correction 0 (chunks are of equal length)."""
+    assert isinstance(node.arg, d.ReduceArg)
+    op, correction = node.op, node.arg.correction
+    count = _size(moved.shape[len(kept) :])
+    size = _chunk(count) if count > SPLIT_TERMS and _size(kept) < SPLIT_OUTPUTS else None
+    rows = views.reshape(moved, (*kept, count // size, size)) if size else None
+    if size is None or rows is None:
+        return Pending(kept, node.dtype, None, Kind.REDUCE, (moved,), Reduction(op, correction, count))
+
+    def partial(part_op: Op) -> View:
+        out = View.contiguous(low.new_buffer(node.dtype, _size(kept) * (count // size)), (*kept, count // size))
+        low.kernels.append(Kernel(Kind.REDUCE, out, (rows,), Reduction(part_op, 0, size), covers=(pos,)))
+        return out
+
+    if op is not Op.VAR:
+        return Pending(kept, node.dtype, None, Kind.REDUCE, (partial(op),), Reduction(op, correction, count))
+    means, variances = partial(Op.MEAN), partial(Op.VAR)
+    spread = Pending(kept, node.dtype, None, Kind.REDUCE, (means,), Reduction(Op.VAR, 0, count), [pos])
+    average = Pending(kept, node.dtype, None, Kind.REDUCE, (variances,), Reduction(Op.MEAN, 0, count))
+    tree: Tree = PApply(Op.ADD, None, (PAcc(average), PLoad(low.write(spread, None))), node.dtype)
+    if correction:
+        tree = PApply(Op.MUL, None, (tree, PConst(count / (count - correction), node.dtype)), node.dtype)
+    return Pending(kept, node.dtype, tree)
 
 
 def _rows(low: Lowerer, node: Node, src: list[Value], pos: int) -> View:

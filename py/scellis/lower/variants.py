@@ -15,6 +15,7 @@ from scellis.ops import DType
 
 LARGE_MATMUL = 128  # both output sides at least this
 SMALL_MATMUL = 256  # at most this many outputs a matrix: one invocation each (a 64 x 64 tile would idle)
+THIN_MATMUL = 4  # or at most this many rows or columns (a matrix-vector product): one invocation each too
 LARGE_TILES = 32  # and at least this many 128 x 128 output tiles
 SMALL_SOLVE = 8  # a solve of at most this many unknowns runs one invocation per matrix, larger ones a workgroup
 
@@ -48,10 +49,11 @@ def _large(kernel: Kernel) -> bool:
 
 def _small(kernel: Kernel) -> bool:
     """Products of a few outputs a matrix (e.g. a bootstrap's 2,000 4 x 4 information matrices, each a sum
-    over 569 rows): one invocation per output, its K multiply-adds in order. In a 64 x 64 tile 256 threads
-    would compute mostly padding, a barrier every 16 steps of K (1,000x slower on lavapipe)."""
+    over 569 rows), or of a few rows or columns (its 2,000 569 x 4 by 4 x 1 linear predictors): one
+    invocation per output, its K multiply-adds in order. In a 64 x 64 tile 256 threads would compute mostly
+    padding, a barrier every 16 steps of K (1,000x slower on lavapipe)."""
     *_, m, n = kernel.out.shape
-    return m * n <= SMALL_MATMUL
+    return m * n <= SMALL_MATMUL or min(m, n) <= THIN_MATMUL
 
 
 def choose(kernel: Kernel, level: Level, features: frozenset[str]) -> str:
@@ -114,7 +116,7 @@ def _conv_input_terms(kernel: Kernel) -> int:
 # How many terms one output element of a kernel sums, by kind (absent kinds sum nothing: 1).
 TERMS: dict[Kind, Callable[[Kernel], int]] = {
     Kind.MATMUL: lambda k: k.inputs[0].shape[-1],
-    Kind.REDUCE: lambda k: math.prod(k.inputs[0].shape[len(k.out.shape) :]),
+    Kind.REDUCE: lambda k: k.arg.terms,  # type: ignore[attr-defined]
     Kind.SOFTMAX: lambda k: k.inputs[0].shape[-1],
     Kind.LOG_SOFTMAX: lambda k: k.inputs[0].shape[-1],
     Kind.CONV2D: lambda k: math.prod(k.inputs[1].shape[1:]),

@@ -19,7 +19,6 @@ from scellis.codegen.cpu import cpu_calls
 from scellis.ir import Function, to_text
 from scellis.levels import Level
 from scellis.lower import Schedule, lower
-from scellis.lower.computes import computed
 from scellis.ops import Node, Op
 from scellis.provenance.match import attribute
 from scellis.provenance.replay import LOOP, Owners, replay
@@ -96,7 +95,7 @@ def kernel_owners(
     bias corrections) counts only for a kernel that computes nothing else. A kernel that computes no node
     copies a value: into an output's buffer (the output's owner), or to make a view contiguous (the
     owners of what wrote, or what the step's input names, the buffer it reads)."""
-    nodes, computes = step.nodes(), computed(schedule, step)
+    nodes, computes = step.nodes(), [k.covers for k in schedule.kernels]
     times = Counter(p for positions in computes for p in positions)
     inline = {p for p, count in times.items() if count > 1 and nodes[p].shape == ()}
     outputs = {b: name for name, b in schedule.outputs}
@@ -124,7 +123,8 @@ def kernel_entries(
     numbers = [n for n, _ in _numbered(step)]
     rank = {owner: i for i, owner in enumerate(order)}
     out = []
-    for i, (kernel, positions) in enumerate(zip(schedule.kernels, computed(schedule, step), strict=True)):
+    for i, kernel in enumerate(schedule.kernels):
+        positions = kernel.covers
         code = render(kernel, schedule)
         out.append(
             {

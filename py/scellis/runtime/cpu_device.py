@@ -23,7 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from scellis.codegen.cpu import COPY, PRODUCER_EXPORTS, TAPE, needs_temp
-from scellis.lower.kernels import ACC, Kernel, Kind, Schedule, View
+from scellis.lower.kernels import ACC, Kernel, Kind, Reduction, Schedule, View
 from scellis.ops import DType, Op
 from scellis.ops import defs as d
 from scellis.plan import plan_memory, update_in_place
@@ -293,9 +293,9 @@ def _split(view: View, kept: int, address: Address, out_at: int, *, op: int, cor
 
 
 def _reduce(kernel: Kernel, address: Address, acc: View) -> Part:
-    assert isinstance(kernel.arg, tuple)
-    op, correction = kernel.arg
-    words = _split(kernel.inputs[0], len(acc.shape), address, address(acc), op=REDUCE_CODES[op], correction=correction)
+    assert isinstance(kernel.arg, Reduction)
+    op, correction = REDUCE_CODES[kernel.arg.op], kernel.arg.correction
+    words = _split(kernel.inputs[0], len(acc.shape), address, address(acc), op=op, correction=correction)
     return Part(PRODUCER_EXPORTS[kernel.kind], words, acc.size)
 
 

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
-from scellis.lower.kernels import Acc, Apply, Const, Coord, Expr, Kernel, Kind, Load, Schedule, View
+from scellis.lower.kernels import Acc, Apply, Const, Coord, Expr, Kernel, Kind, Load, Reduction, Schedule, View
 from scellis.ops import DType, Op
 from scellis.ops import defs as d
 from scellis.plan.budget import Budget, DeviceLimits
@@ -110,11 +110,11 @@ class CompiledReference(Synchronous):
         if kind is Kind.MATMUL:
             return np.matmul(inputs[0], inputs[1])
         if kind is Kind.REDUCE:
-            assert isinstance(kernel.arg, tuple)
-            op, correction = kernel.arg
+            assert isinstance(kernel.arg, Reduction)
             x = inputs[0]
             axes = tuple(range(len(kernel.out.shape), x.ndim))
-            return ref.IMPLS[op](d.ReduceArg(axes, False, correction), [x], _Shaped(kernel.out.shape), FLOAT)
+            arg = d.ReduceArg(axes, False, kernel.arg.correction)
+            return ref.IMPLS[kernel.arg.op](arg, [x], _Shaped(kernel.out.shape), FLOAT)
         if kind in ROWS:
             axis = d.AxisArg(inputs[0].ndim - 1)
             return ref.IMPLS[ROWS[kind]](axis, inputs, _Shaped(kernel.out.shape), FLOAT)
