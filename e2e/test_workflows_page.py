@@ -87,6 +87,28 @@ def test_the_option_pricer_runs_and_pins_no_data(loaded: LoadedApp, tmp_path: Pa
         argv = ["verify", str(path), "--store", str(tmp_path / "store")]
         with ThreadPoolExecutor(1) as thread:  # asyncio.run needs a thread of its own
             assert thread.submit(cli.main, argv).result() == 0
+    rerun_a_link_without_data(loaded, manifest["final"])
+
+
+def rerun_a_link_without_data(loaded: LoadedApp, final: str) -> None:
+    """The run's share link, opened in another page, asks for no data: one button re-runs it and verifies."""
+    page = loaded.page
+    page.click("#run-link")
+    page.wait_for_function("() => document.getElementById('run-link-text').value.includes('#run=')")
+    shared = loaded.context.new_page()
+    try:
+        shared.goto(page.input_value("#run-link-text"))
+        shared.wait_for_selector("#shared[data-state=asking]", timeout=RUN_TIMEOUT_MS)
+        assert "reads no data" in shared.inner_text("#shared-summary")
+        assert shared.is_hidden("#shared-data") and shared.is_visible("#shared-rerun")
+        shared.click("#shared-rerun")
+        ends = ", ".join(f"#shared[data-state={s}]" for s in ("verified", "mismatch", "different", "error"))
+        shared.wait_for_selector(ends, timeout=RUN_TIMEOUT_MS)
+        verdict = shared.inner_text("#shared-verdict") if shared.is_visible("#shared-verdict") else ""
+        assert shared.get_attribute("#shared", "data-state") == "verified", verdict or shared.inner_text("#shared")
+        assert f"the pinned final checkpoint {final} bit for bit" in verdict
+    finally:
+        shared.close()
 
 
 def page_kind(page: Page) -> str:

@@ -164,6 +164,9 @@ def test_a_rerun_on_other_data_or_of_no_run_is_refused(whole: dict, tmp_path: Pa
     other["digits-test-y.i32"] = other["digits-test-y.i32"][4:] + other["digits-test-y.i32"][:4]
     with pytest.raises(ValueError, match="the test split does not match the pinned data: its content hash is"):
         replayed(tmp_path, whole["link"], other)
+    no_data = open_replay("none", {}, whole["link"], "cpu", BUILD, store=DirectoryStore(tmp_path))
+    with pytest.raises(ValueError, match=r"this run of 'digits-mlp' read data \(train, test\): give it that data"):
+        asyncio.run(no_data)
     unrun = share_link(replace(read_share_link(whole["link"]), ran_on=None, settings=_unrun(whole)), BASE)
     with pytest.raises(ValueError, match="the link shares a program that has not been run"):
         replayed(tmp_path, unrun)

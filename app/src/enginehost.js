@@ -83,7 +83,7 @@ class Engine {
   // cancer data this site ships, fetched once), { user: id } (a data set imported here), or { files } (the
   // digits' four files, given by the page).
   async files(data) {
-    if (data === "chars") return { source: "chars", files: {} };
+    if (data === "chars" || data === "none") return { source: data, files: {} };
     if (data === "cancer") {
       this.cancerFiles ??= Object.fromEntries(
         await Promise.all(CANCER_FILES.map(async (n) => [n, await fetchBytes(new URL(`data/${n}`, this.base))])),

@@ -126,9 +126,14 @@ export function showShared(shown) {
   card.dataset.state = "asking";
   const s = shown.settings;
   const ran = shown.ran_on;
-  byId("shared-summary").textContent = ran
-    ? `This link pins a run of ${shown.name}. Give it the data, and the page re-runs it and compares the result with the pinned final checkpoint.`
-    : `This link shares ${shown.name} with its settings; it has not been run, so there is nothing to compare with.`;
+  const readsData = s.data.length > 0;
+  let summary = `This link shares ${shown.name} with its settings; it has not been run, so there is nothing to compare with.`;
+  if (ran && readsData) {
+    summary = `This link pins a run of ${shown.name}. Give it the data, and the page re-runs it and compares the result with the pinned final checkpoint.`;
+  } else if (ran) {
+    summary = `This link pins a run of ${shown.name}, which reads no data. Re-run it, and the page compares the result with the pinned final checkpoint.`;
+  }
+  byId("shared-summary").textContent = summary;
   const facts = [
     ["Program", shown.name],
     ["Determinism level", s.level],
@@ -142,17 +147,19 @@ export function showShared(shown) {
   const list = byId("shared-facts");
   list.replaceChildren();
   for (const [label, value] of facts) list.append(element("dt", label), element("dd", value));
-  byId("shared-data").hidden = !ran;
+  byId("shared-data").hidden = !(ran && readsData);
+  byId("shared-no-data").hidden = !(ran && !readsData);
 }
 
-export function wireShared({ onSiteData, onChosenData, onFiles }) {
+export function wireShared({ onSiteData, onChosenData, onFiles, onRerun }) {
+  byId("shared-rerun").onclick = onRerun;
   byId("shared-site-data").onclick = onSiteData;
   byId("shared-chosen-data").onclick = onChosenData;
   byId("shared-files").onchange = (event) => onFiles([...event.target.files]);
 }
 
 export function showSharedBusy(busy) {
-  for (const id of ["shared-site-data", "shared-chosen-data", "shared-files"]) byId(id).disabled = busy;
+  for (const id of ["shared-site-data", "shared-chosen-data", "shared-files", "shared-rerun"]) byId(id).disabled = busy;
 }
 
 export function showSharedStatus(text) {

@@ -43,6 +43,7 @@ export class SharedRun {
       onSiteData: () => this.rerun("site"),
       onChosenData: () => this.rerun(this.data.current().source),
       onFiles: (picked) => this.rerunFiles(picked),
+      onRerun: () => this.rerun("none"),
     });
   }
 
@@ -56,12 +57,12 @@ export class SharedRun {
     await this.rerun({ files: Object.fromEntries(await Promise.all(picked.map(read))) });
   }
 
-  // `data`: "site" (the digits this site ships), { files } (the four data files by name), or the Data
-  // card's choice (enginehost.js files).
+  // `data`: "site" (the digits this site ships), { files } (the four data files by name), the Data
+  // card's choice (enginehost.js files), or "none" for a run of a program that reads no data.
   async rerun(data) {
     clearSharedError();
     showSharedBusy(true);
-    showSharedStatus("Checking the data's hashes…");
+    showSharedStatus(data === "none" ? "Opening the run…" : "Checking the data's hashes…");
     try {
       const opened = await openReplay(this.engine, data, this.controller.current().kind, location.href);
       if (opened.refused) {
@@ -69,7 +70,8 @@ export class SharedRun {
         return;
       }
       const { level, seed } = this.shown.settings;
-      showSharedStatus(`The data matches the pinned hashes. Re-running (${opened.note ?? `level ${level}, seed ${seed}`})…`);
+      const checked = this.shown.settings.data.length ? "The data matches the pinned hashes. " : "";
+      showSharedStatus(`${checked}Re-running (${opened.note ?? `level ${level}, seed ${seed}`})…`);
       await new Driver(opened.run, { onState: showSharedState }).go();
       const verdict = JSON.parse(await opened.run.verdict());
       await opened.run.close();

@@ -60,6 +60,10 @@ SOURCES = ("site", "chars", "cancer", "user")
 EXAMPLE_SOURCES = {"digits": "site", "chars": "chars", "breast-cancer": "cancer", "none": None}
 
 
+# The data a run of a program that reads none is handed: the smallest source, which needs no files.
+NO_DATA = "chars"
+
+
 def load_data(source: str, files: dict[str, bytes]) -> tuple[Split, Split, DataInfo]:
     """(train, test, info) of the page's data: this site's digits (their four files), the Zen of Python's
     next-character windows (no files: the text ships with Python), or the user's own (from_user_files)."""
@@ -395,6 +399,11 @@ async def open_replay(
     ValueError names each split that differs), on the pinned device kind where the page has it and on the
     CPU path where it has not (the second value says so; it is None otherwise)."""
     pins = Pins.of(read_share_link(href))
+    if source == "none":  # the page has nothing to give: only a program that reads no data can take that
+        if pins.settings.data:
+            splits = ", ".join(v.split for v in pins.settings.data)
+            raise ValueError(f"this run of {pins.program['name']!r} read data ({splits}): give it that data")
+        source = NO_DATA  # splits its run never reads
     train, test, _ = load_data(source, files)
     kind, note = pins.settings.device, None
     if kind == "webgpu" and page_kind != "webgpu":
