@@ -74,6 +74,7 @@ def _integers() -> Function:
         ("cast (int32 to float32)", make(Op.CAST, i, arg=d.CastArg(DType.F32))),
         ("cast (float32 to int32)", make(Op.CAST, make(Op.FLOOR, x), arg=d.CastArg(DType.I32))),
         ("one_hot", make(Op.ONE_HOT, i, arg=d.ClassesArg(5))),
+        ("one_hot (a constant label)", make(Op.ONE_HOT, expand(const(3, DType.I32), (6, 9)), arg=d.ClassesArg(5))),
     ]
     return Function("integers", (i, x), tuple(outs))
 

@@ -416,11 +416,23 @@ def _pair(a: Node, b: Node) -> Node:
     return make(Op.CONCAT, reshape(a, (1, *a.shape)), reshape(b, (1, *b.shape)), arg=d.AxisArg(0))
 
 
+def _alternating(length: int) -> Node:
+    """[0, 1, 0, 1, ...] of `length` float32: the second of two classes, one-hot, read row by row. It is
+    computed from coordinates (no constant tensor is assembled on the device)."""
+    pairs = -(-length // 2)
+    second = make(Op.ONE_HOT, expand(const(1, DType.I32), (pairs,)), arg=d.ClassesArg(2))
+    flat = reshape(second, (2 * pairs,))
+    return _sliced(flat, 0, 0, length) if 2 * pairs != length else flat
+
+
 def _checkerboard(ctx: Lowering, nid: str, p: dict[str, Any], x: Inputs) -> Node:
     height, width = p["shape"]
-    first = 1.0 if p["parity"] == 0 else 0.0
-    row = _tiled(_pair(const(first), const(1.0 - first)), width)  # [first, 1 - first, first, ...]
-    board = _tiled(_pair(row, _tiled(_pair(const(1.0 - first), const(first)), width)), height)
+    down = _alternating(height)
+    across = down if width == height else _alternating(width)
+    rows = expand(reshape(down, (height, 1)), (height, width))
+    cols = expand(reshape(across, (1, width)), (height, width))
+    odd = unary(Op.ABS, sub(rows, cols))  # 1 where row + column is odd
+    board = odd if p["parity"] == 1 else sub(const(1.0), odd)
     return reshape(board, (1, height, width))
 
 

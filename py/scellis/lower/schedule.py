@@ -429,8 +429,13 @@ def _view(low: Lowerer, node: Node, value: Value) -> Value:  # noqa: PLR0911 - o
 def _elementwise(low: Lowerer, node: Node, src: list[Value]) -> Value:
     if node.op is Op.ONE_HOT:
         assert isinstance(node.arg, d.ClassesArg)
-        labels = views.broadcast(views.reshape(_contiguous(low, src[0]), (*node.shape[:-1], 1)), node.shape)  # type: ignore[arg-type]
-        hit = PApply(Op.EQUAL, None, (PLoad(labels), PCoord(len(node.shape) - 1)), DType.BOOL)
+        label: Tree
+        if _uniform(src[0]):  # one label everywhere (a constant): its tree at the one-hot's shape, no buffer
+            label = _rebuild(src[0].tree, lambda v: View(v.buffer, node.shape, (0,) * len(node.shape), v.offset), 0)  # type: ignore[union-attr, arg-type]
+        else:
+            labels = _contiguous(low, src[0])
+            label = PLoad(views.broadcast(views.reshape(labels, (*node.shape[:-1], 1)), node.shape))  # type: ignore[arg-type]
+        hit = PApply(Op.EQUAL, None, (label, PCoord(len(node.shape) - 1)), DType.BOOL)
         return Pending(node.shape, node.dtype, PApply(Op.CAST, d.CastArg(DType.F32), (hit,), DType.F32))
     if node.op is Op.RANDOM:
         inputs = tuple(_contiguous(low, v) for v in src)
