@@ -55,6 +55,22 @@ export class CompiledStep {
     return this.collect(copies);
   }
 
+  // Copy the named buffers into `other`'s buffers of the same names (another step on this device), with
+  // no round trip through the page: queued after every step submitted before.
+  copyInto(other, names) {
+    const encoder = this.device.createCommandEncoder();
+    for (const name of names) {
+      const source = this.buffers[this.names[name]];
+      const target = other.buffers[other.names[name]];
+      if (!source || !target) throw new Error(`the ${source ? "target" : "source"} step has no buffer ${name} to copy`);
+      if (source.size !== target.size) {
+        throw new Error(`${name} holds ${source.size} bytes in the source step and ${target.size} in the target`);
+      }
+      encoder.copyBufferToBuffer(source, 0, target, 0, source.size);
+    }
+    this.device.queue.submit([encoder.finish()]);
+  }
+
   stage(encoder, reads) {
     return reads.map((name) => {
       const source = this.buffers[this.names[name]];

@@ -446,10 +446,8 @@ class Session:
         """Loss and metrics on all of `test`, in batches of the evaluation's rows: each batch's values
         weighted by its rows (exact for per-example means such as the loss, accuracy and mse)."""
         calls = self._evaluation_calls(test.n)
-        current = await self.step.fetch(self.carried)
         for evaluation in {id(e): e for _, _, e in calls}.values():
-            for name, data in current.items():
-                evaluation.write(name, data)
+            self.step.copy_into(evaluation, self.carried)
         sums = dict.fromkeys(self.metrics, 0.0)
         for start, rows, evaluation in calls:
             x, y = test.rows(list(range(start, start + rows)))
@@ -465,8 +463,7 @@ class Session:
         if self.has_data and train is None:
             raise ValueError(f"{self.compiled.program.name}'s results read its training data: give the split")
         fn = self.compiled.evaluate
-        for name, data in (await self.step.fetch(self.carried)).items():
-            self.eval.write(name, data)
+        self.step.copy_into(self.eval, self.carried)
         writes = self._latest_positions(fn)
         if self.has_data and train is not None:
             if train.n < self.batch:

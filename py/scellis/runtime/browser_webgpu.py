@@ -46,6 +46,10 @@ class BrowserCompiled:
     async def fetch(self, names: list[str]) -> dict[str, bytes]:
         return _bytes(await self.handle.fetch(to_js(names)))
 
+    def copy_into(self, other: BrowserCompiled, names: list[str]) -> None:
+        """One submission of buffer-to-buffer copies in the page's executor (runtime.device)."""
+        self.handle.copyInto(other.handle, to_js(names))
+
 
 def _measured_when(dates: list[str]) -> str:
     """When the probe's answers were measured: "now", on the date of the oldest kept one, or both."""

@@ -30,7 +30,7 @@ from scellis.plan import plan_memory, update_in_place
 from scellis.plan.budget import Budget, DeviceLimits
 from scellis.runtime.cpu import CpuPath
 from scellis.runtime.cpu_tape import Source, encode, merge_axes, padded
-from scellis.runtime.ready import Synchronous
+from scellis.runtime.ready import Synchronous, copy_sizes
 
 REDUCE_CODES = {Op.SUM: 0, Op.MEAN: 1, Op.MAX: 2, Op.VAR: 3}
 ROW_CODES = {Kind.SOFTMAX: 4, Kind.LOG_SOFTMAX: 5, Kind.ARGMAX: 6}
@@ -99,6 +99,14 @@ class CompiledCpu(Synchronous):
     def read(self, name: str) -> bytes:
         address, size = self._buffer(name)
         return self.instance.read(address, size)
+
+    def copy_into(self, other: CompiledCpu, names: list[str]) -> None:
+        """Within the module's one memory (runtime.device.CompiledStep.copy_into)."""
+        if other.instance is not self.instance:
+            raise ValueError("copy_into needs both steps placed in one module instance")
+        sizes = {name: size for name, (_, size) in self.buffers.items()}
+        for name, _ in copy_sizes(names, sizes, {name: size for name, (_, size) in other.buffers.items()}):
+            other.write(name, self.read(name))
 
     def run(self) -> None:
         """One step: every kernel in order, then the carry copies."""

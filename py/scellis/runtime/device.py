@@ -35,6 +35,12 @@ class CompiledStep(Protocol):
     async def fetch(self, names: list[str]) -> dict[str, bytes]:
         """Bring buffers back without running anything."""
 
+    def copy_into(self, other: Any, names: list[str]) -> None:
+        """Copy the named buffers into `other`'s buffers of the same names, on the device: no round trip
+        through the host (both steps compiled by one device; the copy follows every step submitted
+        before it and precedes `other`'s next step). ValueError when a name is missing from either or
+        the two buffers differ in size."""
+
 
 class Device(Protocol):
     name: str

@@ -45,3 +45,16 @@ class Synchronous(abc.ABC):
 
     async def fetch(self, names: list[str]) -> dict[str, bytes]:
         return {name: self.read(name) for name in names}
+
+
+def copy_sizes(names: list[str], source: dict[str, int], target: dict[str, int]) -> list[tuple[str, int]]:
+    """(name, bytes) of each buffer a copy_into moves, checked: both steps have it, at one size."""
+    out = []
+    for name in names:
+        if name not in source or name not in target:
+            side = "source" if name not in source else "target"
+            raise ValueError(f"the {side} step has no buffer {name!r} to copy")
+        if source[name] != target[name]:
+            raise ValueError(f"{name!r} holds {source[name]} bytes in the source step and {target[name]} in the target")
+        out.append((name, source[name]))
+    return out

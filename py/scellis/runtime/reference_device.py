@@ -16,7 +16,7 @@ from scellis.ops import DType, Op
 from scellis.ops import defs as d
 from scellis.plan.budget import Budget, DeviceLimits
 from scellis.runtime import reference as ref
-from scellis.runtime.ready import Synchronous
+from scellis.runtime.ready import Synchronous, copy_sizes
 
 FLOAT = np.dtype(np.float64)
 WIRE = {DType.F32: "<f4", DType.F16: "<f2", DType.I32: "<i4", DType.U32: "<u4", DType.BOOL: "<u4"}
@@ -85,6 +85,13 @@ class CompiledReference(Synchronous):
         if values.size != buffer.size and len(data) != buffer.nbytes:  # float16: padded to whole words
             raise ValueError(f"{name!r} holds {buffer.size} elements, got {values.size}")
         self.memory[buffer.id][: buffer.size] = values[: buffer.size].astype(self.memory[buffer.id].dtype)
+
+    def copy_into(self, other: CompiledReference, names: list[str]) -> None:
+        """Host memory to host memory (runtime.device.CompiledStep.copy_into)."""
+        mine = {name: self.schedule.buffer(b).nbytes for name, b in self.names.items()}
+        theirs = {name: other.schedule.buffer(b).nbytes for name, b in other.names.items()}
+        for name, _ in copy_sizes(names, mine, theirs):
+            other.memory[other.names[name]][...] = self.memory[self.names[name]]
 
     def read(self, name: str) -> bytes:
         buffer = self.schedule.buffer(self.names[name])

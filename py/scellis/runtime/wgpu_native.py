@@ -8,7 +8,7 @@ from typing import Any
 
 from scellis.lower.kernels import Schedule
 from scellis.plan.budget import Budget, DeviceLimits, probe_search, run_search
-from scellis.runtime.ready import Synchronous
+from scellis.runtime.ready import Synchronous, copy_sizes
 from scellis.runtime.step_plan import step_plan
 
 LIMIT_KEYS = ("max-buffer-size", "max-storage-buffer-binding-size", "max-storage-buffers-per-shader-stage")
@@ -95,6 +95,18 @@ class CompiledWgpu(Synchronous):
 
     def read(self, name: str) -> bytes:
         return bytes(self.device.device.queue.read_buffer(self.buffers[self.names[name]]))
+
+    def sizes(self) -> dict[str, int]:
+        return {name: self.buffers[b].size for name, b in self.names.items()}
+
+    def copy_into(self, other: CompiledWgpu, names: list[str]) -> None:
+        """One submission of buffer-to-buffer copies (runtime.device.CompiledStep.copy_into)."""
+        if other.device is not self.device:
+            raise ValueError("copy_into needs both steps compiled by one device")
+        encoder = self.device.device.create_command_encoder()
+        for name, size in copy_sizes(names, self.sizes(), other.sizes()):
+            encoder.copy_buffer_to_buffer(self.buffers[self.names[name]], 0, other.buffers[other.names[name]], 0, size)
+        self.device.device.queue.submit([encoder.finish()])
 
     def run(self) -> None:
         """One submission: every kernel in order, then the carry copies."""
