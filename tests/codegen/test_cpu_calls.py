@@ -3,7 +3,7 @@ the move out of its temporary) as a tape after it."""
 
 from __future__ import annotations
 
-from scellis.codegen.cpu import PRODUCER_EXPORTS, TAPE, TAPED, cpu_calls
+from scellis.codegen.cpu import PRODUCER_EXPORTS, TAPE, TAPE_A_PART, TAPED, cpu_calls
 from scellis.ir import Function
 from scellis.levels import Level
 from scellis.lower import Kind, lower
@@ -13,7 +13,7 @@ from scellis.ops.node import input_node
 
 
 def test_every_kind_has_its_export() -> None:
-    assert set(PRODUCER_EXPORTS) | TAPED == set(Kind)
+    assert set(PRODUCER_EXPORTS) | TAPED | TAPE_A_PART == set(Kind)
     assert all(name.startswith("sc_cpu_") for name in PRODUCER_EXPORTS.values())
 
 
@@ -26,3 +26,13 @@ def test_an_epilogue_runs_as_a_tape_after_its_producer() -> None:
     assert sorted(calls) == sorted([("sc_cpu_matmul",), (TAPE,), (TAPE,)])
     shared = Function("g", (a, b), (("relu", make(Op.RELU, make(Op.MATMUL, a, b, arg=d.MatmulArg()))),))
     assert [cpu_calls(k) for k in lower(shared, Level.PROD).kernels] == [("sc_cpu_matmul", TAPE)]
+
+
+def test_a_concatenation_of_views_is_one_kernel_and_a_copying_tape_a_part() -> None:
+    a = input_node("a", d.Role.DATA, DType.F32, (4, 8))
+    tail = make(Op.SLICE, a, arg=d.SliceArg((0, 5), (4, 8), (1, 1)))
+    head = make(Op.SLICE, a, arg=d.SliceArg((0, 0), (4, 5), (1, 1)))
+    fn = Function("roll", (a,), (("y", make(Op.CONCAT, tail, head, arg=d.AxisArg(1))),))
+    kernels = lower(fn, Level.PROD).kernels
+    assert [k.kind for k in kernels] == [Kind.CONCAT]
+    assert cpu_calls(kernels[0]) == (TAPE, TAPE)

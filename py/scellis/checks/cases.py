@@ -131,9 +131,12 @@ def _views() -> Function:
     part = make(Op.SLICE, turned, arg=d.SliceArg((0, 1, 0), (4, 9, 6), (1, 2, 2)))
     spread = make(Op.EXPAND, make(Op.RESHAPE, b, arg=d.ShapeArg((1, 6, 10))), arg=d.ShapeArg((4, 6, 10)))
     joined = make(Op.CONCAT, a, spread, arg=d.AxisArg(0))
+    tail = make(Op.SLICE, a, arg=d.SliceArg((0, 0, 7), (4, 6, 10), (1, 1, 1)))
+    head = make(Op.SLICE, a, arg=d.SliceArg((0, 0, 0), (4, 6, 7), (1, 1, 1)))
     outs = (
         ("permute + slice", make(Op.MUL, part, const(2.0))),
         ("concat + expand", joined),
+        ("concat of two slices (a roll)", make(Op.CONCAT, tail, head, arg=d.AxisArg(2))),
         ("slice_grad", make(Op.SLICE_GRAD, part, arg=d.SliceGradArg((4, 10, 6), (0, 1, 0), (4, 9, 6), (1, 2, 2)))),
     )
     return Function("views", (a, b), outs)

@@ -73,7 +73,7 @@ def _writer(schedule: Schedule, buffer: int, position: int) -> Kernel:
 
 
 # Kernels whose float outputs are copies of input values: promised bit-exact.
-COPIES = {Kind.GATHER, Kind.SHIFT2D, Kind.FLIP_LAST, Kind.MAX_POOL2D, Kind.SORT, Kind.SORT_GRAD}
+COPIES = {Kind.GATHER, Kind.SHIFT2D, Kind.FLIP_LAST, Kind.MAX_POOL2D, Kind.SORT, Kind.SORT_GRAD, Kind.CONCAT}
 
 
 def _exact(kernel: Kernel, dtype: DType) -> bool:

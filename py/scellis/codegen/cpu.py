@@ -3,7 +3,8 @@ kernel: the one table the CPU path's compiler (runtime.cpu_device) and the Guide
 
 A producer kind calls its export, which writes the accumulator; a fused epilogue then runs as a tape
 (`sc_cpu_tape`) over that result in place, and so does the move out of a temporary when a kind that writes
-only contiguous results has a strided output. ELEMENTWISE and RANDOM kernels are one tape each.
+only contiguous results has a strided output. ELEMENTWISE and RANDOM kernels are one tape each; CONCAT is
+a copying tape for each part.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from scellis.lower.kernels import ACC, Kernel, Kind
 TAPE = "sc_cpu_tape"
 COPY = "sc_cpu_copy"  # the schedule's carry copies
 TAPED = {Kind.ELEMENTWISE, Kind.RANDOM}  # one tape: the draw runs inside it
+TAPE_A_PART = {Kind.CONCAT}  # one copying tape for each input, into its place in the output
 PRODUCER_EXPORTS = {
     Kind.MATMUL: "sc_cpu_matmul",
     Kind.REDUCE: "sc_cpu_reduce",
@@ -35,7 +37,7 @@ PRODUCER_EXPORTS = {
     Kind.SORT_GRAD: "sc_cpu_sort_grad",
 }
 # Kinds whose export can write a strided output; the others write contiguous results.
-STRIDED_OUTPUT = {Kind.ELEMENTWISE, Kind.RANDOM, Kind.MATMUL}
+STRIDED_OUTPUT = {Kind.ELEMENTWISE, Kind.RANDOM, Kind.MATMUL, Kind.CONCAT}
 
 
 def needs_temp(kernel: Kernel) -> bool:
@@ -47,6 +49,8 @@ def cpu_calls(kernel: Kernel) -> tuple[str, ...]:
     """The exports the CPU path calls for `kernel`, in order."""
     if kernel.kind in TAPED:
         return (TAPE,)
+    if kernel.kind in TAPE_A_PART:
+        return (TAPE,) * len(kernel.inputs)
     producer = PRODUCER_EXPORTS[kernel.kind]
     if needs_temp(kernel) or kernel.expr != ACC:
         return (producer, TAPE)

@@ -40,6 +40,7 @@ RENDERERS: dict[Kind, Renderer] = {
     Kind.RANDOM: wgsl_random.random,
     Kind.SHIFT2D: wgsl_spatial.shift2d,
     Kind.FLIP_LAST: wgsl_spatial.flip_last,
+    Kind.CONCAT: wgsl_spatial.concat,
     Kind.SOLVE: wgsl_solve.solve,
     Kind.SORT: wgsl_sort.sort,
     Kind.SORT_GRAD: wgsl_sort.sort,

@@ -340,6 +340,21 @@ if (si < {x.shape[-2]}u && sj < {x.shape[-1]}u) {{ acc = {value}; }}"""
     return per_element(kernel, schedule, b, body)
 
 
+def concat(kernel: Kernel, schedule: Schedule, b: w.Bindings) -> Source:
+    """out = the inputs one after another along the axis: each element read from the one input that holds
+    it (a branch, so no input is read outside its own view)."""
+    axis: int = kernel.arg.axis  # type: ignore[attr-defined]
+    coords = [f"c{a}" for a in range(len(kernel.out.shape))]
+    lines, start = ["var acc = 0.0;"], 0
+    for i, view in enumerate(kernel.inputs):
+        end = start + view.shape[axis]
+        at = [*coords[:axis], f"{coords[axis]} - {start}u" if start else coords[axis], *coords[axis + 1 :]]
+        test = f"if ({coords[axis]} < {end}u) " if i < len(kernel.inputs) - 1 else ""
+        lines.append(f"{'} else ' if i else ''}{test}{{ acc = {input_at(kernel, b, i, at)};")
+        start = end
+    return per_element(kernel, schedule, b, "\n".join(lines) + " }")
+
+
 def flip_last(kernel: Kernel, schedule: Schedule, b: w.Bindings) -> Source:
     """out[n, ..., j] = x[n, ..., W - 1 - j] where flip[n], else x[n, ..., j]."""
     x = kernel.inputs[0]

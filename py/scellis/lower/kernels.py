@@ -156,6 +156,8 @@ class Kind(enum.Enum):
                    order: out[..., rank(j)] = x[..., j]
     SORT_GRAD      inputs x and g [*rows, R] (the axis moved last) -> out of the same shape, contiguous in
                    that order: out[..., j] = g[..., rank(j)], rank by x's keys
+    CONCAT         float32 views, each of out's shape but along arg.axis (the IR AxisArg) -> out: the inputs
+                   one after another along that axis, in one kernel (a roll's two slices, say)
     """
 
     ELEMENTWISE = "elementwise"
@@ -179,6 +181,7 @@ class Kind(enum.Enum):
     SOLVE = "solve"
     SORT = "sort"
     SORT_GRAD = "sort_grad"
+    CONCAT = "concat"
 
 
 class Reduction(NamedTuple):

@@ -564,14 +564,18 @@ def _solve(low: Lowerer, node: Node, src: list[Value], pos: int) -> View:
 
 
 def _concat(low: Lowerer, node: Node, src: list[Value], pos: int) -> View:
+    """Float32 values already in buffers (views, such as a roll's two slices) are concatenated by one
+    kernel; otherwise each part is computed (or copied) into its place in the output by a kernel of its
+    own, so a pending part fuses there."""
     assert isinstance(node.arg, d.AxisArg)
     out = View.contiguous(low.new_buffer(node.dtype, node.size), node.shape)
-    start = 0
-    for value, part in zip(src, node.src, strict=True):
-        starts = tuple(start if i == node.arg.axis else 0 for i in range(len(node.shape)))
-        target = views.slice_view(out, starts, (1,) * len(node.shape), part.shape)
+    parts = [v for v in src if isinstance(v, View) and low.buffers[v.buffer].dtype is DType.F32]
+    if node.dtype is DType.F32 and len(parts) == len(src) and len({v.buffer for v in parts}) <= MAX_INPUTS:
+        low.kernels.append(Kernel(Kind.CONCAT, out, tuple(parts), node.arg, covers=(pos,)))
+        return out
+    targets = views.concat_targets(out, [part.shape for part in node.src], node.arg.axis)
+    for value, part, target in zip(src, node.src, targets, strict=True):
         _write_into(low, value, part, target, pos)
-        start += part.shape[node.arg.axis]
     return out
 
 

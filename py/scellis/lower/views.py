@@ -55,6 +55,17 @@ def reshape(view: View, shape: Shape) -> View | None:
     return canonical(View(view.buffer, shape, strides, view.offset))
 
 
+def concat_targets(out: View, shapes: list[Shape], axis: int) -> list[View]:
+    """The part of `out` each of the concatenated values (of `shapes`) fills, one after another along
+    `axis`."""
+    targets, start = [], 0
+    for shape in shapes:
+        starts = tuple(start if i == axis else 0 for i in range(len(out.shape)))
+        targets.append(slice_view(out, starts, (1,) * len(out.shape), shape))
+        start += shape[axis]
+    return targets
+
+
 def slice_view(view: View, starts: Shape, steps: Shape, shape: Shape) -> View:
     offset = view.offset + sum(a * s for a, s in zip(starts, view.strides, strict=True))
     strides = tuple(s * k for s, k in zip(view.strides, steps, strict=True))

@@ -23,7 +23,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from scellis.codegen.cpu import COPY, PRODUCER_EXPORTS, TAPE, needs_temp
-from scellis.lower.kernels import ACC, Kernel, Kind, Reduction, Schedule, View
+from scellis.lower import views
+from scellis.lower.kernels import ACC, Expr, Kernel, Kind, Load, Reduction, Schedule, View
 from scellis.ops import DType, Op
 from scellis.ops import defs as d
 from scellis.plan import plan_memory, update_in_place
@@ -242,6 +243,12 @@ def _kernel_parts(kernel: Kernel, memory: _Memory, temp: int | None) -> list[Par
     or a temporary to move (the order codegen.cpu.cpu_calls names)."""
     if kernel.kind is Kind.ELEMENTWISE:
         return [_tape(kernel, Source(), memory)]
+    if kernel.kind is Kind.CONCAT:
+        assert isinstance(kernel.arg, d.AxisArg)
+        copy = Expr((Load(0),), (DType.F32,))
+        targets = views.concat_targets(kernel.out, [v.shape for v in kernel.inputs], kernel.arg.axis)
+        parts = zip(kernel.inputs, targets, strict=True)
+        return [_tape(Kernel(Kind.ELEMENTWISE, t, (v,), None, copy), Source(), memory) for v, t in parts]
     if kernel.kind is Kind.RANDOM:
         assert isinstance(kernel.arg, d.RandomArg)
         key, position = (memory.address(v) for v in kernel.inputs[:2])

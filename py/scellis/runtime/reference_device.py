@@ -110,7 +110,7 @@ class CompiledReference(Synchronous):
         acc = self._accumulator(kernel, inputs)
         return evaluate(kernel.expr, inputs, acc, kernel.out.shape)
 
-    def _accumulator(self, kernel: Kernel, inputs: list[np.ndarray]) -> np.ndarray | None:
+    def _accumulator(self, kernel: Kernel, inputs: list[np.ndarray]) -> np.ndarray | None:  # noqa: PLR0911 - one branch per kind
         kind = kernel.kind
         if kind is Kind.ELEMENTWISE:
             return None
@@ -127,6 +127,9 @@ class CompiledReference(Synchronous):
             return ref.IMPLS[ROWS[kind]](axis, inputs, _Shaped(kernel.out.shape), FLOAT)
         if kind is Kind.SOLVE:
             return ref.eliminate(*inputs)
+        if kind is Kind.CONCAT:
+            assert isinstance(kernel.arg, d.AxisArg)
+            return np.concatenate(inputs, axis=kernel.arg.axis)
         op = DIRECT_OPS[kind]
         count = 2 if kind in (Kind.CONV2D, Kind.RANDOM) else len(inputs)
         return ref.IMPLS[op](kernel.arg, inputs[:count], _Shaped(kernel.out.shape), FLOAT)
