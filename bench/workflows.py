@@ -33,8 +33,9 @@ combined standard errors, the Ising figures beside Onsager's, the fit against a 
 the bootstrap intervals against a float64 numpy refit of the engine's very resamples, and every engine
 run of a row giving the same numbers (both levels promise run-to-run determinism). The exit status is 1
 when a check fails. --profile N adds, for WebGPU at the first level, a step's time replayed back to back,
-session.results() with its read-back of the carried states, and the N slowest kernels of the step and of
-the results (each dispatched alone, repeated), to find one that dominates.
+session.results() (which copies the carried states on the device) next to what reading those states back
+to the host takes, and the N slowest kernels of the step and of the results (each dispatched alone,
+repeated), to find one that dominates.
 """
 
 from __future__ import annotations
@@ -403,7 +404,7 @@ def checks(rows: list[Row], temperature: float) -> list[Check]:
 
 def profile(cases: list[Case], gpu: Any, top: int, repeat: int = 10) -> list[dict[str, Any]]:
     """Where a WebGPU run's time goes: the step replayed `repeat` times back to back (one submission a step,
-    as a run submits), `session.results()` and its read-back of the carried states, and each kernel of
+    as a run submits), `session.results()` and a read-back of the carried states beside it, and each kernel of
     the step and of the results dispatched alone `repeat` times in one submission (the slowest `top`)."""
     dev = gpu.device
     tiny = dev.create_buffer(size=4, usage=gpu.wgpu.BufferUsage.COPY_SRC | gpu.wgpu.BufferUsage.COPY_DST)
@@ -468,8 +469,8 @@ def profile(cases: list[Case], gpu: Any, top: int, repeat: int = 10) -> list[dic
 def show_profile(entry: dict[str, Any]) -> list[str]:
     lines = [
         f"\nWebGPU, {entry['case']} at {entry['level']}: a step {entry['step_ms']:.3f} ms (replayed back to back); "
-        f"session.results() {entry['results_ms']:.2f} ms after {entry['fetch_ms']:.2f} ms reading back the carried "
-        f"states ({entry['carried_bytes'] / 2**20:.1f} MiB)"
+        f"session.results() {entry['results_ms']:.2f} ms (reading the carried states back, which it does not, "
+        f"takes {entry['fetch_ms']:.2f} ms: {entry['carried_bytes'] / 2**20:.1f} MiB)"
     ]
     for part in ("step", "results"):
         p = entry[part]
