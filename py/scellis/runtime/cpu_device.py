@@ -102,12 +102,12 @@ class CompiledCpu(Synchronous):
         return self.instance.read(address, size)
 
     def copy_into(self, other: CompiledCpu, names: list[str]) -> None:
-        """Within the module's one memory (runtime.device.CompiledStep.copy_into)."""
+        """Within the module's one memory, by its copy export (runtime.device.CompiledStep.copy_into)."""
         if other.instance is not self.instance:
             raise ValueError("copy_into needs both steps placed in one module instance")
         sizes = {name: size for name, (_, size) in self.buffers.items()}
-        for name, _ in copy_sizes(names, sizes, {name: size for name, (_, size) in other.buffers.items()}):
-            other.write(name, self.read(name))
+        for name, size in copy_sizes(names, sizes, {name: size for name, (_, size) in other.buffers.items()}):
+            self.instance.call(COPY, other.buffers[name][0], self.buffers[name][0], 0, size // 4)
 
     def run(self) -> None:
         """One step: every kernel in order, then the carry copies."""
