@@ -398,12 +398,16 @@ def _uniform(value: Value) -> bool:
     )
 
 
+def _uniform_at(value: Pending, shape: tuple[int, ...]) -> Tree:
+    """A uniform value's tree (see _uniform) at any shape: its loads read their one element there too."""
+    assert value.tree is not None
+    return _rebuild(value.tree, lambda v: View(v.buffer, shape, (0,) * len(shape), v.offset), 0)
+
+
 def _view(low: Lowerer, node: Node, value: Value) -> Value:  # noqa: PLR0911 - one branch per view op
     arg = node.arg
-    if isinstance(value, Pending) and _uniform(value):  # its loads read one element: re-view them at the new shape
-        assert value.tree is not None
-        tree = _rebuild(value.tree, lambda v: View(v.buffer, node.shape, (0,) * len(node.shape), v.offset), 0)
-        return Pending(node.shape, node.dtype, tree, covers=value.covers)
+    if isinstance(value, Pending) and _uniform(value):
+        return Pending(node.shape, node.dtype, _uniform_at(value, node.shape), covers=value.covers)
     if node.op is Op.EXPAND:
         if isinstance(value, View):
             return views.broadcast(value, node.shape)
@@ -430,8 +434,8 @@ def _elementwise(low: Lowerer, node: Node, src: list[Value]) -> Value:
     if node.op is Op.ONE_HOT:
         assert isinstance(node.arg, d.ClassesArg)
         label: Tree
-        if _uniform(src[0]):  # one label everywhere (a constant): its tree at the one-hot's shape, no buffer
-            label = _rebuild(src[0].tree, lambda v: View(v.buffer, node.shape, (0,) * len(node.shape), v.offset), 0)  # type: ignore[union-attr, arg-type]
+        if isinstance(src[0], Pending) and _uniform(src[0]):  # one label everywhere (a constant): no buffer
+            label = _uniform_at(src[0], node.shape)
         else:
             labels = _contiguous(low, src[0])
             label = PLoad(views.broadcast(views.reshape(labels, (*node.shape[:-1], 1)), node.shape))  # type: ignore[arg-type]
@@ -520,8 +524,10 @@ def _reduction(low: Lowerer, node: Node, moved: View, kept: tuple[int, ...], pos
     if size is None or rows is None:
         return Pending(kept, node.dtype, None, Kind.REDUCE, (moved,), Reduction(op, correction, count))
 
+    chunks = (*kept, count // size)
+
     def partial(part_op: Op) -> View:
-        out = View.contiguous(low.new_buffer(node.dtype, _size(kept) * (count // size)), (*kept, count // size))
+        out = View.contiguous(low.new_buffer(node.dtype, _size(chunks)), chunks)
         low.kernels.append(Kernel(Kind.REDUCE, out, (rows,), Reduction(part_op, 0, size), covers=(pos,)))
         return out
 
