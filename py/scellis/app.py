@@ -60,10 +60,6 @@ SOURCES = ("site", "chars", "cancer", "user")
 EXAMPLE_SOURCES = {"digits": "site", "chars": "chars", "breast-cancer": "cancer", "none": None}
 
 
-# The data a run of a program that reads none is handed: the smallest source, which needs no files.
-NO_DATA = "chars"
-
-
 def load_data(source: str, files: dict[str, bytes]) -> tuple[Split, Split, DataInfo]:
     """(train, test, info) of the page's data: this site's digits (their four files), the Zen of Python's
     next-character windows (no files: the text ships with Python), or the user's own (from_user_files)."""
@@ -403,8 +399,9 @@ async def open_replay(
         if pins.settings.data:
             splits = ", ".join(v.split for v in pins.settings.data)
             raise ValueError(f"this run of {pins.program['name']!r} read data ({splits}): give it that data")
-        source = NO_DATA  # splits its run never reads
-    train, test, _ = load_data(source, files)
+        train, test = Split.empty(), Split.empty()
+    else:
+        train, test, _ = load_data(source, files)
     kind, note = pins.settings.device, None
     if kind == "webgpu" and page_kind != "webgpu":
         kind = "cpu"

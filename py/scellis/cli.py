@@ -178,15 +178,10 @@ DATA_HELP = (
 VERIFY_EXITS = "exit 0: verified; 1: the data or the result differs from the pinned; 2: cannot be verified here"
 
 
-def _no_data() -> tuple[Split, Split]:
-    from scellis.datasets import Split
-
-    return Split(b"", b"", 0), Split(b"", b"", 0)
-
-
 def _data_for(source: str | None, program: dict[str, Any], command: str, name: str) -> tuple[Split, Split] | None:
     """(train, test) from --data for `program` (empty splits for a program without input nodes), or None
     after saying what is wrong."""
+    from scellis.datasets import Split
     from scellis.manifest.record import reads_data
 
     if not reads_data(program):
@@ -195,7 +190,7 @@ def _data_for(source: str | None, program: dict[str, Any], command: str, name: s
                 f"scellis {command}: {name} has no input node, so it reads no data: leave out --data", file=sys.stderr
             )
             return None
-        return _no_data()
+        return Split.empty(), Split.empty()
     if source is None:
         inputs = ", ".join(n["id"] for n in program["nodes"] if n["op"] == "input")
         print(f"scellis {command}: {name} reads data (input nodes {inputs}): give --data", file=sys.stderr)

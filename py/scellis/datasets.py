@@ -39,6 +39,11 @@ class Split:
     def n(self) -> int:
         return len(self.labels) // 4
 
+    @classmethod
+    def empty(cls) -> Split:
+        """No examples: what a run of a program that reads no data (a simulation) is handed."""
+        return cls(b"", b"", 0)
+
     def rows(self, indices: list[int]) -> tuple[bytes, bytes]:
         """Features and labels of the chosen examples, in that order."""
         row = self.width * 4
@@ -151,10 +156,9 @@ def cancer_from_files(files: dict[str, bytes]) -> tuple[Split, Split]:
     if missing:
         raise ValueError(f"the data files lack {', '.join(missing)} (the two are {', '.join(CANCER_FILES)})")
     x, y = (files[name] for name in CANCER_FILES)
-    info = CANCER_INFO
+    _check_sizes("breast-cancer", x, y, CANCER_INFO)
+    _check_values("breast-cancer", x, y, CANCER_INFO)
     split = Split(x, y, CANCER_FEATURES)
-    _check_sizes("breast-cancer", x, y, info)
-    _check_values("breast-cancer", x, y, info)
     return split, split
 
 
