@@ -48,6 +48,7 @@ void sc_scatter(const sc_u32 *src, sc_u32 *base, u32 ndim, const u32 *shape, con
 /* -- math (double precision inside, for float32 results within about one ulp) -------------------- */
 
 double sc_exp(double x);
+double sc_expm1(double x);
 double sc_log(double x);
 double sc_sin(double x);
 double sc_cos(double x);
@@ -131,6 +132,7 @@ enum sc_op {
   SC_OP_I2B = 52,
   SC_OP_INTEGER = 53, /* dst <- int32 draws in [0, d) (scellis.rng.integer); a, b, c as for UNIFORM */
   SC_OP_IS_FINITE = 54, /* dst <- 1 unless a's exponent bits are all ones (inf, NaN) */
+  SC_OP_EXPM1 = 55,
 };
 
 /* -- the exports (the host passes descriptor words; see each file for their layout) ------------------ */

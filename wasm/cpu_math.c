@@ -3,10 +3,10 @@
  * Every function works in double precision on float32 arguments and is accurate to a few double
  * ulps, so the float32 result (one rounding of the double) is within one float32 ulp, and almost
  * always the correctly rounded value. Methods: exp and log reduce by ln 2 and sum a Taylor /
- * atanh series; sin and cos reduce by pi/2 with a four-part pi/2 (Cody-Waite; exact quotients up to
- * |x| < 2**20 * pi/2, beyond that the reduction, and so the result, loses accuracy); erf sums its
- * Taylor series below 2 and takes erfc's continued fraction above. sqrt, floor, rint and fabs are
- * wasm instructions. */
+ * atanh series; expm1 sums its Taylor series below |x| = 0.5, where exp(x) - 1 would cancel; sin and
+ * cos reduce by pi/2 with a four-part pi/2 (Cody-Waite; exact quotients up to |x| < 2**20 * pi/2,
+ * beyond that the reduction, and so the result, loses accuracy); erf sums its Taylor series below 2
+ * and takes erfc's continued fraction above. sqrt, floor, rint and fabs are wasm instructions. */
 #include "cpu_kernels.h"
 
 #define LN2_HI 6.93147180369123816490e-01 /* ln 2 with its low bits zero, so k * LN2_HI is exact */
@@ -58,6 +58,19 @@ double sc_exp(double x) {
   p = p * r + 1.0;
   p = p * r + 1.0;
   return p * from_bits((u64)((long long)k + 1023) << 52);
+}
+
+/* e^x - 1. Below |x| = 0.5 its Taylor series, summed until a term no longer counts (each term is at
+ * most a quarter of the one before, so negative x cancels little); above, exp(x) - 1, which loses at most
+ * 1.4 bits there. Zero keeps its sign. */
+double sc_expm1(double x) {
+  if (!(__builtin_fabs(x) < 0.5)) return sc_exp(x) - 1.0; /* NaN too */
+  double term = x, sum = x;
+  for (u32 n = 2; n < 30u && __builtin_fabs(term) > 1e-17 * __builtin_fabs(sum); n++) {
+    term *= x / n;
+    sum += term;
+  }
+  return sum;
 }
 
 double sc_log(double x) {

@@ -123,6 +123,7 @@ static int scalar_unary(u32 op, const sc_f32 *x, sc_f32 *y, u32 n) {
   for (u32 j = 0; j < n; j++) y[j] = (float)(expr); \
   return 1
     case SC_OP_EXP: EACH(sc_exp(x[j]));
+    case SC_OP_EXPM1: EACH(sc_expm1(x[j]));
     case SC_OP_LOG: EACH(sc_log(x[j]));
     case SC_OP_RSQRT: EACH(1.0 / __builtin_sqrt((double)x[j]));
     case SC_OP_SIGN: EACH(sign(x[j]));

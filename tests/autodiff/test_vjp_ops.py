@@ -131,6 +131,7 @@ def op_of(op: Op, arg: object = None) -> Build:
 UNARY = [
     (Op.NEG, st.just(d.NoArg()), "any"),
     (Op.EXP, st.just(d.NoArg()), "wide"),
+    (Op.EXPM1, st.just(d.NoArg()), "wide"),
     (Op.LOG, st.just(d.NoArg()), "positive"),
     (Op.SQRT, st.just(d.NoArg()), "positive"),
     (Op.RSQRT, st.just(d.NoArg()), "positive"),

@@ -109,7 +109,7 @@ def test_unary_ops_at_special_values(cpu: CpuPath) -> None:
          np.inf, -np.inf, np.nan, 1e-45, 12345.678, -0.5, 2.0, 1e6],
         dtype=np.float32,
     )  # fmt: skip
-    ops = [Op.EXP, Op.TANH, Op.SIGMOID, Op.ERF, Op.SIN, Op.COS, Op.ABS, Op.SIGN, Op.RELU, Op.FLOOR, Op.NEG]
+    ops = [Op.EXP, Op.EXPM1, Op.TANH, Op.SIGMOID, Op.ERF, Op.SIN, Op.COS, Op.ABS, Op.SIGN, Op.RELU, Op.FLOOR, Op.NEG]
     xs = inp("x", x.shape)
     outs = {op.value: make(op, xs) for op in ops}
     outs["gelu_tanh"] = make(Op.GELU, xs, arg=d.GeluArg("tanh"))

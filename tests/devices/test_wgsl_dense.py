@@ -41,7 +41,9 @@ def check(gpu: WgpuDevice, fn: Function, inputs: dict, rel: float) -> None:
         close(got[name], want[name], rel)
 
 
-ANY_SIGN = (Op.NEG, Op.EXP, Op.ABS, Op.SIGN, Op.RELU, Op.TANH, Op.SIGMOID, Op.ERF, Op.COS, Op.SIN, Op.FLOOR)
+ANY_SIGN = (
+    Op.NEG, Op.EXP, Op.EXPM1, Op.ABS, Op.SIGN, Op.RELU, Op.TANH, Op.SIGMOID, Op.ERF, Op.COS, Op.SIN, Op.FLOOR,
+)  # fmt: skip
 POSITIVE = (Op.LOG, Op.SQRT, Op.RSQRT)
 
 

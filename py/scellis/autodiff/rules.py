@@ -67,6 +67,7 @@ def _gelu_derivative(x: Node, y: Node) -> Node:
 UNARY_DERIVATIVES: dict[Op, Callable[[Node, Node], Node]] = {
     Op.NEG: lambda x, y: const(-1.0),
     Op.EXP: lambda x, y: y,
+    Op.EXPM1: lambda x, y: unary(Op.EXP, x),
     Op.LOG: lambda x, y: div(const(1.0), x),
     Op.SQRT: lambda x, y: div(const(0.5), y),
     Op.RSQRT: lambda x, y: scale(mul(mul(y, y), y), -0.5),

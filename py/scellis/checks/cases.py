@@ -40,7 +40,7 @@ def _x(name: str, shape: tuple[int, ...], dtype: DType = DType.F32) -> Node:
 
 def _unary() -> Function:
     x = _x("x", (5, 67))
-    ops = (Op.NEG, Op.EXP, Op.ABS, Op.SIGN, Op.RELU, Op.TANH, Op.SIGMOID, Op.ERF, Op.COS, Op.SIN, Op.FLOOR)
+    ops = (Op.NEG, Op.EXP, Op.EXPM1, Op.ABS, Op.SIGN, Op.RELU, Op.TANH, Op.SIGMOID, Op.ERF, Op.COS, Op.SIN, Op.FLOOR)
     outs = [(op.value, make(op, x)) for op in ops]
     outs += [("leaky_relu", make(Op.LEAKY_RELU, x, arg=d.LeakyReluArg(0.1)))]
     outs += [(f"gelu ({a})", make(Op.GELU, x, arg=d.GeluArg(a))) for a in ("tanh", "none")]

@@ -23,6 +23,26 @@ fn sc_erf(x: f32) -> f32 {
   return select(-y, y, x >= 0.0);
 }
 """
+# exp(x) - 1 cancels for small |x| (entirely below 2**-24). For |x| < 0.5, Taylor through x^9/9! in
+# Horner form: a few ulp (the first dropped term is below 1e-9 of the result). Elsewhere exp(x) - 1
+# multiplies exp's relative error by e^x / |e^x - 1|, at most 2.6.
+EXPM1_FN = """
+fn sc_expm1(x: f32) -> f32 {
+  if (abs(x) >= 0.5) {
+    return exp(x) - 1.0;
+  }
+  var p: f32 = 2.755731922398589e-6;
+  p = p * x + 2.48015873015873e-5;
+  p = p * x + 1.984126984126984e-4;
+  p = p * x + 1.388888888888889e-3;
+  p = p * x + 8.333333333333333e-3;
+  p = p * x + 4.166666666666667e-2;
+  p = p * x + 0.16666666666666666;
+  p = p * x + 0.5;
+  p = p * x + 1.0;
+  return p * x;
+}
+"""
 # tanh through exp overflows to NaN on some drivers for large |x|; tanh(15) is 1 in float32.
 TANH_FN = """
 fn sc_tanh(x: f32) -> f32 {
@@ -153,6 +173,7 @@ def load_expr(view: View, array: str, dtype: DType, coords: list[str]) -> str:
 UNARY = {
     Op.NEG: "-({0})",
     Op.EXP: "exp({0})",
+    Op.EXPM1: "sc_expm1({0})",
     Op.LOG: "log({0})",
     Op.SQRT: "sqrt({0})",
     Op.RSQRT: "inverseSqrt({0})",
@@ -244,6 +265,8 @@ def helpers(expr: Expr) -> str:
     parts = []
     if Op.ERF in used or gelu_erf:
         parts.append(ERF_FN)
+    if Op.EXPM1 in used:
+        parts.append(EXPM1_FN)
     if Op.TANH in used or Op.GELU in used:
         parts.append(TANH_FN)
     if Op.SIN in used or Op.COS in used:

@@ -163,6 +163,7 @@ class Op(enum.Enum):
     # unary, float -> float
     NEG = "neg"
     EXP = "exp"
+    EXPM1 = "expm1"  # e^x - 1, with its relative accuracy kept for small |x|
     LOG = "log"
     SQRT = "sqrt"
     RSQRT = "rsqrt"
@@ -237,7 +238,7 @@ class Op(enum.Enum):
 
 UNARY_FLOAT = frozenset(
     {
-        Op.NEG, Op.EXP, Op.LOG, Op.SQRT, Op.RSQRT, Op.ABS, Op.SIGN, Op.RELU, Op.LEAKY_RELU,
+        Op.NEG, Op.EXP, Op.EXPM1, Op.LOG, Op.SQRT, Op.RSQRT, Op.ABS, Op.SIGN, Op.RELU, Op.LEAKY_RELU,
         Op.GELU, Op.TANH, Op.SIGMOID, Op.ERF, Op.COS, Op.SIN, Op.FLOOR,
     }
 )  # fmt: skip

@@ -27,14 +27,14 @@ OPCODE_ORDER = (
     "RSQRT", "ABS", "SIGN", "RELU", "LEAKY_RELU", "GELU_TANH", "GELU_ERF", "TANH", "SIGMOID", "ERF", "COS", "SIN",
     "FLOOR", "ADD_F", "SUB_F", "MUL_F", "DIV_F", "POW_F", "MAX_F", "MIN_F", "LT_F", "EQ_F", "ADD_I", "SUB_I", "MUL_I",
     "MAX_I", "MIN_I", "LT_I", "EQ_I", "MAX_U", "MIN_U", "LT_U", "WHERE", "F2I", "F2U", "I2F", "U2F", "F2B", "I2B",
-    "INTEGER", "IS_FINITE",
+    "INTEGER", "IS_FINITE", "EXPM1",
 )  # fmt: skip
 OPCODES = {name: i + 1 for i, name in enumerate(OPCODE_ORDER)}
 
 UNARY = {
-    Op.WHERE: "WHERE", Op.NEG: "NEG", Op.EXP: "EXP", Op.LOG: "LOG", Op.SQRT: "SQRT", Op.RSQRT: "RSQRT", Op.ABS: "ABS",
-    Op.SIGN: "SIGN", Op.RELU: "RELU", Op.LEAKY_RELU: "LEAKY_RELU", Op.TANH: "TANH", Op.SIGMOID: "SIGMOID",
-    Op.ERF: "ERF", Op.COS: "COS", Op.SIN: "SIN", Op.FLOOR: "FLOOR",
+    Op.WHERE: "WHERE", Op.NEG: "NEG", Op.EXP: "EXP", Op.EXPM1: "EXPM1", Op.LOG: "LOG", Op.SQRT: "SQRT",
+    Op.RSQRT: "RSQRT", Op.ABS: "ABS", Op.SIGN: "SIGN", Op.RELU: "RELU", Op.LEAKY_RELU: "LEAKY_RELU",
+    Op.TANH: "TANH", Op.SIGMOID: "SIGMOID", Op.ERF: "ERF", Op.COS: "COS", Op.SIN: "SIN", Op.FLOOR: "FLOOR",
     Op.IS_FINITE: "IS_FINITE",
 }  # fmt: skip
 BINARY_FLOAT = {

@@ -75,6 +75,7 @@ def _sigmoid(x: Array) -> Array:
 UNARY: dict[Op, Callable[[Any, Array], Array]] = {
     Op.NEG: lambda a, x: -x,
     Op.EXP: lambda a, x: np.exp(x),
+    Op.EXPM1: lambda a, x: np.expm1(x),
     Op.LOG: lambda a, x: np.log(x),
     Op.SQRT: lambda a, x: np.sqrt(x),
     Op.RSQRT: lambda a, x: 1 / np.sqrt(x),
