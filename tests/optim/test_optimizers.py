@@ -75,6 +75,7 @@ CASES = [
     Optimizer(kind="adam", lr=0.01),
     Optimizer(kind="adam", lr=0.01, weight_decay=0.01, clip_norm=0.5),
     Optimizer(kind="adamw", lr=0.01, weight_decay=0.1),
+    Optimizer(kind="adam", lr=0.01, beta1=0.0),  # no logarithm of beta1: its correction is 1
     Optimizer(kind="sgd", lr=0.1, clip_norm=1.0),
 ]
 
