@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from scellis.graph.settings import Optimizer
 from scellis.ir import Function
 from scellis.levels import Level
 from scellis.lower import lower
@@ -18,6 +19,7 @@ from scellis.ops import DType, Node, Op, const, make
 from scellis.ops import defs as d
 from scellis.ops.build import expand, reshape
 from scellis.ops.node import input_node
+from scellis.optim.optimizers import bias_corrections, update_rule
 
 
 @dataclass(frozen=True)
@@ -65,6 +67,21 @@ def _binary() -> Function:
     outs += [(op.value, make(op, a, b)) for op in (Op.MAXIMUM, Op.MINIMUM, Op.LESS, Op.EQUAL)]
     outs += [("pow", make(Op.POW, make(Op.ABS, a), b)), ("where", make(Op.WHERE, make(Op.LESS, a, b), a, b))]
     return Function("binary", (a, b), tuple(outs))
+
+
+def _adam() -> Function:
+    """Adam's and AdamW's update of one parameter (optim.optimizers: the rule and its bias corrections) at
+    t = 1 and t = 1000. With lr 1 and v in [0.01, 0.1) the updates reach ~10, larger than p, so the
+    check's error is the update's own relative error, the corrections' included."""
+    p, g, m, v = (_x(name, (4, 37)) for name in ("p", "g", "m", "v"))
+    steps = {t: _x(f"step{t}", (), DType.I32) for t in (1, 1000)}  # the counter before the step: t - 1
+    outs = []
+    for opt in (Optimizer(kind="adam", lr=1.0), Optimizer(kind="adamw", lr=1.0, weight_decay=0.01)):
+        for t, step in steps.items():
+            corrections = bias_corrections(opt, make(Op.CAST, step, arg=d.CastArg(DType.F32)))
+            new_p, _ = update_rule(opt, p, g, states=[m, v], lr=const(1.0), corrections=corrections)
+            outs.append((f"{opt.kind} update (t = {t})", new_p))
+    return Function("adam and adamw", (p, g, m, v, *steps.values()), tuple(outs))
 
 
 def _integers() -> Function:
@@ -283,6 +300,11 @@ CASES = (
     Case("unary (positive domain)", _positive, {"x": (0.05, 8.0)}),
     Case("sin and cos, |x| < 500", _trigonometry, {"x": (-500.0, 500.0)}),
     Case("binary", _binary, {"a": (-2.0, 2.0), "b": (0.5, 2.5)}),
+    Case(
+        "adam and adamw update",
+        _adam,
+        {"p": UNIT, "g": UNIT, "m": UNIT, "v": (0.01, 0.1), "step1": (0, 1), "step1000": (999, 1000)},
+    ),
     Case("integers", _integers, {"i": (0, 5), "x": (-9.0, 9.0)}),
     Case("is_finite", _finite, {"x": (-1.0, 1.0)}),
     Case("reductions", _reductions, {"x": (-3.0, 3.0)}),
