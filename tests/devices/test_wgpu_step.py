@@ -2,9 +2,9 @@
 executor in float32 from the same initial parameters and batches.
 
 Declared tolerances. Momentum SGD: every parameter within 2e-5 and every loss within 1e-5 relative.
-Adam: losses within 1e-4 relative; 97 % of parameters within 2e-4 and all within 20 * lr — Adam's
-update g / (|g| + eps) is ill-conditioned where |g| is near eps = 1e-8, so float32 rounding in such
-gradients (which kernels and BLAS sum in different orders) legitimately moves a few weights by ~lr.
+Adam: every parameter within 3e-7 and every loss within 5e-7 relative (7.5e-8 and 1.4e-7 measured:
+the bias corrections are expm1s of a float64 log on both sides; with WGSL's float32 pow in them, 1.2 %
+of the weights were 2e-4 off, some by ~lr).
 """
 
 from __future__ import annotations
@@ -65,11 +65,8 @@ def test_momentum_steps_match_the_reference() -> None:
 
 
 def test_adam_steps_match_the_reference() -> None:
-    lr = 3e-3
-    losses, params, reference, _ = train_both({"kind": "adam", "lr": lr})
+    losses, params, reference, _ = train_both({"kind": "adam", "lr": 3e-3})
     for got, want in losses:
-        assert got == pytest.approx(want, rel=1e-4)
+        assert got == pytest.approx(want, rel=5e-7)
     for name, got in params.items():
-        diff = np.abs(got - reference.values[name])
-        assert np.mean(diff <= 2e-4) >= 0.97, name
-        assert diff.max() <= STEPS * lr, name
+        np.testing.assert_allclose(got, reference.values[name], rtol=0, atol=3e-7, err_msg=name)
