@@ -134,7 +134,15 @@ function runController(engine, kind, example, guide, editor, data) {
       update({ program: example, applied: [] });
     },
     onMeasure: async () => {
-      await forgetProbes(engine); // the next plan probes the device again
+      // the plan shown is stale from the press on, not from when the worker has forgotten the answers
+      showPlanMessage("planning", "Measuring the device again…");
+      try {
+        await forgetProbes(engine); // the next plan probes the device again
+      } catch (error) {
+        console.error(error);
+        showPlanMessage("error", `Measuring again failed: ${errorText(error)}`);
+        return;
+      }
       replan();
     },
   });

@@ -310,6 +310,53 @@ out.phases = Object.fromEntries(["running", "paused", "done", "failed", "idle"].
     assert phases["idle"]["resume"] and not phases["idle"]["pinned"]
 
 
+def test_figures_read_the_same_at_any_speed() -> None:
+    """The rate and the time left as a slow machine, a fast one and the boundaries between wordings give
+    them: no exponent notation, no "0.00 steps/s", a minute never shown as "60 s"."""
+    out = run_js(
+        """
+const at = (rate, eta) => runs.figures({ step: 4, total: 88, epoch: 1, epochs: 4, steps_per_s: rate, eta_s: eta,
+  done: false });
+out.figures = {
+  crawling: at(0.0004, 210000), slow: at(0.0371, 2264.2), steady: at(126.4, 0.66), fast: at(48213.7, 0.0017),
+  unmeasured: at(null, null),
+};
+out.rates = [0.001, 0.01, 0.0999, 1, 9.996, 99.94, 99.96, 100, 999.5, 1234567.8].map(runs.formatRate);
+out.durations = [0, 0.999, 1, 1.49, 59.49, 59.5, 3599.4, 3599.5, 86400 * 3 + 7].map(runs.formatDuration);
+"""
+    )
+    assert out["figures"] == {
+        "crawling": "step 4 of 88 · epoch 1 of 4 · under 0.01 steps/s · about 58 h 20 min left",
+        "slow": "step 4 of 88 · epoch 1 of 4 · 0.0371 steps/s · about 37 min 44 s left",
+        "steady": "step 4 of 88 · epoch 1 of 4 · 126 steps/s · under a second left",
+        "fast": "step 4 of 88 · epoch 1 of 4 · 48,214 steps/s · under a second left",
+        "unmeasured": "step 4 of 88 · epoch 1 of 4",
+    }
+    assert out["rates"] == [
+        "under 0.01",
+        "0.0100",
+        "0.0999",
+        "1.00",
+        "10.0",
+        "99.9",
+        "100",
+        "100",
+        "1,000",
+        "1,234,568",
+    ]
+    assert out["durations"] == [
+        "under a second",
+        "under a second",
+        "1 s",
+        "1 s",
+        "59 s",
+        "1 min 00 s",
+        "59 min 59 s",
+        "1 h 00 min",
+        "72 h 00 min",
+    ]
+
+
 def test_the_last_run_is_kept_checked_and_dropped_when_unreadable() -> None:
     key = "sha256:" + "ab" * 32
     out = run_js(

@@ -17,6 +17,14 @@ export function nextChunk(previous, steps, ms) {
   return Math.min(bounded, MAX_CHUNK);
 }
 
+// A rate in steps per second at any speed, never in exponent notation: whole steps with thousands
+// separators from 100 up, three significant digits below.
+export function formatRate(perSecond) {
+  if (perSecond >= 100) return Math.round(perSecond).toLocaleString("en-US");
+  if (perSecond >= 0.01) return perSecond.toPrecision(3);
+  return perSecond > 0 ? "under 0.01" : "0";
+}
+
 export function formatDuration(seconds) {
   if (seconds < 1) return "under a second";
   const s = Math.round(seconds);
@@ -29,7 +37,7 @@ export function formatDuration(seconds) {
 // One line of where the run stands: steps of the total, epoch, rate and time left (once measured).
 export function figures(state) {
   const parts = [`step ${state.step} of ${state.total}`, `epoch ${state.epoch} of ${state.epochs}`];
-  if (state.steps_per_s !== null) parts.push(`${state.steps_per_s.toPrecision(3)} steps/s`);
+  if (state.steps_per_s !== null) parts.push(`${formatRate(state.steps_per_s)} steps/s`);
   if (state.done) parts.push(state.stopped ? "stopped by a rule" : "done");
   else if (state.eta_s !== null) parts.push(state.eta_s < 1 ? "under a second left" : `about ${formatDuration(state.eta_s)} left`);
   return parts.join(" · ");

@@ -23,6 +23,8 @@ export function showRunStart({ where, level, seed, resume }) {
   byId("run-line").textContent = `${where}, level ${level}, seed ${seed}${from}`;
   byId("run-progress").value = 0;
   byId("run-figures").textContent = "starting…";
+  panel.dataset.stepsPerS = "";
+  panel.dataset.etaS = "";
   byId("run-events").replaceChildren();
   byId("run-checkpoints").replaceChildren();
   byId("run-pinned-status").textContent = "";
@@ -35,6 +37,9 @@ export function showRunStart({ where, level, seed, resume }) {
 export function showRunState(state) {
   const panel = byId("run");
   panel.dataset.step = String(state.step);
+  // the figures as numbers, for what reads them without parsing words ("" until measured)
+  panel.dataset.stepsPerS = state.steps_per_s === null ? "" : String(state.steps_per_s);
+  panel.dataset.etaS = state.eta_s === null ? "" : String(state.eta_s);
   byId("run-progress").max = Math.max(state.total, 1);
   byId("run-progress").value = state.step;
   byId("run-figures").textContent = figures(state);
