@@ -21,7 +21,7 @@ import {
   stagesSeen,
 } from "./src/page.js";
 import { capFromText } from "./src/plan.js";
-import { showCapError, showPlan, showPlanMessage, showUnfit, wirePlanControls } from "./src/planpanel.js";
+import { showCapError, showChanges, showPlan, showPlanMessage, showUnfit, wirePlanControls } from "./src/planpanel.js";
 import { RunControl } from "./src/runcontrol.js";
 import { RunsCard } from "./src/runs.js";
 import { trains } from "./src/runmodel.js";
@@ -54,6 +54,7 @@ function runController(engine, kind, example, guide, editor, data) {
   let latest = 0;
   let shown = null; // the program the train card was last set for
   const replan = async () => {
+    showChanges(run.applied);
     guide.show(run.program, run.level);
     if (run.program !== shown) {
       shown = run.program;

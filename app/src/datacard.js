@@ -32,7 +32,7 @@ export class DataCard {
     }
     byId("data-files").addEventListener("change", (event) => this.read(Array.from(event.target.files)));
     byId("data-folder").addEventListener("change", (event) => this.read(Array.from(event.target.files)));
-    byId("data-reread").addEventListener("click", () => this.files && this.read(this.files));
+    byId("data-reread").addEventListener("click", () => this.files && this.read(this.files, true));
     const drop = byId("data-drop");
     drop.addEventListener("dragover", (event) => {
       event.preventDefault();
@@ -92,8 +92,11 @@ export class DataCard {
     }
   }
 
-  async read(files) {
+  // Reads `files` (`again`: the files read last, with other options). The target column chosen names a
+  // column of the files read last: other files start from their last column.
+  async read(files, again = false) {
     if (!files.length) return;
+    if (!again) fillTargets({ columns: [] });
     const settings = importSettings(optionFields());
     if (settings.error) {
       showError(settings.error);
@@ -119,6 +122,7 @@ export class DataCard {
       console.error(error);
       byId("data-progress").textContent = "";
       card.dataset.state = "error";
+      if (this.user) fillTargets(this.user.summary); // the data chosen stays, and its options with it
       const kept = this.source === "user" ? this.user.summary.name : BUILTIN_NAMES[this.source];
       showError(`${errorText(error)}. Still training on ${kept}.`);
     } finally {

@@ -140,7 +140,6 @@ export function showPlan(plan, applied, onApply) {
   showChart(plan);
   showBudget(plan);
   showRemedies(plan, onApply);
-  byId("plan-reset").disabled = applied.length === 0;
   const body = byId("plan-body");
   body.hidden = false;
   body.dataset.shown = "yes";
@@ -166,6 +165,13 @@ export function wirePlanControls({ probed, onCap, onReset, onMeasure }) {
   const measure = byId("plan-measure");
   measure.hidden = !probed;
   measure.onclick = onMeasure;
+}
+
+// "Undo remedies (back to the example)" is enabled while the program is not the example as shipped
+// (`applied` names what changed it), whatever the panel shows meanwhile: a plan, planning, a program that
+// does not fit the data.
+export function showChanges(applied) {
+  byId("plan-reset").disabled = applied.length === 0;
 }
 
 export function showCapError(text) {
