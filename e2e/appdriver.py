@@ -29,13 +29,24 @@ CHROMIUM_FLAGS = [
     "--disable-sync",
 ]
 WEBGPU_FLAG = "--enable-unsafe-webgpu"
-READY_TIMEOUT_MS = 180_000  # Pyodide's first start on a loaded 2-core machine
+# Bounds on waiting for a state, not speeds any test expects: every wait ends on the state it checks, and
+# these only say when to give up. On a 2-core machine a start, a plan or a short run takes seconds; the
+# bounds leave room for a machine many times slower (one core, shared with other work).
+WAIT_MS = 300_000  # every wait and action unless it says otherwise (contexts take it as their default)
+RUN_MS = 1_200_000  # a whole training run
 
 
 def launch(playwright: Playwright, webgpu: bool) -> Browser:
     chromium = shutil.which("chromium")
     assert chromium, "Debian's chromium is required for e2e tests: run scripts/setup"
     return playwright.chromium.launch(executable_path=chromium, args=CHROMIUM_FLAGS + ([WEBGPU_FLAG] if webgpu else []))
+
+
+def patient(context: BrowserContext) -> BrowserContext:
+    """`context` with WAIT_MS as the bound of every wait and action of its pages."""
+    context.set_default_timeout(WAIT_MS)
+    context.set_default_navigation_timeout(WAIT_MS)
+    return context
 
 
 @dataclass
@@ -56,7 +67,7 @@ class LoadedApp:
 
 
 def wait_ready(page: Page) -> None:
-    page.wait_for_selector("body[data-state=ready], body[data-state=error]", timeout=READY_TIMEOUT_MS)
+    page.wait_for_selector("body[data-state=ready], body[data-state=error]")
 
 
 def open_app(browser: Browser, base_url: str, device: str | None = "webgpu") -> LoadedApp:
@@ -65,7 +76,7 @@ def open_app(browser: Browser, base_url: str, device: str | None = "webgpu") -> 
     on a software adapter (SwiftShader, the only WebGPU here) only when the user chose it, so the WebGPU
     variant chooses it; without an adapter the choice names none and the page takes the CPU path. None:
     no choice kept, the page's own default."""
-    context = browser.new_context()
+    context = patient(browser.new_context())
     if device is not None:
         context.add_init_script(
             f"if (localStorage.getItem('scellis.device') === null) localStorage.setItem('scellis.device', '{device}')"
@@ -122,3 +133,38 @@ def start_and_pause(page: Page, epochs: int, seed: str) -> None:
         document.getElementById('train-button').click();
         }"""
     )
+
+
+def start_over(page: Page, level: str | None = None) -> None:
+    """The run setup of a first visit, whatever earlier tests changed on this page: the example program as
+    shipped (no edits, no remedies), this site's digits, no memory limit; then `level` chosen, if given.
+    Work under way (a remedy being applied) ends first; then each change replans at once (the plan panel
+    says "planning" before this returns), so a wait for a shown plan after it waits for this setup's plan."""
+    page.wait_for_selector("#plan:not([aria-busy=true])", state="attached")
+    site = "input[name=data-source][value=site]"
+    if not page.is_checked(site):
+        page.check(site)
+        page.wait_for_function("() => document.querySelector('#data-facts dd').textContent === 'digits (this site)'")
+    if page.input_value("#plan-cap"):
+        page.click("#plan-cap-clear")
+    if page.is_enabled("#plan-reset"):
+        page.click("#plan-reset")
+    if level is not None:
+        page.select_option("#train-level", level)
+
+
+def wait_until(page: Page, predicate: str, arg: object = None, timeout_ms: int = WAIT_MS) -> object:
+    """Waits for `predicate(arg)`, an async JS function, to resolve to a truthy value; returns that value.
+    (Playwright's wait_for_function takes the promise an async function returns for the truthy value
+    itself, and returns at once.) Fails after `timeout_ms`."""
+    script = f"""async (arg) => {{
+      const predicate = {predicate};
+      const end = performance.now() + {timeout_ms};
+      for (;;) {{
+        const value = await predicate(arg);
+        if (value) return value;
+        if (performance.now() > end) throw new Error("still not so after {timeout_ms} ms");
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }}
+    }}"""
+    return page.evaluate(script, arg)

@@ -13,11 +13,10 @@ from itertools import pairwise
 from pathlib import Path
 
 import pytest
-from appdriver import LoadedApp, launch, open_app
+from appdriver import RUN_MS, LoadedApp, launch, open_app
 from playwright.sync_api import Page, Playwright
 
 ARTIFACTS = Path(__file__).resolve().parent / "artifacts"
-RUN_TIMEOUT_MS = 300_000
 STEPS_PER_EPOCH = 22  # the digits MLP's
 VIEWPORT = {"width": 1200, "height": 1400}
 
@@ -68,7 +67,7 @@ def train(page: Page, epochs: int, seed: str) -> list[list[int]]:
     page.select_option("#train-level", "debug")
     page.fill("#train-epochs", str(epochs))
     page.fill("#train-seed", seed)
-    page.wait_for_selector("#train-button:enabled", timeout=RUN_TIMEOUT_MS)
+    page.wait_for_selector("#train-button:enabled")
     page.evaluate(
         """() => {
         window.chartDraws = [];
@@ -78,12 +77,13 @@ def train(page: Page, epochs: int, seed: str) -> list[list[int]]:
         }"""
     )
     page.click("#train-button")
-    page.wait_for_function(  # this run's end, not the one before's
-        """(end) => { const run = document.getElementById('run');
+    page.wait_for_function(  # this run's end (each run of this module has a seed of its own), not one before's
+        """([end, seed]) => { const run = document.getElementById('run');
+        if (!document.getElementById('run-line').textContent.endsWith(`, seed ${seed}`)) return false;
         return run.dataset.phase === 'failed' || (run.dataset.phase === 'done' &&
           document.getElementById('run-figures').textContent.startsWith(`step ${end} of ${end} `)); }""",
-        arg=epochs * STEPS_PER_EPOCH,
-        timeout=RUN_TIMEOUT_MS,
+        arg=[epochs * STEPS_PER_EPOCH, seed],
+        timeout=RUN_MS,
     )
     assert page.get_attribute("#run", "data-phase") == "done", page.inner_text("#train-status")
     return page.evaluate("() => window.chartDraws")
@@ -119,6 +119,7 @@ def test_a_new_run_starts_the_charts_over(loaded: LoadedApp) -> None:
 
 def test_a_theme_change_recolours_the_charts(loaded: LoadedApp) -> None:
     page = loaded.page
+    train(page, 1, "13")
     before = chart(page, "loss")["colour"]
     page.evaluate("() => document.documentElement.style.setProperty('--chart-1', 'rgb(200, 0, 100)')")
     assert chart(page, "loss")["colour"] == before  # read when a chart is made or the theme changes
@@ -173,6 +174,7 @@ def test_many_states_make_one_draw_a_frame_and_non_finite_losses_are_named(loade
 
 def test_the_charts_follow_the_panels_width(loaded: LoadedApp) -> None:
     page = loaded.page
+    train(page, 1, "14")
     wide = [chart(page, "loss"), chart(page, "metrics")]
     assert all(abs(c["width"] - c["box"]) <= 1 for c in wide) and wide[0]["top"] == wide[1]["top"]  # side by side
     page.set_viewport_size({"width": 500, "height": 1400})

@@ -1,12 +1,13 @@
-"""The graph editor in Chromium, on the CPU path (the editor is the same on every device; the run at the
-end trains on the CPU path): the digits MLP opens with a palette from the engine's catalog; a node from
-the palette is added and wired; a bad parameter is marked on its node, blocks the plan and the train button
-(which says why) and clears once fixed, and the plan follows the program's width; undo and redo, copy and
-paste, delete, an edge deleted by keyboard, fit; a remedy from the plan panel flows into the editor; the
-program is exported, another example opened, the export imported again from the file picker and by a drop
-(a palette op dropped lands too; a broken file is named by line and column); the edited program trains and
-its manifest pins it; a reload finds it again; a narrow window stacks the layout. Screenshots of the editor
-go to e2e/artifacts/."""
+"""The graph editor in Chromium, on the CPU path (the editor is the same on every device; the runs train on
+the CPU path): the digits MLP opens with a palette from the engine's catalog; a node from the palette is
+added and wired; a bad parameter is marked on its node, blocks the plan and the train button (which says
+why) and clears once fixed, and the plan follows the program's width; undo and redo, copy and paste,
+delete, an edge deleted by keyboard, fit; a remedy from the plan panel flows into the editor; the program
+is exported, another example opened, the export imported again from the file picker and by a drop (a
+palette op dropped lands too; a broken file is named by line and column); an edited program trains and
+its manifest pins it; a reload finds it again; a narrow window stacks the layout. Each test starts from
+the program it needs (the page's example, or an edited one opened from a file), whatever ran before it.
+Screenshots of the editor go to e2e/artifacts/."""
 
 from __future__ import annotations
 
@@ -16,15 +17,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from appdriver import LoadedApp, launch, open_app, wait_ready
+from appdriver import RUN_MS, LoadedApp, launch, open_app, wait_ready
 from playwright.sync_api import Locator, Page, Playwright
 
+from scellis.examples import digits_mlp
 from scellis.graph import palette, validate
 
 ARTIFACTS = Path(__file__).resolve().parent / "artifacts"
-CHECK_TIMEOUT_MS = 60_000
-PLAN_TIMEOUT_MS = 120_000
-TRAIN_TIMEOUT_MS = 300_000
 VIEWPORT = {"width": 1400, "height": 1300}  # the editor, the plan panel and the train button in view
 
 
@@ -59,9 +58,7 @@ def edge(page: Page, edge_id: str) -> Locator:
 
 def problems(page: Page, count: int) -> list[str]:
     """Waits for the latest check to report `count` problems; returns the list's lines."""
-    page.wait_for_selector(
-        f".editor[data-checked=yes] .editor-problems[data-count='{count}']", timeout=CHECK_TIMEOUT_MS
-    )
+    page.wait_for_selector(f".editor[data-checked=yes] .editor-problems[data-count='{count}']")
     return page.locator(".editor-problems li").all_inner_texts()
 
 
@@ -83,7 +80,6 @@ def wait_new_plan(page: Page, old_total: int | None = None) -> int:
           return old === null || !line.includes(`(${old.toLocaleString('en-US')} bytes)`);
         }""",
         arg=old_total,
-        timeout=PLAN_TIMEOUT_MS,
     )
     assert page.get_attribute("#plan", "data-state") == "shown", page.inner_text("#plan")
     return plan_total(page)
@@ -105,12 +101,71 @@ def set_field(page: Page, name: str, text: str) -> None:
     field.press("Enter")
 
 
+EXAMPLE_IDS = ["pixels", "digit", "hidden", "relu", "logits", "loss", "accuracy"]
+
+
+def edited_program() -> dict:
+    """The digits MLP as the tests below edit it: the hidden layer 32 wide, a tanh reading it."""
+    program = digits_mlp()
+    for n in program["nodes"]:
+        if n["id"] == "hidden":
+            n["params"]["features"] = 32
+    program["nodes"].append({"id": "tanh1", "op": "tanh"})
+    program["edges"].append({"from": {"node": "hidden", "port": "out"}, "to": {"node": "tanh1", "port": "x"}})
+    validate(program)
+    return program
+
+
+@pytest.fixture(scope="module")
+def edited(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("editor") / "edited.json"
+    path.write_text(json.dumps(edited_program()))
+    return path
+
+
+def open_example(page: Page) -> None:
+    """The page's example as shipped in the editor (its nodes, and the hidden layer 128 wide), checked; no
+    memory limit."""
+    page.get_by_role("button", name="Reset to example").click()
+    page.wait_for_function(
+        """(ids) => JSON.stringify([...document.querySelectorAll('.react-flow__node')].map((n) => n.dataset.id))
+          === JSON.stringify(ids)
+          && document.querySelector('.react-flow__node[data-id=hidden]').textContent.includes('features 128')""",
+        arg=EXAMPLE_IDS,
+    )
+    assert problems(page, 0) == []
+    clear_cap(page)
+
+
+def open_edited(page: Page, path: Path) -> None:
+    """The edited program opened from its file (the example first, so the file's tanh appearing is this
+    opening's), checked; no memory limit."""
+    open_example(page)
+    page.set_input_files(".editor-toolbar input[type=file]", str(path))
+    node(page, "tanh1").wait_for()
+    assert problems(page, 0) == []
+
+
+def clear_cap(page: Page) -> None:
+    if page.input_value("#plan-cap"):
+        page.click("#plan-cap-clear")
+
+
+def wait_plan_of(page: Page, ending: str) -> int:
+    """Waits for a plan of the program the page names with `ending` (its changes); returns its total."""
+    page.wait_for_function(
+        """(ending) => document.getElementById('plan').dataset.state === 'shown'
+          && document.getElementById('plan-program').textContent.endsWith(ending)""",
+        arg=ending,
+    )
+    return plan_total(page)
+
+
 def test_the_example_opens_with_the_engines_palette(loaded: LoadedApp) -> None:
     page = loaded.page
-    page.wait_for_selector("#editor .react-flow__node", timeout=CHECK_TIMEOUT_MS)
-    assert problems(page, 0) == []
+    open_example(page)
     ids = page.locator(".react-flow__node").evaluate_all("(nodes) => nodes.map((n) => n.dataset.id)")
-    assert ids == ["pixels", "digit", "hidden", "relu", "logits", "loss", "accuracy"]
+    assert ids == EXAMPLE_IDS
     catalog = palette()  # one source of truth: the palette is the engine's catalog, grouped
     groups = page.locator(".editor-palette summary").all_inner_texts()
     assert [g.lower() for g in groups] == catalog["categories"]
@@ -121,13 +176,14 @@ def test_the_example_opens_with_the_engines_palette(loaded: LoadedApp) -> None:
     assert handle(page, "hidden", "x").get_attribute("aria-label") == "input x (float)"
     assert "kind-int" in (handle(page, "digit", "out").get_attribute("class") or "")
     page.select_option("#train-level", "debug")
-    wait_new_plan(page)
-    assert page.inner_text("#plan-program").endswith("(the example as shipped)")
+    wait_plan_of(page, "(the example as shipped)")
     screenshot(page, "example")
 
 
 def test_a_node_from_the_palette_is_added_and_wired(loaded: LoadedApp) -> None:
     page = loaded.page
+    open_example(page)
+    page.select_option("#train-level", "debug")
     page.get_by_role("button", name=re.compile(r"^Add tanh:")).click()
     tanh = node(page, "tanh1")
     tanh.wait_for()
@@ -142,14 +198,15 @@ def test_a_node_from_the_palette_is_added_and_wired(loaded: LoadedApp) -> None:
     edge(page, "hidden.out->tanh1.x").wait_for()
     assert problems(page, 0) == []
     assert tanh.locator(".op-node").get_attribute("data-issues") == "0"
-    wait_new_plan(page)
+    wait_plan_of(page, "(changed: edited)")
     assert page.is_enabled("#train-button") and page.is_hidden("#train-blocked")
-    assert page.inner_text("#plan-program").endswith("(changed: edited)")
 
 
 def test_a_bad_parameter_is_marked_and_the_plan_follows_the_width(loaded: LoadedApp) -> None:
     page = loaded.page
-    before = plan_total(page)
+    open_example(page)
+    page.select_option("#train-level", "debug")
+    before = wait_plan_of(page, "(the example as shipped)")
     node(page, "hidden").click()
     field = page.locator(".editor-panel").get_by_label("features", exact=True)
     assert field.input_value() == "128"
@@ -177,10 +234,16 @@ def focus_canvas_on(page: Page, node_id: str) -> None:
     node(page, node_id).click()  # selects it; the keyboard is then in the editor
 
 
-def test_undo_redo_copy_paste_delete_and_fit(loaded: LoadedApp) -> None:
+def test_undo_redo_copy_paste_delete_and_fit(loaded: LoadedApp, edited: Path) -> None:
     page = loaded.page
-    focus_canvas_on(page, "hidden")
+    open_edited(page, edited)
+    node(page, "hidden").click()
     features = page.locator(".editor-panel").get_by_label("features", exact=True)
+    set_field(page, "features", "0")
+    problems(page, 1)
+    set_field(page, "features", "32")
+    problems(page, 0)
+    focus_canvas_on(page, "hidden")  # the keyboard in the drawing, not in the field (its own undo)
     page.keyboard.press("Control+z")
     problems(page, 1)
     assert features.input_value() == "0"
@@ -225,27 +288,29 @@ def test_undo_redo_copy_paste_delete_and_fit(loaded: LoadedApp) -> None:
     )
 
 
-def test_a_remedy_flows_into_the_editor(loaded: LoadedApp) -> None:
+def test_a_remedy_flows_into_the_editor(loaded: LoadedApp, edited: Path) -> None:
     page = loaded.page
-    total = plan_total(page)
+    open_edited(page, edited)
+    page.select_option("#train-level", "debug")
+    total = wait_plan_of(page, "(changed: edited)")
     page.fill("#plan-cap", repr(int(total * 0.9) / (1 << 20)))
     page.press("#plan-cap", "Enter")
-    page.wait_for_selector("#plan[data-state=shown][data-verdict=red]", timeout=PLAN_TIMEOUT_MS)
+    page.wait_for_selector("#plan[data-state=shown][data-verdict=red]")
     button = page.locator("#plan-remedies button", has_text="Apply: batch ")
     batch = int(re.search(r"batch (\d+)", button.inner_text()).group(1))  # type: ignore[union-attr]
     button.click()
-    page.wait_for_selector("#plan[data-state=shown][data-verdict=green]", timeout=PLAN_TIMEOUT_MS)
-    assert page.inner_text("#plan-program").endswith(f"(changed: edited, batch {batch})")
+    wait_plan_of(page, f"(changed: edited, batch {batch})")
+    assert page.get_attribute("#plan", "data-verdict") == "green"
     page.locator(".react-flow__pane").click(position={"x": 10, "y": 10})  # nothing selected: the program
     loop = page.locator(".editor-panel").get_by_label("loop", exact=True)
     assert json.loads(loop.input_value())["batch_size"] == batch
     assert page.inner_text(".editor-notice") == f"Opened the remedy batch {batch}."
     page.get_by_role("button", name="Undo", exact=True).click()  # the remedy, taken back in the editor
     assert json.loads(loop.input_value())["batch_size"] == 64
-    page.wait_for_selector("#plan[data-state=shown][data-verdict=red]", timeout=PLAN_TIMEOUT_MS)
-    assert page.inner_text("#plan-program").endswith("batch 64 (changed: edited)")
+    wait_plan_of(page, "batch 64 (changed: edited)")
+    assert page.get_attribute("#plan", "data-verdict") == "red"
     page.click("#plan-cap-clear")
-    page.wait_for_selector("#plan[data-state=shown][data-verdict=green]", timeout=PLAN_TIMEOUT_MS)
+    page.wait_for_selector("#plan[data-state=shown][data-verdict=green]")
 
 
 OP_DRAG_TYPE = "application/x-scellis-op"  # what a palette drag carries (Palette.jsx)
@@ -269,8 +334,9 @@ def drop(page: Page, item: dict, at: tuple[float, float] = (0.5, 0.5)) -> None:
     page.dispatch_event(".editor-canvas", "drop", {"dataTransfer": carried, **where})
 
 
-def test_export_and_import(loaded: LoadedApp, tmp_path: Path) -> None:
+def test_export_and_import(loaded: LoadedApp, edited: Path, tmp_path: Path) -> None:
     page = loaded.page
+    open_edited(page, edited)
     with page.expect_download() as download:
         page.get_by_role("button", name="Export JSON").click()
     assert download.value.suggested_filename == "digits-mlp.json"
@@ -281,6 +347,7 @@ def test_export_and_import(loaded: LoadedApp, tmp_path: Path) -> None:
     nodes = {n["id"]: n for n in program["nodes"]}
     assert nodes["hidden"]["params"]["features"] == 32 and nodes["tanh1"]["op"] == "tanh"
     assert {"from": {"node": "hidden", "port": "out"}, "to": {"node": "tanh1", "port": "x"}} in program["edges"]
+    assert {n["id"] for n in program["nodes"]} == {n["id"] for n in edited_program()["nodes"]}
     page.select_option(".editor-examples select", label="digits-cnn")
     page.get_by_role("button", name="Open", exact=True).click()
     node(page, "conv1").wait_for()
@@ -305,13 +372,15 @@ def test_export_and_import(loaded: LoadedApp, tmp_path: Path) -> None:
     assert node(page, "tanh1").count() == 1  # the program in the editor is unchanged
 
 
-def test_the_edited_program_trains(loaded: LoadedApp, tmp_path: Path) -> None:
+def test_the_edited_program_trains(loaded: LoadedApp, edited: Path, tmp_path: Path) -> None:
     page = loaded.page
-    wait_new_plan(page)
+    open_edited(page, edited)
+    page.select_option("#train-level", "debug")
+    wait_plan_of(page, "(changed: edited)")
     page.fill("#train-epochs", "1")
     page.click("#train-button")
     done = "#train[data-state=done], #train[data-state=refused], #train[data-state=error]"
-    page.wait_for_selector(done, timeout=TRAIN_TIMEOUT_MS)
+    page.wait_for_selector(done, timeout=RUN_MS)
     assert page.get_attribute("#train", "data-state") == "done", page.inner_text("#train-status")
     assert page.locator("#train-log tbody tr").count() == 1
     with page.expect_download() as download:
@@ -323,24 +392,22 @@ def test_the_edited_program_trains(loaded: LoadedApp, tmp_path: Path) -> None:
     screenshot(page, "trained")
 
 
-def test_a_reload_finds_the_program_again(loaded: LoadedApp) -> None:
+def test_a_reload_finds_the_program_again(loaded: LoadedApp, edited: Path) -> None:
     page = loaded.page
+    open_edited(page, edited)
     page.reload()
     wait_ready(page)
-    node(page, "tanh1").wait_for(timeout=CHECK_TIMEOUT_MS)
+    node(page, "tanh1").wait_for()
     assert "features 32" in node(page, "hidden").inner_text()
     assert page.inner_text(".editor-notice") == "Opened the program kept in this browser."
     assert problems(page, 0) == []
     page.select_option("#train-level", "debug")
-    wait_new_plan(page)
-    assert page.inner_text("#plan-program").endswith("(changed: edited)")
+    wait_plan_of(page, "(changed: edited)")
     screenshot(page, "restored")
     page.get_by_role("button", name="Reset to example").click()
     node(page, "tanh1").wait_for(state="detached")
     assert problems(page, 0) == []
-    page.wait_for_function(
-        "() => document.getElementById('plan-program').textContent.endsWith('(the example as shipped)')"
-    )
+    wait_plan_of(page, "(the example as shipped)")
 
 
 def test_the_layout_follows_a_narrow_window(loaded: LoadedApp) -> None:

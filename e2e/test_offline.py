@@ -7,12 +7,11 @@ import functools
 import http.server
 import json
 import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from appdriver import LoadedApp, launch, open_app, wait_ready
+from appdriver import LoadedApp, launch, open_app, wait_ready, wait_until
 from playwright.sync_api import Playwright
 
 from scellis.serve import Handler, make_server
@@ -41,14 +40,11 @@ def start(server: http.server.ThreadingHTTPServer) -> str:
 
 
 def wait_for_offline_copy(app: LoadedApp) -> str:
-    app.page.wait_for_selector("body[data-offline=yes]", timeout=60_000)
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        name = app.page.evaluate(COMPLETE_CACHE)
-        if name:
-            return name
-        time.sleep(0.2)
-    raise AssertionError("the service worker never completed its copy of the build")
+    """The name of the cache holding the whole build, once the page says it can start offline."""
+    app.page.wait_for_selector("body[data-offline=yes]")
+    name = wait_until(app.page, COMPLETE_CACHE)
+    assert isinstance(name, str)
+    return name
 
 
 @pytest.fixture

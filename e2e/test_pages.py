@@ -13,13 +13,12 @@ from pathlib import Path
 from urllib.parse import urljoin, urlsplit
 
 import pytest
-from appdriver import launch, open_app
+from appdriver import launch, open_app, patient
 from playwright.sync_api import Browser, Page, Playwright
 
 ARTIFACTS = Path(__file__).resolve().parent / "artifacts"
 PAGES = ["index.html", "start.html", "correctness.html", "limits.html"]
 LIGHT_BG, DARK_BG = "rgb(247, 249, 251)", "rgb(15, 19, 23)"  # style.css's --bg in each set
-PLAN_TIMEOUT_MS = 120_000
 VIEWPORT = {"width": 1280, "height": 900}
 
 # Records the theme <html> carries when <body> first exists: a theme set before then is painted first.
@@ -75,7 +74,7 @@ def browser(playwright: Playwright) -> Iterator[Browser]:
 @pytest.fixture
 def page(browser: Browser) -> Iterator[Page]:
     """A fresh context (no theme chosen yet), the main page's module kept out: these tests need no engine."""
-    context = browser.new_context(viewport=VIEWPORT)
+    context = patient(browser.new_context(viewport=VIEWPORT))
     context.route("**/main.js", lambda route: route.abort())
     yield context.new_page()
     context.close()
@@ -177,7 +176,7 @@ def test_theme_toggle_by_keyboard(page: Page, base_url: str) -> None:
 
 
 def test_the_system_theme_applies_until_the_user_chooses(browser: Browser, base_url: str, dist: Path) -> None:
-    context = browser.new_context(color_scheme="dark")
+    context = patient(browser.new_context(color_scheme="dark"))
     try:
         page = context.new_page()
         page.goto(base_url + "limits.html")
@@ -224,7 +223,7 @@ def test_limits_page_shows_this_browsers_quota_and_adapter(page: Page, base_url:
 def test_limits_page_without_webgpu_says_so(playwright: Playwright, base_url: str) -> None:
     browser = launch(playwright, webgpu=False)
     try:
-        page = browser.new_page()
+        page = patient(browser.new_context()).new_page()
         page.goto(base_url + "limits.html")
         page.wait_for_selector("#gpu-live[data-state=none]", state="attached")
         assert "CPU path" in page.inner_text("#gpu-live-note")
@@ -251,12 +250,12 @@ def test_main_page_in_both_themes_and_the_new_files_kept_offline(playwright: Pla
         page = app.page
         page.set_viewport_size(VIEWPORT)
         page.select_option("#train-level", "prod")
-        page.wait_for_selector("#plan[data-state=shown]", timeout=PLAN_TIMEOUT_MS)
+        page.wait_for_selector("#plan[data-state=shown]")
         shoot(page, "page-main-light")
         page.get_by_role("button", name="Dark theme").click()
         assert theme(page) == ("dark", "true", DARK_BG)
         shoot(page, "page-main-dark")
-        page.wait_for_selector("body[data-offline=yes]", timeout=120_000)
+        page.wait_for_selector("body[data-offline=yes]")
         kept = page.evaluate(
             """async () => {
               for (const name of await caches.keys()) {

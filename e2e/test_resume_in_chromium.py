@@ -6,11 +6,10 @@ in a third page (weights, optimizer state, RNG and loop state, bit for bit)."""
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from appdriver import LoadedApp, launch, open_app
+from appdriver import LoadedApp, launch, open_app, wait_ready, wait_until
 from playwright.sync_api import Browser, Page, Playwright
 
 SETUP = """
@@ -78,6 +77,7 @@ await save(store, await session.checkpoint())
 )
 
 RUN = "(code) => window.scellis.python(code)"
+WRITTEN = "import json\njson.dumps(globals().get('written', []))"  # the keys the run has written so far
 
 
 @contextmanager
@@ -92,9 +92,7 @@ def chromium(playwright: Playwright) -> Iterator[Browser]:
 
 
 def written(page: Page) -> list[str]:
-    return json.loads(
-        page.evaluate("() => window.scellis.python(\"import json\\njson.dumps(globals().get('written', []))\")")
-    )
+    return json.loads(page.evaluate(RUN, WRITTEN))
 
 
 def test_a_run_closed_mid_way_resumes_in_a_new_page_to_the_same_bits(playwright: Playwright, base_url: str) -> None:
@@ -112,10 +110,9 @@ def interrupted_then_resumed(browser: Browser, base_url: str) -> str:
     from that checkpoint's key in a new page of the same origin; the final checkpoint's key."""
     first = open_app(browser, base_url)
     first.page.evaluate("(code) => { window.run = window.scellis.python(code); return 1; }", STARTED)
-    deadline = time.monotonic() + 120
-    while len(written(first.page)) < 2:  # the checkpoints after steps 10 and 20
-        assert time.monotonic() < deadline, "the run wrote no second checkpoint in time"
-        time.sleep(0.05)
+    wait_until(  # the checkpoints after steps 10 and 20
+        first.page, "async (code) => JSON.parse(await window.scellis.python(code)).length >= 2", WRITTEN
+    )
     key = written(first.page)[-1]
     state = first.page.evaluate("() => window.scellis.python('session.steps')")
     assert state < 30, "the run was to be closed before its end"
@@ -123,5 +120,5 @@ def interrupted_then_resumed(browser: Browser, base_url: str) -> str:
 
     second_page = first.context.new_page()  # the same origin's IndexedDB
     second_page.goto(base_url)
-    second_page.wait_for_selector("body[data-state=ready]", timeout=120_000)
+    wait_ready(second_page)
     return second_page.evaluate(RUN, RESUMED.replace("KEY", repr(key)))

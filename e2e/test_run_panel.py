@@ -13,13 +13,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from appdriver import LoadedApp, start_and_pause, wait_ready
+from appdriver import RUN_MS, LoadedApp, start_and_pause, wait_ready
 from playwright.sync_api import Page
 from safetensors import safe_open
 
 from scellis import cli
 
-RUN_TIMEOUT_MS = 600_000
 ARTIFACTS = Path(__file__).resolve().parent / "artifacts"
 EPOCHS = 4  # 88 steps of the digits MLP
 
@@ -44,7 +43,7 @@ def state(page: Page) -> dict:
 
 def wait_phase(page: Page, phases: str) -> dict:
     selector = ", ".join(f"#run[data-phase={p}]" for p in phases.split())
-    page.wait_for_selector(selector, timeout=RUN_TIMEOUT_MS)
+    page.wait_for_selector(selector, timeout=RUN_MS)
     return state(page)
 
 
@@ -116,12 +115,12 @@ def share_link(page: Page) -> str:
 def rerun_from_link(shared: Page, link: str, final: str) -> None:
     shared.goto(link)
     wait_ready(shared)
-    shared.wait_for_selector("#shared[data-state=asking]", timeout=RUN_TIMEOUT_MS)
+    shared.wait_for_selector("#shared[data-state=asking]")
     facts = shared.inner_text("#shared-facts")
     assert "Final checkpoint" in facts and final in facts
     shared.click("#shared-site-data")
     ends = ("verified", "mismatch", "different", "error")
-    shared.wait_for_selector(", ".join(f"#shared[data-state={s}]" for s in ends), timeout=RUN_TIMEOUT_MS)
+    shared.wait_for_selector(", ".join(f"#shared[data-state={s}]" for s in ends), timeout=RUN_MS)
     verdict = shared.inner_text("#shared-verdict") if shared.is_visible("#shared-verdict") else ""
     assert shared.get_attribute("#shared", "data-state") == "verified", verdict or shared.inner_text("#shared")
     assert f"verified: the re-run reached the pinned final checkpoint {final} bit for bit" in verdict
@@ -181,6 +180,6 @@ def test_a_resume_key_that_is_wrong_is_named(loaded: LoadedApp) -> None:
     assert page.inner_text("#resume-error").startswith('a checkpoint key is "sha256:" and 64 hexadecimal digits')
     page.fill("#resume-key", "sha256:" + "0" * 64)
     page.click("#resume-button")
-    page.wait_for_selector("#resume-error:has-text('Cannot resume')", timeout=RUN_TIMEOUT_MS)
+    page.wait_for_selector("#resume-error:has-text('Cannot resume')")
     text = page.inner_text("#resume-error")
     assert "no object sha256:" + "0" * 64 in text and 'IndexedDB database "scellis"' in text, text

@@ -13,11 +13,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from appdriver import LoadedApp, launch, open_app, start_and_pause, wait_ready
+from appdriver import RUN_MS, LoadedApp, launch, open_app, start_and_pause, wait_ready, wait_until
 from playwright.sync_api import Page, Playwright
 
 ARTIFACTS = Path(__file__).resolve().parent / "artifacts"
-RUN_TIMEOUT_MS = 600_000
 EPOCHS = 2  # 44 steps of the digits MLP
 
 # IndexedDB read (and one object deleted) as the page's own modules would, straight from the page.
@@ -66,12 +65,12 @@ def records(page: Page) -> list[dict]:
 
 def wait_records(page: Page, test: str) -> list[dict]:
     """The records once `test` (JS over `all`, the records oldest first) holds for them."""
-    page.wait_for_function(f"async () => {{ const all = await ({RECORDS})(); return {test}; }}", timeout=RUN_TIMEOUT_MS)
+    wait_until(page, f"async () => {{ const all = await ({RECORDS})(); return {test}; }}", timeout_ms=RUN_MS)
     return records(page)
 
 
 def wait_phase(page: Page, phase: str) -> None:
-    page.wait_for_selector(f"#run[data-phase={phase}], #run[data-phase=failed]", timeout=RUN_TIMEOUT_MS)
+    page.wait_for_selector(f"#run[data-phase={phase}], #run[data-phase=failed]", timeout=RUN_MS)
     assert page.get_attribute("#run", "data-phase") == phase, page.inner_text("#train-status")
 
 
@@ -79,8 +78,9 @@ def train_with_a_saved_checkpoint(page: Page) -> str:
     """The run paused at once, one step, its state saved, then on to the end; the saved key."""
     start_and_pause(page, EPOCHS, "7")
     wait_phase(page, "paused")
+    step = int(page.get_attribute("#run", "data-step") or "")
     page.click("#run-step")
-    page.wait_for_selector("#run[data-phase=paused]")
+    page.wait_for_selector(f"#run[data-phase=paused][data-step='{step + 1}']")
     page.click("#run-save")
     page.wait_for_function("() => document.getElementById('run-pinned-status').textContent.startsWith('saved ')")
     key = page.inner_text("#run-pinned-status").removeprefix("saved ")
@@ -122,7 +122,7 @@ def test_runs_are_listed_resumed_and_deleted(app: LoadedApp) -> None:
 
     page.reload()
     wait_ready(page)
-    page.wait_for_selector("#runs[data-count='1']", timeout=RUN_TIMEOUT_MS)
+    page.wait_for_selector("#runs[data-count='1']")
     shown = row_of(page, first)
     assert (shown["program"], shown["level"], shown["status"]) == ("digits-mlp", "debug", "done")
     assert shown["device"].startswith("CPU path (WebAssembly)") and shown["metric"].startswith("accuracy ")
@@ -136,9 +136,9 @@ def test_runs_are_listed_resumed_and_deleted(app: LoadedApp) -> None:
     page.check("input[name=data-source][value=chars]")
     page.wait_for_function("() => document.querySelector('#data-facts dd').textContent.includes('Zen of Python')")
     page.click(f"#runs-checkpoints li[data-key='{saved}'] button")
+    resumed = wait_records(page, "all.length === 2 && all[1].status === 'done' && all[1].manifest !== null")[1]
     wait_phase(page, "done")
     assert page.is_checked("input[name=data-source][value=site]")
-    resumed = wait_records(page, "all.length === 2 && all[1].status === 'done' && all[1].manifest !== null")[1]
     assert resumed["resumedFrom"] == saved
     assert resumed["final"] == final, "the resumed run did not reach the unbroken run's final key"
     open_details(page, resumed)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from appdriver import READY_TIMEOUT_MS, LoadedApp, open_app, wait_ready
+from appdriver import LoadedApp, open_app, wait_ready
 
 from scellis.assets import WASM_NAME, read_asset
 from scellis.runtime.cpu import CpuPath
@@ -73,12 +73,15 @@ def test_banner_links_to_honest_limits(loaded: LoadedApp, base_url: str) -> None
     if variant(loaded) != "cpu":
         assert loaded.page.locator("#banner").is_hidden()
         return
-    page = open_app(loaded.context.browser, base_url).page
-    page.click("#banner a")
-    page.wait_for_url("**/limits.html#cpu-path")
-    assert page.locator("h1").inner_text() == "Honest limits"
-    assert "4 GiB" in page.inner_text("#cpu-path")
-    page.close()
+    app = open_app(loaded.context.browser, base_url)
+    try:
+        page = app.page
+        page.click("#banner a")
+        page.wait_for_url("**/limits.html#cpu-path")
+        assert page.locator("h1").inner_text() == "Honest limits"
+        assert "4 GiB" in page.inner_text("#cpu-path")
+    finally:
+        app.context.close()
 
 
 def test_a_software_adapter_is_used_only_when_chosen(loaded: LoadedApp, base_url: str) -> None:
@@ -89,7 +92,7 @@ def test_a_software_adapter_is_used_only_when_chosen(loaded: LoadedApp, base_url
     app = open_app(loaded.context.browser, base_url, device=None)
     page = app.page
     try:
-        page.wait_for_selector("#train-device-choice option", state="attached", timeout=READY_TIMEOUT_MS)
+        page.wait_for_selector("#train-device-choice option", state="attached")
         assert page.evaluate("() => document.body.dataset.device") == "cpu"
         assert page.inner_text("#train-device") == "Runs on: CPU path (WebAssembly)"
         why = page.inner_text("#train-device-why")
@@ -98,7 +101,7 @@ def test_a_software_adapter_is_used_only_when_chosen(loaded: LoadedApp, base_url
         options = page.locator("#train-device-choice option").all_inner_texts()
         assert options == ["WebGPU — google swiftshader (software adapter)", "CPU path (WebAssembly)"]
         page.select_option("#train-level", "prod")
-        page.wait_for_selector("#plan[data-state=shown]", timeout=READY_TIMEOUT_MS)
+        page.wait_for_selector("#plan[data-state=shown]")
         assert (page.get_attribute("#plan", "data-device") or "").startswith("CPU path (WebAssembly)")
         page.select_option("#train-device-choice", "webgpu")
         assert page.evaluate("() => document.body.dataset.device") == "webgpu"
@@ -106,7 +109,7 @@ def test_a_software_adapter_is_used_only_when_chosen(loaded: LoadedApp, base_url
         page.wait_for_function("() => (document.getElementById('plan').dataset.device ?? '').includes('swiftshader')")
         page.reload()
         wait_ready(page)
-        page.wait_for_selector("#train-device-choice option", state="attached", timeout=READY_TIMEOUT_MS)
+        page.wait_for_selector("#train-device-choice option", state="attached")
         assert page.evaluate("() => document.body.dataset.device") == "webgpu"
         assert page.inner_text("#train-device-why") == "your choice, kept from an earlier visit"
     finally:

@@ -185,7 +185,7 @@ def test_a_full_quota_is_refused_by_name_and_earlier_objects_stay(browser: Brows
     app = open_app(browser, base_url)
     try:
         page = app.page
-        page.wait_for_selector("body[data-offline]", timeout=120_000)  # the offline copy counts against the quota
+        page.wait_for_selector("body[data-offline]")  # the offline copy counts against the quota
         origin = page.evaluate("() => location.origin")
         usage = page.evaluate("async () => (await navigator.storage.estimate()).usage")
         app.context.new_cdp_session(page).send(

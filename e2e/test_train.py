@@ -6,11 +6,9 @@ from __future__ import annotations
 import json
 
 import pytest
-from appdriver import LoadedApp
+from appdriver import RUN_MS, LoadedApp
 
 from scellis.levels import PROMISES, Level
-
-TRAIN_TIMEOUT_MS = 900_000
 
 
 def train(app: LoadedApp, level: str) -> dict:
@@ -20,7 +18,7 @@ def train(app: LoadedApp, level: str) -> dict:
     link = app.page.locator("#level-promise a")
     assert link.get_attribute("href") == f"correctness.html#level-{level}"
     app.page.click("#train-button")
-    app.page.wait_for_selector("#train[data-state=done], #train[data-state=error]", timeout=TRAIN_TIMEOUT_MS)
+    app.page.wait_for_selector("#train[data-state=done], #train[data-state=error]", timeout=RUN_MS)
     return json.loads(
         app.page.evaluate(
             "() => JSON.stringify({state: document.getElementById('train').dataset.state,"

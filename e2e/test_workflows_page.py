@@ -12,13 +12,12 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
-from appdriver import LoadedApp
+from appdriver import RUN_MS, LoadedApp
 from playwright.sync_api import Page
 
 from scellis import cli
 from scellis.examples import black_scholes_call, logistic_bootstrap, option_pricing
 
-RUN_TIMEOUT_MS = 300_000
 ARTIFACTS = Path(__file__).resolve().parent / "artifacts"
 OPTION = {"spot": 100.0, "strike": 100.0, "rate": 0.05, "volatility": 0.2, "years": 1.0}
 
@@ -33,19 +32,26 @@ def import_program(page: Page, program: dict, folder: Path) -> None:
     path = folder / f"{program['name']}.json"
     path.write_text(json.dumps(program))
     page.set_input_files(".editor-toolbar input[type=file]", str(path))
+    page.wait_for_selector(f".editor-notice:text-is('Opened {path.name}.')")
+    page.wait_for_selector(".editor[data-checked=yes]")  # and handed to the page, which plans it next
+
+
+def wait_plan_of(page: Page, level: str, program: str) -> None:
+    """Waits for the plan of `program` (as the plan panel names it) at `level`: the editor has checked
+    the program and the page took it."""
+    page.select_option("#train-level", level)
+    page.wait_for_function(
+        f"() => document.getElementById('plan').dataset.state === 'shown'"
+        f" && document.getElementById('plan-program').textContent.includes('{program}')",
+    )
 
 
 def run_to_the_end(page: Page, level: str, program: str) -> dict:
-    page.select_option("#train-level", level)
-    page.wait_for_function(  # the plan of this program: the editor has checked it and the page took it
-        f"() => document.getElementById('plan').dataset.state === 'shown'"
-        f" && document.getElementById('plan-program').textContent.includes('{program}')",
-        timeout=RUN_TIMEOUT_MS,
-    )
+    wait_plan_of(page, level, program)
     assert page.text_content("#train-button") == "Run"
     page.fill("#train-seed", "4")
     page.click("#train-button")  # the train card says it is running at once: an earlier run's end is not waited for
-    page.wait_for_selector("#train[data-state=done], #train[data-state=error]", timeout=RUN_TIMEOUT_MS)
+    page.wait_for_selector("#train[data-state=done], #train[data-state=error]", timeout=RUN_MS)
     return page.evaluate(
         """() => ({
         phase: document.getElementById('run').dataset.phase,
@@ -65,6 +71,7 @@ def test_the_option_pricer_runs_and_pins_no_data(loaded: LoadedApp, tmp_path: Pa
     open_example(page, "option-pricing")
     page.wait_for_function("() => document.getElementById('train').dataset.trains === 'no'")
     import_program(page, option_pricing(2**14, 64, **OPTION), tmp_path)
+    wait_plan_of(page, "debug", "option-pricing, batch 16384")
     assert page.input_value("#train-epochs") == "1"  # the program's own: more epochs would be more years
     done = run_to_the_end(page, "debug", "option-pricing, batch 16384")
     assert done["phase"] == "done", done["status"]
@@ -98,12 +105,12 @@ def rerun_a_link_without_data(loaded: LoadedApp, final: str) -> None:
     shared = loaded.context.new_page()
     try:
         shared.goto(page.input_value("#run-link-text"))
-        shared.wait_for_selector("#shared[data-state=asking]", timeout=RUN_TIMEOUT_MS)
+        shared.wait_for_selector("#shared[data-state=asking]")
         assert "reads no data" in shared.inner_text("#shared-summary")
         assert shared.is_hidden("#shared-data") and shared.is_visible("#shared-rerun")
         shared.click("#shared-rerun")
         ends = ", ".join(f"#shared[data-state={s}]" for s in ("verified", "mismatch", "different", "error"))
-        shared.wait_for_selector(ends, timeout=RUN_TIMEOUT_MS)
+        shared.wait_for_selector(ends, timeout=RUN_MS)
         verdict = shared.inner_text("#shared-verdict") if shared.is_visible("#shared-verdict") else ""
         assert shared.get_attribute("#shared", "data-state") == "verified", verdict or shared.inner_text("#shared")
         assert f"the pinned final checkpoint {final} bit for bit" in verdict
