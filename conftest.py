@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -38,3 +39,21 @@ def dist(build_script: ModuleType) -> Path:
     """dist/, brought up to date once per test session (the build is incremental)."""
     build_script.build()
     return build_script.DIST
+
+
+FAULTS = ROOT / "build" / "faults"
+
+
+@pytest.fixture(scope="session")
+def fault_log() -> Callable[..., None]:
+    """record(suite, **figures): a fault or fuzz suite's counts, written to build/faults/<suite>.json.
+
+    Figures are whole numbers (trials, inputs tried, faults survived, crashes, hangs, silent wrong results,
+    objects lost); `python bench/faults.py` prints every suite's last figures as one table.
+    """
+
+    def record(suite: str, **figures: int) -> None:
+        FAULTS.mkdir(parents=True, exist_ok=True)
+        (FAULTS / f"{suite}.json").write_text(json.dumps({"suite": suite, **figures}, sort_keys=True) + "\n")
+
+    return record
