@@ -58,13 +58,18 @@ def pinned(folder: Path) -> dict[str, Any]:
 
 
 def verify(
-    folder: Path, manifest: dict[str, Any], capsys: pytest.CaptureFixture[str], data: str | None = None
+    folder: Path,
+    manifest: dict[str, Any],
+    capsys: pytest.CaptureFixture[str],
+    data: str | None = None,
+    store: Path | None = None,
 ) -> tuple[int, str, str]:
+    """`scellis verify` of `manifest` on the data files (or `data`), reading the pinned objects in `store`."""
     capsys.readouterr()  # drop what came before (a module fixture's run)
     path = folder / "tampered.json"
     path.write_text(json.dumps(manifest))
-    store = folder / "verify-store"
-    status = cli.main(["verify", str(path), "--data", data or str(folder / "data"), "--store", str(store)])
+    argv = ["verify", str(path), "--data", data or str(folder / "data")]
+    status = cli.main(argv if store is None else [*argv, "--store", str(store)])
     out = capsys.readouterr()
     return status, out.out, out.err
 
@@ -88,16 +93,17 @@ def test_run_prints_progress_and_decisions_and_pins_the_run(folder: Path, capsys
 
 
 def test_run_then_verify_passes(folder: Path, pinned: dict[str, Any], capsys: pytest.CaptureFixture[str]) -> None:
-    status, out, err = verify(folder, pinned, capsys)
+    status, out, err = verify(folder, pinned, capsys, store=folder / "store")
     assert status == 0, err
     lines = out.splitlines()
     assert lines[0].startswith("data matches the pinned versions: train sha256:")
-    assert lines[1].startswith("re-running at level debug, seed 7, on CPU path (WebAssembly) via wasmtime")
+    assert lines[1] == f"checked the 5 checkpoint object(s) the run pins in the store {folder / 'store'}"
+    assert lines[2].startswith("re-running at level debug, seed 7, on CPU path (WebAssembly) via wasmtime")
     assert lines[-1] == (
         f"verified: the re-run reached the pinned final checkpoint {pinned['final']} bit for bit "
         "(level debug, seed 7, cpu, 44 steps)"
     )
-    assert DirectoryStore(folder / "verify-store").has(pinned["final"])
+    assert DirectoryStore(folder / "store").has(pinned["final"])
 
 
 def test_the_shipped_digits_are_the_data_files(
@@ -151,8 +157,8 @@ TAMPERED: list[tuple[str, Callable[[dict], Any], list[str]]] = [
         lambda m: m.update(seed=8),
         [
             "MISMATCH: the re-run's final checkpoint is sha256:",
-            "  the first checkpoint to differ is the one at step 10",
-            "  loss: pinned ",
+            '  checkpoints[0].key: pinned "sha256:',
+            "  metrics.loss: pinned ",
         ],
     ),
 ]
@@ -209,7 +215,7 @@ def test_at_fast_a_difference_is_reported_with_the_metrics(folder: Path, capsys:
     assert status == 1
     assert "DIFFERENT: the re-run's final checkpoint is sha256:" in err
     assert "Level fast does not promise the same bits here: another device or engine version may legitimately" in err
-    assert f"  loss: pinned {manifest['metrics']['loss']!r}, here " in err and "(difference -0.25)" in err
+    assert f"  metrics.loss: pinned {manifest['metrics']['loss']!r}, recomputed " in err and "(difference -0.25)" in err
 
 
 def test_unreadable_inputs_are_named(folder: Path, pinned: dict[str, Any], capsys: pytest.CaptureFixture[str]) -> None:
@@ -227,7 +233,7 @@ def test_unreadable_inputs_are_named(folder: Path, pinned: dict[str, Any], capsy
 
 def verify_link(folder: Path, link: str, capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
     capsys.readouterr()
-    status = cli.main(["verify", link, "--data", str(folder / "data"), "--store", str(folder / "link-store")])
+    status = cli.main(["verify", link, "--data", str(folder / "data"), "--store", str(folder / "store")])
     out = capsys.readouterr()
     return status, out.out, out.err
 

@@ -175,7 +175,12 @@ DATA_HELP = (
     "digits-test-x.f32, digits-test-y.i32 (float32 pixels, int32 labels); leave it out for a program without "
     "input nodes (a simulation)"
 )
-VERIFY_EXITS = "exit 0: verified; 1: the data or the result differs from the pinned; 2: cannot be verified here"
+VERIFY_EXITS = (
+    "Re-runs the pinned run and compares every claim it can recompute: program key, settings, data versions, "
+    "each checkpoint key in order, final key, metrics, decision log, plan bytes, engine; names each difference "
+    "and lists what it cannot check. exit 0: verified; 1: the data, a claim or a pinned checkpoint object "
+    "differs from the pinned; 2: cannot be verified here"
+)
 
 
 def _data_for(source: str | None, program: dict[str, Any], command: str, name: str) -> tuple[Split, Split] | None:
@@ -368,7 +373,7 @@ def verify_cmd(args: argparse.Namespace) -> int:
     level, seed and device kind, and compare the final checkpoint with the pinned one (VERIFY_EXITS)."""
     from scellis.manifest import ManifestError, check_data, installed_engine
     from scellis.manifest.record import reads_data
-    from scellis.manifest.replay import compare, replay, replay_session
+    from scellis.manifest.replay import check_store, compare, replay, replay_session, stored_claims
     from scellis.session import PlanRefused
     from scellis.store import DirectoryStore
 
@@ -395,6 +400,12 @@ def verify_cmd(args: argparse.Namespace) -> int:
         print("the program reads no data")
     else:
         print("the link pins no data versions: the data given is taken as it is")
+    stored = None
+    if args.store is not None:  # read before the re-run adds its own checkpoints there
+        stored = asyncio.run(check_store(DirectoryStore(args.store), pins, "in the store"))
+        print(f"checked the {len(stored_claims(pins))} checkpoint object(s) the run pins in the store {args.store}")
+    else:
+        print("not checked: the checkpoint objects the run pins (give --store to read them)")
     print(f"re-running at level {pinned.level.value}, seed {pinned.seed}, on {device.name}: {pinned.steps} steps")
     with tempfile.TemporaryDirectory(prefix="scellis-verify-") as scratch:
         try:
@@ -403,7 +414,7 @@ def verify_cmd(args: argparse.Namespace) -> int:
         except (PlanRefused, ValueError) as err:
             print(f"scellis verify: cannot re-run it here: {err}", file=sys.stderr)
             return 2
-    ok, lines = compare(pins, outcome, installed_engine(CHECKOUT / "dist" / "build.json"))
+    ok, lines = compare(pins, outcome, installed_engine(CHECKOUT / "dist" / "build.json"), stored)
     print("\n".join(lines), file=sys.stdout if ok else sys.stderr)
     return 0 if ok else 1
 
@@ -497,7 +508,13 @@ def main(argv: list[str] | None = None) -> int:
         "(an address ending in '#run=...'; quote it)",
     )
     p_verify.add_argument("--data", default=None, help=DATA_HELP)
-    p_verify.add_argument("--store", default=None, help="keep the re-run's checkpoints here (default: discarded)")
+    p_verify.add_argument(
+        "--store",
+        default=None,
+        help="the run's object store (as `scellis run --store` wrote it): every checkpoint object the run pins is "
+        "read there and checked before the re-run, whose checkpoints are then kept there (default: not checked, "
+        "the re-run's discarded)",
+    )
     p_verify.set_defaults(func=verify_cmd)
     p_examples = sub.add_parser("examples", help="list the example programs, or print one as program JSON")
     p_examples.add_argument("name", nargs="?", default=None, help="the example to print (default: list them)")

@@ -1,7 +1,7 @@
 """The page's run: one training run that the page drives a few steps at a time, so it can show progress,
 pause, take a single step and go on; every checkpoint goes to the page's object store; a finished or
 paused run gives its manifest and share link. A run opened from a share link re-runs the pinned run and,
-at its end, compares its final key with the pinned one.
+at its end, compares every claim the run pins with what it recomputed (manifest.replay.compare).
 
 Runs in Pyodide (the page passes its IndexedDB store, its device and the engine dist/build.json describes)
 and in CPython (tests pass a DirectoryStore, wasmtime's CPU path and the installed engine): nothing here
@@ -21,7 +21,6 @@ from typing import Any
 from scellis.datasets import Split
 from scellis.levels import Level
 from scellis.manifest import Engine, build_manifest, check_data, share_link, to_json
-from scellis.manifest.record import Written
 from scellis.manifest.replay import NotedDevice, Outcome, Pins, checkpoints_as, compare, new_session
 from scellis.runtime.device import Device
 from scellis.session import EpochResult, Session, checkpoints_to
@@ -279,9 +278,7 @@ class PageRun:
         assert s.checkpointer is not None
         async with self.busy:
             final = await s.checkpointer(s, "the final state")
-        key = s.compiled.key(s.level, s.device.features)
-        written = tuple(Written(step, k) for step, k in s.checkpoints)
-        outcome = Outcome(key, s.device.name, s.steps, final, written, dict(s.last_metrics))
+        outcome = Outcome.of(s, final, self.train, self.test, device_kind=self.device_kind, epochs=self.epochs)
         ok, lines = compare(self.pins, outcome, self.engine)
         return {"verified": ok, "final": final, "pinned": self.pins.settings.final, "lines": lines}
 

@@ -61,14 +61,18 @@ def share_link(run: Manifest | Shared, base: str = "") -> str:
     """`base` (the app's address; any fragment it has is replaced) with the fragment that reproduces `run`:
     a manifest's program and settings, or a program and settings not yet run (steps and final None)."""
     shared = _of_manifest(run) if isinstance(run, Manifest) else run
-    ran = shared.ran_on
-    ran_on = None if ran is None else {"device": ran.device, "engine_version": ran.engine_version}
-    payload = {"format": FORMAT, "program": shared.program, **shared.settings.to_json(), "ran_on": ran_on}
-    text = json.dumps(payload, separators=(",", ":"), sort_keys=True, ensure_ascii=False, allow_nan=False)
+    text = json.dumps(link_json(shared), separators=(",", ":"), sort_keys=True, ensure_ascii=False, allow_nan=False)
     packed = base64.urlsafe_b64encode(zlib.compress(text.encode(), 9)).rstrip(b"=").decode("ascii")
     if len(packed) > MAX_PAYLOAD:
         raise ValueError(f"the program is too large for a link: {len(packed):,} characters, at most {MAX_PAYLOAD:,}")
     return f"{base.partition('#')[0]}#run={packed}"
+
+
+def link_json(shared: Shared) -> dict[str, Any]:
+    """The JSON a share link carries for `shared` (the module docstring's layout)."""
+    ran = shared.ran_on
+    ran_on = None if ran is None else {"device": ran.device, "engine_version": ran.engine_version}
+    return {"format": FORMAT, "program": shared.program, **shared.settings.to_json(), "ran_on": ran_on}
 
 
 def read_share_link(url: Any) -> Shared:
