@@ -398,7 +398,9 @@ async def open_replay(
     if source == "none":  # the page has nothing to give: only a program that reads no data can take that
         if pins.settings.data:
             splits = ", ".join(v.split for v in pins.settings.data)
-            raise ValueError(f"this run of {pins.program['name']!r} read data ({splits}): give it that data")
+            name = pins.program.get("name")
+            named = "the program" if name is None else repr(name)
+            raise ValueError(f"this run of {named} read data ({splits}): give it that data")
         train, test = Split.empty(), Split.empty()
     else:
         train, test, _ = load_data(source, files)

@@ -88,14 +88,23 @@ def _read_program_json(path: str, command: str) -> dict[str, Any] | None:
     """The program file's JSON, validated (for what it reads; compiled later, for its data), or None after
     saying what is wrong."""
     from scellis.graph import ProgramError, validate
+    from scellis.jsontext import JsonTextError
 
     try:
-        data = json.loads(Path(path).read_text())
+        data = _read_json(path)
         validate(data)
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError, ProgramError) as err:
+    except (OSError, JsonTextError, ProgramError) as err:
         print(f"scellis {command}: cannot read {path}: {err}", file=sys.stderr)
         return None
     return data
+
+
+def _read_json(path: str) -> Any:
+    """The JSON value of the file at `path`, read as untrusted text (scellis.jsontext: depth-bounded, named
+    JsonTextError on anything that is not JSON); OSError when it cannot be read."""
+    from scellis.jsontext import parse
+
+    return parse(Path(path).read_bytes(), what=f"the JSON file {path}")
 
 
 def _load_program(
@@ -103,11 +112,12 @@ def _load_program(
 ) -> tuple[Any, Compiled] | None:
     """The program's JSON and the compiled program, or None after saying what is wrong with the file."""
     from scellis.graph import ProgramError
+    from scellis.jsontext import JsonTextError
     from scellis.pipeline import compile_program
 
     try:
-        data = json.loads(Path(path).read_text())
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
+        data = _read_json(path)
+    except (OSError, JsonTextError) as err:
         print(f"scellis {command}: cannot read {path}: {err}", file=sys.stderr)
         return None
     try:

@@ -13,6 +13,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from scellis.graph.errors import Issue, show
+from scellis.jsontext import MAX_DEPTH, nesting_depth
 from scellis.store.objects import BadKey, check_key
 
 MAX_TEXT = 4096  # characters of any one string field
@@ -44,17 +45,27 @@ def _no_constants(name: str) -> Any:
 
 
 def parse_json(text: str | bytes, limit: int, what: str) -> tuple[Any, list[Issue]]:
-    """The value `text` holds, or the issues saying why it holds none (too long, not UTF-8, not JSON)."""
+    """The value `text` holds, or the issues saying why it holds none (too long, not UTF-8, nested deeper
+    than scellis.jsontext.MAX_DEPTH, not JSON). Nothing that reads the value recurses deeper than that."""
     if len(text) > limit:
         unit = "characters" if isinstance(text, str) else "bytes"
         return None, [Issue("", f"the {what} is {len(text):,} {unit} long; at most {limit:,} are read")]
+    if not isinstance(text, str):
+        try:
+            text = bytes(text).decode("utf-8")
+        except UnicodeDecodeError as error:
+            return None, [Issue("", f"the {what} is not UTF-8 text ({error.reason} at byte {error.start})")]
+    _, too_deep = nesting_depth(text)
+    if too_deep >= 0:
+        line = text.count("\n", 0, too_deep) + 1
+        column = too_deep - (text.rfind("\n", 0, too_deep) + 1) + 1
+        where = f"line {line}, column {column}"
+        return None, [Issue("", f"the {what} nests its JSON deeper than {MAX_DEPTH} levels (at {where})")]
     try:
         return json.loads(text, object_pairs_hook=_no_repeats, parse_constant=_no_constants), []
-    except UnicodeDecodeError as error:
-        return None, [Issue("", f"the {what} is not UTF-8 text ({error.reason} at byte {error.start})")]
-    except RecursionError:
+    except RecursionError:  # cannot happen below MAX_DEPTH; kept so that nothing raw escapes
         return None, [Issue("", f"the {what} nests its JSON too deeply")]
-    except ValueError as error:  # json.JSONDecodeError is one
+    except ValueError as error:  # json.JSONDecodeError is one; so is an integer too long to read
         return None, [Issue("", f"the {what} is not JSON: {error}")]
 
 

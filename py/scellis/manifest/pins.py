@@ -6,7 +6,6 @@ reproduce the run (level, seed, device kind, epochs, steps, data, final checkpoi
 from __future__ import annotations
 
 import hashlib
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -15,6 +14,7 @@ from scellis import __version__
 from scellis.assets import WASM_NAME
 from scellis.datasets import Split
 from scellis.engine import engine_files, engine_version
+from scellis.jsontext import JsonTextError, parse
 from scellis.levels import Level
 from scellis.manifest.fields import Reader, join
 from scellis.store.objects import PREFIX
@@ -158,8 +158,11 @@ def installed_engine(build_json: Path | None = None) -> Engine:
     engine (then the Pyodide version is known too), else computed from the installed package's files."""
     files = engine_files()
     if build_json is not None and build_json.is_file():
-        build = json.loads(build_json.read_text())
-        if build.get("engine_version") == engine_version(__version__, files):
+        try:
+            build = parse(build_json.read_bytes(), what=str(build_json))
+        except JsonTextError:  # not a build's description: the engine is known from its files all the same
+            build = None
+        if isinstance(build, dict) and build.get("engine_version") == engine_version(__version__, files):
             return engine_from_build(build)
     return engine_of(__version__, files, None)
 
