@@ -168,7 +168,7 @@ RESUMED = "resumed on "  # a decision-log entry a re-run from the start cannot h
 SHOWN_DIFFERENCES = 40
 
 
-def _unchecked(pins: Pins, outcome: Outcome, engine: Engine) -> dict[str, str]:
+def unchecked_claims(pins: Pins, outcome: Outcome, engine: Engine) -> dict[str, str]:
     """The pinned claims this re-run cannot recompute, with why (beside the fixed ones: UNCHECKED)."""
     out = dict(UNCHECKED)
     pinned = pins.settings
@@ -214,7 +214,7 @@ def recomputed(pins: Pins, outcome: Outcome, engine: Engine) -> dict[str, Any]:
 def claim_differences(pins: Pins, outcome: Outcome, engine: Engine) -> tuple[list[Difference], list[str]]:
     """Every claim of `pins` that the re-run recomputed otherwise (claims.differences), and the lines naming
     the claims it could not recompute (never compared, never taken as matching)."""
-    claims, unchecked = dict(pins.claims), _unchecked(pins, outcome, engine)
+    claims, unchecked = dict(pins.claims), unchecked_claims(pins, outcome, engine)
     resumed = [e for e in claims.get("events", []) if str(e.get("text", "")).startswith(RESUMED)]
     if resumed:
         claims["events"] = [e for e in claims["events"] if e not in resumed]
