@@ -287,7 +287,9 @@ def link_inputs(bases: list[dict[str, Any]], rng: random.Random) -> Iterator[Any
             cut = rng.choice([url[:at], url[:at] + rng.choice("=+/ %é\u0000&#") + url[at:], url + "&run=" + pack(text)])
             yield cut.replace("#", "", 1) if rng.random() < 0.05 else cut
         else:
-            yield rng.choice([*ODD_LINKS, "#run=" + pack(dump(_deep(rng)).encode())])
+            unnamed = {**base, "program": {k: v for k, v in base["program"].items() if k != "name"}}
+            odd = ["#run=" + pack(dump(_deep(rng)).encode()), "#run=" + pack(dump(unnamed).encode())]
+            yield rng.choice([*ODD_LINKS, *odd])
 
 
 # -- the readers ----------------------------------------------------------------------------------------
