@@ -68,7 +68,7 @@ def test_the_undoctored_manifest_verifies_and_lists_what_it_did_not_check(
     status, out, err = verify(folder, pinned, capsys, folder / "store")
     assert status == 0, err
     lines = out.splitlines()
-    assert "checked the 5 checkpoint object(s) the run pins in the store " in out
+    assert f"checked the 5 checkpoint object(s) the run pins in the store {folder / 'store'}" in out
     assert lines[-2] == "every other claim of the manifest that the re-run recomputes matches too"
     assert lines[-1].startswith(f"verified: the re-run reached the pinned final checkpoint {pinned['final']} bit ")
     said = "not checked: environment.adapter, environment.browser, environment.python (where the run ran"
@@ -208,23 +208,26 @@ def test_what_cannot_be_recomputed_is_named_not_checked(
 def test_with_a_store_each_pinned_object_is_read(
     folder: Path, pinned: dict[str, Any], capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
-    status, _, err = verify(folder, pinned, capsys, tmp_path / "empty")
-    assert status == 1 and err.startswith(f"MISMATCH: the re-run reached the pinned final checkpoint {pinned['final']}")
-    for i, written in enumerate(pinned["checkpoints"]):
-        assert f'checkpoints[{i}].key: pinned "{written["key"]}"; in the store: no object' in err
-    assert f'final: pinned "{pinned["final"]}"; in the store' in err
+    """The run's store with objects lost, damaged or another's: each named; a store holding none of them
+    (not the run's) is said to be unchecked."""
+    status, out, err = verify(folder, pinned, capsys, tmp_path / "elsewhere")
+    assert status == 0, err
+    assert f"not checked: the store holds none of the 5 checkpoint object(s) the run pins {tmp_path}" in out
 
-    store = DirectoryStore(tmp_path / "copy")  # the run's store with one object corrupt
+    store = DirectoryStore(tmp_path / "copy")  # the run's store, one object lost and one damaged
     source = DirectoryStore(folder / "store")
-    for key in [c["key"] for c in pinned["checkpoints"]] + [pinned["final"]]:
+    for key in [c["key"] for c in pinned["checkpoints"][1:]] + [pinned["final"]]:
         store.put(source.get(key))
     damaged = store.path(pinned["checkpoints"][2]["key"])
     data = bytearray(damaged.read_bytes())
     data[-1] ^= 1
     damaged.write_bytes(bytes(data))
     status, _, err = verify(folder, pinned, capsys, tmp_path / "copy")
-    assert status == 1 and "checkpoints[2].key: pinned " in err and "is corrupt" in err, err
-    assert "checkpoints[1].key" not in err
+    assert status == 1 and err.startswith(f"MISMATCH: the re-run reached the pinned final checkpoint {pinned['final']}")
+    lost = pinned["checkpoints"][0]["key"]
+    assert f'checkpoints[0].key: pinned "{lost}"; in the store: no object {lost}' in err, err
+    assert "checkpoints[2].key: pinned " in err and "is corrupt" in err, err
+    assert "checkpoints[1].key" not in err and "checkpoints[3].key" not in err and "final:" not in err
 
     pinned["checkpoints"][0]["key"] = pinned["checkpoints"][1]["key"]  # the object of another step
     status, _, err = verify(folder, pinned, capsys, folder / "store")

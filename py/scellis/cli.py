@@ -383,7 +383,7 @@ def verify_cmd(args: argparse.Namespace) -> int:
     level, seed and device kind, and compare the final checkpoint with the pinned one (VERIFY_EXITS)."""
     from scellis.manifest import ManifestError, check_data, installed_engine
     from scellis.manifest.record import reads_data
-    from scellis.manifest.replay import check_store, compare, replay, replay_session, stored_claims
+    from scellis.manifest.replay import check_store, compare, replay, replay_session
     from scellis.session import PlanRefused
     from scellis.store import DirectoryStore
 
@@ -412,8 +412,8 @@ def verify_cmd(args: argparse.Namespace) -> int:
         print("the link pins no data versions: the data given is taken as it is")
     stored = None
     if args.store is not None:  # read before the re-run adds its own checkpoints there
-        stored = asyncio.run(check_store(DirectoryStore(args.store), pins, "in the store"))
-        print(f"checked the {len(stored_claims(pins))} checkpoint object(s) the run pins in the store {args.store}")
+        stored, said = asyncio.run(check_store(DirectoryStore(args.store), pins))
+        print(f"{said} {args.store}")
     else:
         print("not checked: the checkpoint objects the run pins (give --store to read them)")
     print(f"re-running at level {pinned.level.value}, seed {pinned.seed}, on {device.name}: {pinned.steps} steps")

@@ -30,7 +30,7 @@ from scellis.plan.budget import Budget
 from scellis.runtime.device import Device
 from scellis.session import Checkpointer, EpochResult, Session
 from scellis.store.checkpoint import save
-from scellis.store.objects import Store
+from scellis.store.objects import Store, settle
 
 
 def new_session(
@@ -298,9 +298,16 @@ def stored_claims(pins: Pins) -> list[StoredClaim]:
     return listed if final is None else [*listed, StoredClaim("final", final, pins.settings.steps)]
 
 
-async def check_store(store: Store, pins: Pins, where: str) -> list[Difference]:
-    """What `store` (described as `where`) holds otherwise than the run pins (claims.check_stored)."""
+async def check_store(store: Store, pins: Pins) -> tuple[list[Difference] | None, str]:
+    """What `store` holds otherwise than the run pins (claims.check_stored), and a line saying what was
+    checked. A store holding none of the pinned objects is not the run's store: nothing in it is checked
+    (None, and the line says so); one holding some of them has lost the others (each named)."""
+    claims = stored_claims(pins)
+    held = [await settle(store.has(claim.key)) for claim in claims]
+    if not any(held):
+        return None, f"not checked: the store holds none of the {len(claims)} checkpoint object(s) the run pins"
     pinned = pins.settings
-    return await check_stored(
-        store, stored_claims(pins), program=pins.program_key, level=pinned.level.value, device=pins.device, where=where
+    found = await check_stored(
+        store, claims, program=pins.program_key, level=pinned.level.value, device=pins.device, where="in the store"
     )
+    return found, f"checked the {len(claims)} checkpoint object(s) the run pins in the store"
