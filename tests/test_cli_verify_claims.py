@@ -202,7 +202,7 @@ def test_what_cannot_be_recomputed_is_named_not_checked(
     status, out, err = verify(folder, pinned, capsys)
     assert status == 0, err
     assert "environment.browser" in out and "plan.verdict" in out
-    assert "not checked: epochs (the run ended at step 44, before its epochs' end" in out
+    assert "not checked: epochs (the run stopped at step 44, before the end of its 3 epochs (paused)" in out
 
 
 def test_with_a_store_each_pinned_object_is_read(

@@ -178,7 +178,8 @@ def unchecked_claims(pins: Pins, outcome: Outcome, engine: Engine) -> dict[str, 
         out["device"] = f"the re-run ran on {outcome.device_kind}, not on {pinned.device}"
     if not outcome.finished:
         out["epochs"] = (
-            f"the run ended at step {outcome.steps}, before its epochs' end (paused): it sets no epoch count"
+            f"the run stopped at step {outcome.steps}, before the end of its {pinned.epochs} epochs (paused): "
+            "the steps it took do not tell how many epochs it was set to"
         )
     return out
 
