@@ -19,7 +19,7 @@ export function numberName(value) {
 
 class Growable {
   constructor(Type) {
-    this.data = new Type(1024);
+    this.data = new Type(16); // small: a file may have many columns
     this.length = 0;
   }
 
@@ -38,10 +38,12 @@ class Growable {
 }
 
 export class ColumnValues {
-  // `fail(row, why)` returns the error to throw for this column; `maxCategories` bounds one-hot width.
-  constructor(fail, maxCategories) {
+  // `fail(row, why)` returns the error to throw for this column; `maxCategories` bounds one-hot width;
+  // `onCategory(row)` hears each new distinct value (and may throw).
+  constructor(fail, maxCategories, onCategory = () => {}) {
     this.fail = fail;
     this.maxCategories = maxCategories;
+    this.onCategory = onCategory;
     this.numbers = new Growable(Float64Array); // NaN where a value is missing
     this.codes = null; // once text: first-seen codes, -1 where missing
     this.categories = null; // once text: Map name -> first-seen code
@@ -92,6 +94,7 @@ export class ColumnValues {
           "for one-hot features: leave the column out or raise maxCategories";
         throw this.fail(row, why);
       }
+      this.onCategory(row);
       this.categories.set(text, code);
     }
     return code;
