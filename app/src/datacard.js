@@ -32,7 +32,7 @@ export class DataCard {
     }
     byId("data-files").addEventListener("change", (event) => this.read(Array.from(event.target.files)));
     byId("data-folder").addEventListener("change", (event) => this.read(Array.from(event.target.files)));
-    byId("data-reread").addEventListener("click", () => this.files && this.read(this.files, true));
+    byId("data-reread").addEventListener("click", () => this.files && this.read(this.files));
     const drop = byId("data-drop");
     drop.addEventListener("dragover", (event) => {
       event.preventDefault();
@@ -92,11 +92,10 @@ export class DataCard {
     }
   }
 
-  // Reads `files` (`again`: the files read last, with other options). The target column chosen names a
-  // column of the files read last: other files start from their last column.
-  async read(files, again = false) {
+  // Reads `files` (new ones, or those read last with other options). The target column goes by name: a
+  // table without a column of the name chosen takes its last column, and the card says so.
+  async read(files) {
     if (!files.length) return;
-    if (!again) fillTargets({ columns: [] });
     const settings = importSettings(optionFields());
     if (settings.error) {
       showError(settings.error);
@@ -204,16 +203,20 @@ function fillFacts(facts) {
   for (const [label, value] of facts) list.append(element("dt", label), element("dd", value));
 }
 
-// The CSV's columns in the target chooser, the one used selected.
+// The table's columns in the target chooser, by name: the one chosen selected, or "the last" when the
+// last was taken (asked for, or because the file lacks the name chosen before).
 function fillTargets(summary) {
   const select = byId("data-csv-target");
+  const card = byId("data");
   if (!summary.columns) return;
+  card.dataset.target = summary.target;
+  card.dataset.targetChosen = summary.targetChosen;
   select.replaceChildren(element("option", "the last", { value: "" }));
-  summary.columns.forEach((name, i) => {
-    const option = element("option", name, { value: String(i) });
-    if (name === summary.target) option.selected = true;
+  for (const name of new Set(summary.columns)) {
+    const option = element("option", name, { value: name });
+    if (summary.targetChosen === "named" && name === summary.target) option.selected = true;
     select.append(option);
-  });
+  }
 }
 
 function showSummary(summary) {

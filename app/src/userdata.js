@@ -20,6 +20,7 @@ import {
   preview,
   splitDataset,
 } from "./data/index.js";
+import { dataBudget, hostMemory } from "./data/limits.js";
 import { describeFiles, dataJson, npyRoles, thumbnailRgba } from "./userdatamodel.js";
 
 const encoder = new TextEncoder();
@@ -29,7 +30,8 @@ const encoder = new TextEncoder();
 // file (and row, column or entry) that is wrong.
 export async function importFiles(kept, files, settings, onProgress) {
   const kind = describeFiles(files);
-  const dataset = await readDataset(kind, files, settings, onProgress);
+  const budget = dataBudget(hostMemory()); // every importer checks the encoded data set against it
+  const dataset = await readDataset(kind, files, withBudget(settings, budget), onProgress);
   const { train, validation } = splitDataset(dataset, settings.split);
   if (train.n === 0 || validation.n === 0) {
     const empty = train.n === 0 ? "training" : "held-out";
@@ -49,6 +51,8 @@ export async function importFiles(kept, files, settings, onProgress) {
     classes: dataset.classes,
     columns: dataset.source.names ?? null,
     target: dataset.source.target ?? null,
+    targetChosen: dataset.source.targetChosen ?? null,
+    asked: dataset.source.asked ?? null,
     skippedRows: dataset.source.skippedRows ?? 0,
     n: dataset.n,
     split: { train: train.n, validation: validation.n, ...settings.split },
@@ -59,6 +63,11 @@ export async function importFiles(kept, files, settings, onProgress) {
   };
   const id = kept.add({ files: engine, summary });
   return { id, summary };
+}
+
+function withBudget(settings, budget) {
+  const { csv, npy, images } = settings;
+  return { ...settings, csv: { ...csv, budget }, npy: { ...npy, budget }, images: { ...images, budget } };
 }
 
 function prefixed(split, { features, labels }) {

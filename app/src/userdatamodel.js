@@ -65,7 +65,8 @@ export function npyRoles(files) {
   return { x: a, y: b };
 }
 
-// The engine's description of a data set (scellis.datasets.DataInfo's JSON).
+// The engine's description of a data set (scellis.datasets.DataInfo's JSON): a table's columns and its
+// target column go by name.
 export function dataJson(dataset) {
   const numbers = dataset.classes === null;
   return {
@@ -75,6 +76,8 @@ export function dataJson(dataset) {
     feature_type: dataset.featureType,
     label_type: numbers ? "float32" : "int32",
     classes: numbers ? null : dataset.classes,
+    columns: dataset.source.names ?? null,
+    target: dataset.source.target ?? null,
   };
 }
 
@@ -131,9 +134,10 @@ export function importSettings(fields) {
     return { error: `the split seed must be a whole number from 0 to 4294967295, not ${JSON.stringify(fields.seed)}` };
   }
   const header = { auto: "auto", true: true, false: false }[fields.header];
-  const target = fields.target === "" ? null : Number(fields.target);
+  // the target goes by name: a file without a column of that name takes its last column, and says so
+  const target = fields.target === "" ? null : String(fields.target);
   return {
-    csv: { header, target, labels: fields.labels, missing: fields.missing },
+    csv: { header, target, ifTargetAbsent: "last", labels: fields.labels, missing: fields.missing },
     images: { color: fields.color, size: size.size },
     npy: {},
     split: { fraction, seed },
@@ -162,7 +166,7 @@ export function summaryFacts(summary) {
     ["Examples", `${summary.n.toLocaleString("en")}${summary.skippedRows ? ` (${summary.skippedRows} rows with missing values dropped)` : ""}`],
     ["One example", `[${summary.exampleShape.join(", ")}] ${summary.featureType}`],
   ];
-  if (summary.target !== null) facts.push(["Target column", summary.target]);
+  if (summary.target !== null) facts.push(["Target column", targetText(summary)]);
   facts.push(
     [summary.labels === "classes" ? `Classes (${summary.classes.length})` : "Labels", classes],
     ["Split", `${summary.split.train.toLocaleString("en")} training, ${summary.split.validation.toLocaleString("en")} held out (fraction ${summary.split.fraction}, seed ${summary.split.seed})`],
@@ -170,6 +174,15 @@ export function summaryFacts(summary) {
     ...summary.versions.map((v) => [`${v.split === "test" ? "held-out" : v.split} split`, `${v.sha256} (${v.examples} examples)`]),
   );
   return facts;
+}
+
+// The target column as the card names it, and how it was chosen.
+export function targetText({ target, targetChosen, asked }) {
+  if (targetChosen === "named") return `${target} (as chosen)`;
+  if (targetChosen === "fallback") {
+    return `${target} (the last column: the target chosen before, ${JSON.stringify(asked)}, is not in this file)`;
+  }
+  return `${target} (the last column)`;
 }
 
 // What the Data card lists of a built-in data set (scellis.app.data_json's answer).
