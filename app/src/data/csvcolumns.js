@@ -17,6 +17,12 @@ export function numberName(value) {
   return String(value);
 }
 
+// A text column's category for a value: a number's shortest text wherever it stands in the column.
+function categoryName(text) {
+  const value = parseNumber(text);
+  return value === null ? text : numberName(value);
+}
+
 class Growable {
   constructor(Type) {
     this.data = new Type(16); // small: a file may have many columns
@@ -73,7 +79,7 @@ export class ColumnValues {
       }
       this.becomeText(row, text);
     }
-    this.codes.push(this.codeOf(text, row));
+    this.codes.push(this.codeOf(categoryName(text), row));
   }
 
   numberOf(text, row) {
@@ -125,7 +131,7 @@ export class ColumnValues {
       values.set(rest, offset);
       return { kind: "number", values };
     }
-    const firstCode = first && !first.missing ? this.codeOf(first.text, first.row) : -1;
+    const firstCode = first && !first.missing ? this.codeOf(categoryName(first.text), first.row) : -1;
     const categories = [...this.categories.keys()].sort();
     const rank = new Int32Array(categories.length);
     categories.forEach((name, i) => (rank[this.categories.get(name)] = i));

@@ -18,7 +18,7 @@ const INFLATE_CHUNK = 16384; // compressed bytes handed to the inflater at a tim
 // Deflate's largest expansion: one 258-byte match from each pair of bits, about 1032 to 1.
 export const DEFLATE_MAX_RATIO = 1032;
 
-// The archive's entries ({ name, method, flags, crc, compressedSize, size, offset }), as its central
+// The archive's entries ({ name, rawName, method, flags, crc, compressedSize, size, offset }), as its central
 // directory lists them: `file` names it in messages; at most `maxEntries` of them.
 export function zipEntries(bytes, file, { maxEntries }) {
   const fail = (why) => new DataError({ file }, `is not a readable ZIP archive (${why})`);
@@ -28,10 +28,14 @@ export function zipEntries(bytes, file, { maxEntries }) {
   let count = view.getUint16(end + 10, true);
   let size = view.getUint32(end + 12, true);
   let start = view.getUint32(end + 16, true);
+  let directoryEnd = end;
   if (count === 0xffff || size === 0xffffffff || start === 0xffffffff) {
-    ({ count, size, start } = zip64End(view, end, fail));
+    ({ count, size, start, at: directoryEnd } = zip64End(view, end, fail));
   }
-  if (start + size > end) throw fail(`its directory of ${size} bytes at byte ${start} runs past its end record`);
+  // the directory ends where the end records begin: a count, size or offset that lies shows here
+  if (start + size !== directoryEnd) {
+    throw fail(`its directory of ${size} bytes at byte ${start} does not end where its end record begins`);
+  }
   if (count > maxEntries) {
     throw new DataError({ file }, `holds ${count.toLocaleString("en")} entries, more than the ${maxEntries.toLocaleString("en")} read`);
   }
@@ -44,6 +48,9 @@ export function zipEntries(bytes, file, { maxEntries }) {
     names.add(entry.name);
     entries.push(entry);
     at = next;
+    if (i === count - 1 && at !== start + size) {
+      throw fail(`its directory holds more than the ${count} entries its end record counts`);
+    }
   }
   return entries;
 }
@@ -62,7 +69,7 @@ function zip64End(view, end, fail) {
   const at = safeNumber(view.getBigUint64(locator + 8, true), fail);
   if (at + 56 > locator || view.getUint32(at, true) !== ZIP64_EOCD) throw fail("its ZIP64 end record is missing");
   const read = (offset) => safeNumber(view.getBigUint64(at + offset, true), fail);
-  return { count: read(32), size: read(40), start: read(48) };
+  return { count: read(32), size: read(40), start: read(48), at };
 }
 
 function safeNumber(big, fail) {
@@ -78,8 +85,10 @@ function centralEntry(bytes, view, at, limit, fail) {
   const next = at + 46 + nameLength + extraLength + view.getUint16(at + 32, true);
   if (next > limit) throw fail(`its directory entry at byte ${at} runs past the directory`);
   const flags = view.getUint16(at + 8, true);
+  const rawName = bytes.subarray(at + 46, at + 46 + nameLength);
   const entry = {
-    name: entryName(bytes.subarray(at + 46, at + 46 + nameLength), flags),
+    name: entryName(rawName, flags),
+    rawName,
     method: view.getUint16(at + 10, true),
     flags,
     crc: view.getUint32(at + 16, true),
@@ -126,7 +135,8 @@ function readZip64Extra(view, at, length, entry, fail) {
 export function readEntry(bytes, entry, file, { maxBytes, limitWhy }) {
   const where = { file, entry: entry.name };
   const fail = (why) => new DataError(where, why);
-  if (entry.flags & 1) throw fail("is encrypted; save the archive without a password");
+  if (entry.flags & 0x41) throw fail("is encrypted; save the archive without a password");
+  if (entry.flags & 0x20) throw fail("holds patch data (flag bit 5), which is no file's bytes");
   if (entry.method !== 0 && entry.method !== 8) {
     throw fail(`is compressed with method ${entry.method}; entries stored or deflated (methods 0 and 8) are read`);
   }
@@ -150,7 +160,12 @@ function entryData(bytes, entry, fail) {
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   const at = entry.offset;
   if (at + 30 > bytes.length || view.getUint32(at, true) !== LOCAL) throw fail(`has no local header at byte ${at}`);
-  const start = at + 30 + view.getUint16(at + 26, true) + view.getUint16(at + 28, true);
+  const nameLength = view.getUint16(at + 26, true);
+  const name = bytes.subarray(at + 30, at + 30 + nameLength);
+  if (name.length !== entry.rawName.length || name.some((b, i) => b !== entry.rawName[i])) {
+    throw fail(`has a local header at byte ${at} that names another entry`);
+  }
+  const start = at + 30 + nameLength + view.getUint16(at + 28, true);
   if (start + entry.compressedSize > bytes.length) throw fail("is cut short: its data runs past the end of the archive");
   return bytes.subarray(start, start + entry.compressedSize);
 }
