@@ -150,7 +150,7 @@ def test_a_dropped_csv_trains_a_starter_program(loaded: LoadedApp) -> None:
     seen = facts(page)
     assert seen["Read from"] == "shapes.csv: a CSV table"
     assert seen["Examples"] == "300" and seen["One example"] == "[5] float32"  # 2 numbers, 3 colours one-hot
-    assert seen["Target column"] == "size" and seen["Classes (2)"] == "high (150), low (150)"
+    assert seen["Target column"] == "size (the last column)" and seen["Classes (2)"] == "high (150), low (150)"
     assert seen["Split"] == "240 training, 60 held out (fraction 0.2, seed 0)"
     assert seen["Data set version"].startswith("sha256:") and seen["train split"].endswith("(240 examples)")
     assert page.is_checked("#data-user-choice")
@@ -170,9 +170,11 @@ def test_a_dropped_csv_trains_a_starter_program(loaded: LoadedApp) -> None:
     # another target column, read in chunks: the colour is now the class
     page.select_option("#data-csv-target", label="colour")
     page.check("#data-stream")
+    page.evaluate("() => delete document.getElementById('data').dataset.state")
     page.click("#data-reread")
     assert wait_read(page) == "read"
     seen = facts(page)
+    assert seen["Target column"] == "colour (as chosen)"
     assert seen["Classes (3)"] == "blue (100), green (100), red (100)"
     assert (
         seen["Read from"] == "shapes.csv: a CSV table, read in chunks" and seen["One example"] == "[4] float32"
@@ -276,6 +278,8 @@ def test_the_target_goes_by_name_to_the_next_csv_or_the_card_says_it_took_the_la
     import_options(page)
     assert drop_and_read(page, [("diabetes.csv", table("age,sex,bmi,progression", 40, 1))]) == "read"
     assert facts(page)["Target column"] == "progression (the last column)"
+    # 32 training rows of 3 features, compared with the one buffer the device runs use holds
+    assert facts(page)["On the device"].startswith("the training split's features take 384 bytes, within the ")
     page.select_option("#data-csv-target", label="bmi")
     page.evaluate("() => delete document.getElementById('data').dataset.state")
     page.click("#data-reread")

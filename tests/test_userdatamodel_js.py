@@ -158,6 +158,11 @@ def test_the_card_lists_what_was_read() -> None:
         out.regression = model.summaryFacts({ ...summary, target: null, labels: "numbers", classes: null,
           preview: { classCounts: null }, streamed: false, skippedRows: 0 });
         out.record = model.dataRecord("shapes.csv", summary.versions);
+        const gpu = { kind: "webgpu", name: "SwiftShader", max_buffer_size: 2 ** 28, max_storage_binding: 2 ** 27 };
+        out.onGpu = model.summaryFacts(summary, gpu).at(-1);
+        out.tooBig = model.residentText({ ...summary, split: { train: 10 ** 7 } }, gpu);
+        const cpu = { kind: "cpu", max_buffer_size: 2 ** 32, max_storage_binding: 2 ** 32 };
+        out.onCpu = model.residentText(summary, cpu);
         out.named = model.targetText({ target: "colour", targetChosen: "named", asked: "colour" });
         out.fallback = model.targetText({ target: "size", targetChosen: "fallback", asked: "progression" });
         """,
@@ -174,6 +179,16 @@ def test_the_card_lists_what_was_read() -> None:
         ["held-out split", "sha256:ef (240 examples)"],
     ]
     assert ["Labels", "none: a numeric target (regression)"] in out["regression"]
+    assert out["onGpu"] == [
+        "On the device",
+        "the training split's features take 19,200 bytes, within the 128 MiB one buffer of SwiftShader holds: a "
+        "program may keep them there",
+    ]
+    assert out["tooBig"] == (
+        "the training split's features take 190.7 MiB, more than the 128 MiB one buffer of SwiftShader holds: a "
+        'program must stream them (memory.data "stream")'
+    )
+    assert out["onCpu"].endswith("within the 4 GiB one buffer of the CPU path holds: a program may keep them there")
     assert out["named"] == "colour (as chosen)"
     assert out["fallback"] == 'size (the last column: the target chosen before, "progression", is not in this file)'
     assert out["record"]["name"] == "shapes.csv"

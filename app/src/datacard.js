@@ -23,6 +23,13 @@ export class DataCard {
     this.user = null; // { id, summary } of the user's data set read last
     this.source = "site";
     this.record = dataRecord(BUILTIN_NAMES.site, []);
+    this.device = null; // the engine report's entry of the device runs use (setDevice)
+  }
+
+  // The device runs use: the card says whether the user's data set could be kept on it.
+  setDevice(device) {
+    this.device = device;
+    if (this.source === "user") showSummary(this.user.summary, device);
   }
 
   wire() {
@@ -63,7 +70,7 @@ export class DataCard {
     this.source = source;
     if (source === "user") {
       this.record = dataRecord(this.user.summary.name, this.user.summary.versions);
-      showSummary(this.user.summary);
+      showSummary(this.user.summary, this.device);
     } else {
       this.record = dataRecord(BUILTIN_NAMES[source], []);
       await this.showBuiltin(source);
@@ -219,8 +226,8 @@ function fillTargets(summary) {
   }
 }
 
-function showSummary(summary) {
-  fillFacts(summaryFacts(summary));
+function showSummary(summary, device) {
+  fillFacts(summaryFacts(summary, device));
   const table = summary.preview.table;
   const preview = byId("data-preview");
   preview.replaceChildren();

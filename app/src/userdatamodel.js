@@ -2,6 +2,8 @@
 // names and paths), which of two .npy files holds the features; and what the engine is told of a data
 // set (its dataset.json); a thumbnail's pixels. Pure: tests run it in Node.
 
+import { formatMiB } from "./data/limits.js";
+
 const CSV_NAME = /\.(csv|tsv|txt)$/i;
 const IMAGE_NAME = /\.(png|jpe?g)$/i;
 
@@ -157,8 +159,9 @@ export function sizeFromText(text) {
   return { size: { height, width } };
 }
 
-// What the Data card lists of an imported data set, as [label, value] pairs.
-export function summaryFacts(summary) {
+// What the Data card lists of an imported data set, as [label, value] pairs; with `device` (the engine
+// report's entry of the device runs use), whether the training split could be kept on it.
+export function summaryFacts(summary, device = null) {
   const counts = summary.preview.classCounts;
   const classes = counts ? counts.map(({ name, count }) => `${name} (${count})`).join(", ") : "none: a numeric target (regression)";
   const facts = [
@@ -173,7 +176,19 @@ export function summaryFacts(summary) {
     ["Data set version", summary.hash],
     ...summary.versions.map((v) => [`${v.split === "test" ? "held-out" : v.split} split`, `${v.sha256} (${v.examples} examples)`]),
   );
+  if (device) facts.push(["On the device", residentText(summary, device)]);
   return facts;
+}
+
+// Whether the training split's features fit the one buffer a program that keeps its data set on the
+// device (memory.data "resident") holds them in: the device's largest buffer and storage binding.
+export function residentText(summary, device) {
+  const bytes = summary.split.train * summary.exampleShape.reduce((a, b) => a * b, 1) * 4;
+  const limit = Math.min(device.max_buffer_size, device.max_storage_binding);
+  const name = device.kind === "cpu" ? "the CPU path" : device.name;
+  const held = `the training split's features take ${formatMiB(bytes)}`;
+  if (bytes <= limit) return `${held}, within the ${formatMiB(limit)} one buffer of ${name} holds: a program may keep them there`;
+  return `${held}, more than the ${formatMiB(limit)} one buffer of ${name} holds: a program must stream them (memory.data "stream")`;
 }
 
 // The target column as the card names it, and how it was chosen.
