@@ -239,3 +239,41 @@ out.refused = await failure(() => data.parseCsv({js(other)}, "t.csv", {{ target:
         "progression",
     )
     assert out["refused"]["message"].startswith('t.csv: has no column named "progression"')
+
+
+def test_a_field_longer_than_a_cell_may_be_is_refused_as_it_is_read() -> None:
+    out = run_js("""
+const long = Array.from({ length: 40 }, () => new Uint8Array(65536).fill(120));
+const chunks = [new TextEncoder().encode("a,b\\n1,\\""), ...long];
+out.error = await failure(() => data.parseCsvStream(chunks, "long.csv"));
+""")
+    assert out["error"]["message"] == (
+        'long.csv: row 2, column B ("b"): a field holds more than 1,048,576 characters, more than a table\'s cell may'
+    )
+
+
+USERDATA = (ROOT / "app" / "src" / "userdata.js").as_uri()
+MODEL = (ROOT / "app" / "src" / "userdatamodel.js").as_uri()
+
+
+def test_a_file_read_whole_that_outgrows_the_budget_is_refused_before_it_is_read() -> None:
+    out = run_node(
+        f'import {{ importFiles }} from "{USERDATA}";\nimport {{ KeptData }} from "{MODEL}";\n',
+        """
+const out = {};
+const read = [];
+const huge = (name) => ({ name, size: 3e9, arrayBuffer: async () => { read.push(name); return new ArrayBuffer(8); } });
+const settings = { csv: {}, npy: {}, images: { color: "gray", size: null }, split: { fraction: 0.2, seed: 0 } };
+for (const name of ["big.npz", "big.zip"]) {
+  try { await importFiles(new KeptData(), [huge(name)], settings, () => {}); } catch (error) {
+    out[name] = { name: error.name, message: error.message };
+  }
+}
+out.read = read;
+""",
+        timeout=60,
+    )
+    assert out["read"] == []
+    for name in ("big.npz", "big.zip"):
+        assert out[name]["name"] == "DataError"
+        assert out[name]["message"].startswith(f"{name}: takes 2.8 GiB, more than the 1 GiB a file read whole may")

@@ -20,10 +20,11 @@ import {
   preview,
   splitDataset,
 } from "./data/index.js";
-import { dataBudget, hostMemory } from "./data/limits.js";
+import { checkFileSize, dataBudget, hostMemory } from "./data/limits.js";
 import { describeFiles, dataJson, npyRoles, thumbnailRgba } from "./userdatamodel.js";
 
 const encoder = new TextEncoder();
+const STREAM_ABOVE = 64 * 2 ** 20; // bytes: a larger CSV is read in chunks (a browser's strings end near 512 MiB)
 
 // `files`: File objects (a folder's carry webkitRelativePath); `settings`: { csv, images, npy, split,
 // stream } as the Data card sets them. Resolves to { id, summary } or throws a DataError naming the
@@ -31,7 +32,11 @@ const encoder = new TextEncoder();
 export async function importFiles(kept, files, settings, onProgress) {
   const kind = describeFiles(files);
   const budget = dataBudget(hostMemory()); // every importer checks the encoded data set against it
-  const dataset = await readDataset(kind, files, withBudget(settings, budget), onProgress);
+  const sizes = Array.from(files, (f) => (f.file ?? f).size ?? 0);
+  if (kind.format !== "csv") checkFileSize(kind.name, sizes.reduce((a, b) => a + b, 0), budget);
+  // a table too large to be one string of text is read in chunks, whatever the card asks
+  const stream = Boolean(settings.stream) || sizes[0] > STREAM_ABOVE;
+  const dataset = await readDataset(kind, files, { ...withBudget(settings, budget), stream }, onProgress);
   const { train, validation } = splitDataset(dataset, settings.split);
   if (train.n === 0 || validation.n === 0) {
     const empty = train.n === 0 ? "training" : "held-out";
@@ -59,7 +64,7 @@ export async function importFiles(kept, files, settings, onProgress) {
     hash: await contentHash(dataset),
     versions: [await dataVersion("train", train), await dataVersion("test", validation)],
     preview: withPixels(dataset, preview(dataset)),
-    streamed: kind.format === "csv" && Boolean(settings.stream),
+    streamed: kind.format === "csv" && stream,
   };
   const id = kept.add({ files: engine, summary });
   return { id, summary };

@@ -10,6 +10,7 @@ const LF = 10;
 const SPACE = 32;
 const TAB = 9;
 const REPLACEMENT = "\uFFFD";
+const MAX_FIELD = 2 ** 20; // characters of one field: a table's cell, not a document
 
 export class CsvRows {
   // `onRow(fields, row)` gets each record's fields (unquoted ones trimmed) and its 1-based row number,
@@ -41,7 +42,13 @@ export class CsvRows {
   push(text) {
     this.replaced ||= text.includes(REPLACEMENT);
     let i = 0;
-    while (i < text.length) i = this.inQuotes ? this.readQuoted(text, i) : this.readPlain(text, i);
+    while (i < text.length) {
+      i = this.inQuotes ? this.readQuoted(text, i) : this.readPlain(text, i);
+      if (this.field.length > MAX_FIELD) {
+        const row = this.inQuotes ? this.quoteRow : this.row;
+        throw this.error(row, `a field holds more than ${MAX_FIELD.toLocaleString("en")} characters, more than a table's cell may`);
+      }
+    }
   }
 
   end() {

@@ -53,6 +53,15 @@ export function checkDataBytes(where, n, width, budget, what) {
   throw new DataError(where, `${why}: use fewer rows, columns or pixels`);
 }
 
+// Files read whole (NumPy arrays, ZIP archives, images) may take at most twice the data budget: their
+// values become 4-byte floats, so a file any larger holds a data set larger than the budget (8-byte values
+// halve; compressed images only grow). `size`: the file's (or a folder's files') bytes.
+export function checkFileSize(file, size, budget) {
+  if (size <= 2 * budget.bytes) return;
+  const why = `takes ${formatMiB(size)}, more than the ${formatMiB(2 * budget.bytes)} a file read whole may take (twice the budget for a data set: ${budget.how})`;
+  throw new DataError({ file }, why);
+}
+
 // Refuses an example wider than the ceiling.
 export function checkWidth(where, width, what) {
   if (width <= CEILINGS.width) return;
