@@ -206,15 +206,32 @@ def fake_png(width: int, height: int, rng: random.Random) -> bytes:
     return header + bytes(rng.randrange(256) for _ in range(width * height * 4))
 
 
-def image_seeds(rng: random.Random) -> list[bytes]:
+def image_folders(rng: random.Random) -> list[dict[str, bytes]]:
     def folder(top: str, classes: list[str], size: int, count: int) -> dict[str, bytes]:
         return {f"{top}{c}/{i}.png": fake_png(size, size, rng) for c in classes for i in range(count)}
 
     return [
-        zip_of(folder("", ["cat", "dog"], 2, 3)),
-        zip_of(folder("pets/", ["a", "b", "c"], 3, 2), deflate=False),
-        zip_of({**folder("", ["x", "y"], 2, 2), "x/.DS_Store": b"junk", "__MACOSX/x/._0.png": b"junk"}),
+        folder("", ["cat", "dog"], 2, 3),
+        folder("pets/", ["a", "b", "c"], 3, 2),
+        {**folder("", ["x", "y"], 2, 2), "x/.DS_Store": b"junk", "__MACOSX/x/._0.png": b"junk"},
     ]
+
+
+def image_seeds(rng: random.Random) -> list[bytes]:
+    return [zip_of(entries, deflate=i != 1) for i, entries in enumerate(image_folders(rng))]
+
+
+def image_lie(entries: dict[str, bytes], rng: random.Random) -> bytes:
+    """The folder zipped whole (every CRC true) with one image changed: its header's width or height set
+    to another size (0, huge, or off by one), or its bytes mutated."""
+    name = rng.choice([n for n in entries if n.endswith(".png")])
+    image = bytearray(entries[name])
+    if rng.random() < 0.6:
+        at = rng.choice([16, 20])
+        image[at : at + 4] = struct.pack(">I", rng.choice([0, 1, 3, 4, 16385, 100_000, 2**32 - 1]))
+    else:
+        image = bytearray(mutate(bytes(image), rng))
+    return zip_of({**entries, name: bytes(image)})
 
 
 def npz_seeds(rng: random.Random) -> list[bytes]:
@@ -248,6 +265,8 @@ def cases(rng: random.Random) -> list[dict]:
             {"kind": kind, "raw": (zip_lie if rng.random() < 0.5 else mutate)(rng.choice(seeds), rng)}
             for _ in range(200)
         ]
+    folders = image_folders(rng)
+    out += [{"kind": "zip", "raw": image_lie(rng.choice(folders), rng)} for _ in range(150)]
     for case in out:
         case["data"] = b64(case["raw"])
         if "y_raw" in case:
@@ -295,7 +314,7 @@ def test_malformed_data_files_are_refused_by_name_or_read_as_the_reference_reads
         stricter += "hash" not in result and expected != "refused"
     figures = {"inputs": len(tried), "accepted": accepted, "compared": compared, "refused_valid": stricter}
     fault_log("data-files", **figures, crashes=len(crashes), hangs=len(hangs), silent_wrong=len(wrong))
-    assert len(tried) >= 1000
+    assert len(tried) >= 1200
     assert crashes == [] and hangs == [] and wrong == [], (crashes[:5], hangs[:5], wrong[:5])
     assert accepted >= 40 and compared >= 900  # the seeds and many mutations are read and checked
 
