@@ -277,3 +277,19 @@ out.read = read;
     for name in ("big.npz", "big.zip"):
         assert out[name]["name"] == "DataError"
         assert out[name]["message"].startswith(f"{name}: takes 2.8 GiB, more than the 1 GiB a file read whole may")
+
+
+def test_an_image_file_of_a_folder_larger_than_the_budget_is_refused_before_it_is_read() -> None:
+    out = run_js("""
+const read = [];
+const file = (path, size) => ({ path, size, arrayBuffer: async () => { read.push(path); return new ArrayBuffer(8); } });
+const files = [file("set/cat/a.png", 2000), file("set/dog/b.png", 10)];
+const budget = { bytes: 1000, how: "a budget set by this test" };
+out.error = await failure(() => data.imagesFromFiles(files, "set", { decode, color: "gray", budget }));
+out.read = read;
+""")
+    assert out["read"] == []
+    assert out["error"]["message"] == (
+        'set: entry "set/cat/a.png": takes 2,000 bytes, more than an image file may (the 1,000 bytes of the data set: '
+        "a budget set by this test)"
+    )

@@ -40,10 +40,19 @@ export async function imagesFromZip(bytes, file, options = {}) {
 // begins with the picked folder's name), or { path, bytes } records. `folder` names it in messages.
 export async function imagesFromFiles(files, folder, options = {}) {
   const settings = settingsOf(options);
-  const entries = Array.from(files, (f) => ({
-    path: f.path ?? (f.webkitRelativePath || f.name),
-    read: async () => f.bytes ?? new Uint8Array(await f.arrayBuffer()),
-  }));
+  const { budget } = settings;
+  const entries = Array.from(files, (f) => {
+    const path = f.path ?? (f.webkitRelativePath || f.name);
+    const read = async () => {
+      if (f.bytes) return f.bytes;
+      if (f.size > budget.bytes) {
+        const why = `takes ${formatMiB(f.size)}, more than an image file may (the ${formatMiB(budget.bytes)} of the data set: ${budget.how})`;
+        throw new DataError({ file: folder, entry: path }, why);
+      }
+      return new Uint8Array(await f.arrayBuffer());
+    };
+    return { path, read };
+  });
   return imagesFromEntries(entries, folder, settings);
 }
 
