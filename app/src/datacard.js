@@ -215,7 +215,11 @@ function fillFacts(facts) {
 function fillTargets(summary) {
   const select = byId("data-csv-target");
   const card = byId("data");
-  if (!summary.columns) return;
+  if (!summary.columns) {
+    delete card.dataset.target; // not a table: the chooser keeps the last table's columns for the next one
+    delete card.dataset.targetChosen;
+    return;
+  }
   card.dataset.target = summary.target;
   card.dataset.targetChosen = summary.targetChosen;
   select.replaceChildren(element("option", "the last", { value: "" }));
