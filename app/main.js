@@ -190,6 +190,7 @@ async function showRun(session, choice) {
   const editor = await openEditor(session.engine, example, (...checked) => controller.edited(...checked), onExample);
   data = new DataCard(session.engine, (choice) => controller.setData(choice));
   data.wire();
+  data.setDevice(choice.device);
   controller = runController(session.engine, kind, example, guide, editor, data);
   // A run of a built-in data set resumes on that data set, chosen in the Data card first; a run of the
   // user's own files needs them read again (RunControl.resumeFrom says so).
@@ -209,6 +210,7 @@ async function showRun(session, choice) {
     showDeviceBanner(session.report.selected, next);
     guide.features = next.device.features;
     history.device = next.device.name;
+    data.setDevice(next.device);
     controller.setDevice(next.kind);
   };
   showTrainPanel(choice, levels, {

@@ -150,7 +150,7 @@ def test_a_dropped_csv_trains_a_starter_program(loaded: LoadedApp) -> None:
     seen = facts(page)
     assert seen["Read from"] == "shapes.csv: a CSV table"
     assert seen["Examples"] == "300" and seen["One example"] == "[5] float32"  # 2 numbers, 3 colours one-hot
-    assert seen["Target column"] == "size" and seen["Classes (2)"] == "high (150), low (150)"
+    assert seen["Target column"] == "size (the last column)" and seen["Classes (2)"] == "high (150), low (150)"
     assert seen["Split"] == "240 training, 60 held out (fraction 0.2, seed 0)"
     assert seen["Data set version"].startswith("sha256:") and seen["train split"].endswith("(240 examples)")
     assert page.is_checked("#data-user-choice")
@@ -170,9 +170,11 @@ def test_a_dropped_csv_trains_a_starter_program(loaded: LoadedApp) -> None:
     # another target column, read in chunks: the colour is now the class
     page.select_option("#data-csv-target", label="colour")
     page.check("#data-stream")
+    page.evaluate("() => delete document.getElementById('data').dataset.state")
     page.click("#data-reread")
     assert wait_read(page) == "read"
     seen = facts(page)
+    assert seen["Target column"] == "colour (as chosen)"
     assert seen["Classes (3)"] == "blue (100), green (100), red (100)"
     assert (
         seen["Read from"] == "shapes.csv: a CSV table, read in chunks" and seen["One example"] == "[4] float32"
@@ -253,3 +255,88 @@ def test_a_picked_npz_and_the_characters(loaded: LoadedApp, tmp_path: Path) -> N
     page.check("input[name=data-source][value=chars]")
     page.wait_for_function("() => document.querySelector('#data-facts dd').textContent.includes('Zen of Python')")
     assert facts(page)["One example"] == "[16] int32 (character indices)"
+
+
+def drop_and_read(page: Page, files: list[tuple[str, bytes]]) -> str:
+    """The files dropped and read: the card's state from before is cleared first, so the state waited on
+    is this drop's ("read" or "error")."""
+    page.evaluate("() => delete document.getElementById('data').dataset.state")
+    drop(page, files)
+    return wait_read(page)
+
+
+def table(header: str, rows: int, seed: int) -> bytes:
+    """Numeric columns named by `header` (comma-separated), `rows` rows of small whole numbers."""
+    rng = np.random.default_rng(seed)
+    width = len(header.split(","))
+    lines = [header, *(",".join(str(v) for v in rng.integers(0, 90, width)) for _ in range(rows))]
+    return ("\n".join(lines) + "\n").encode()
+
+
+def test_the_target_goes_by_name_to_the_next_csv_or_the_card_says_it_took_the_last(loaded: LoadedApp) -> None:
+    page = loaded.page
+    import_options(page)
+    assert drop_and_read(page, [("diabetes.csv", table("age,sex,bmi,progression", 40, 1))]) == "read"
+    assert facts(page)["Target column"] == "progression (the last column)"
+    # 32 training rows of 3 features, compared with the one buffer the device runs use holds
+    assert facts(page)["On the device"].startswith("the training split's features take 384 bytes, within the ")
+    page.select_option("#data-csv-target", label="bmi")
+    page.evaluate("() => delete document.getElementById('data').dataset.state")
+    page.click("#data-reread")
+    assert wait_read(page) == "read", page.inner_text("#data-error")
+    assert facts(page)["Target column"] == "bmi (as chosen)"
+    # another table, bmi at another index: still bmi, by name
+    assert drop_and_read(page, [("pima.csv", table("bmi,age,glucose,outcome", 40, 2))]) == "read"
+    seen = facts(page)
+    assert seen["Read from"] == "pima.csv: a CSV table" and seen["Target column"] == "bmi (as chosen)"
+    assert page.input_value("#data-csv-target") == "bmi"
+    # a table without bmi: its last column, said so, and the chooser back on "the last"
+    assert drop_and_read(page, [("points.csv", table("x,y,label", 40, 3))]) == "read"
+    said = 'label (the last column: the target chosen before, "bmi", is not in this file)'
+    assert facts(page)["Target column"] == said
+    assert page.get_attribute("#data", "data-target") == "label" and page.input_value("#data-csv-target") == ""
+
+
+def zip_bomb() -> bytes:
+    """A ZIP of one PNG entry whose 10 MB of deflated zeros declare 3,000,000,000 bytes."""
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr("cat/a.png", png([[0]]) + bytes(10_000_000))
+    data = bytearray(out.getvalue())
+    for signature, at in ((b"PK\x03\x04", 22), (b"PK\x01\x02", 24)):
+        start = data.find(signature)
+        data[start + at : start + at + 4] = struct.pack("<I", 3_000_000_000)
+    return bytes(data)
+
+
+def test_files_over_the_limits_are_refused_in_the_card_and_the_app_keeps_working(loaded: LoadedApp) -> None:
+    page = loaded.page
+    start_over(page, "debug")
+    import_options(page)
+    before = facts(page)["Data set"]
+    wide = ",".join([*(f"t{c}" for c in range(200)), "y"])
+    rows = [",".join([*(f"v{r}" for _ in range(200)), str(r % 2)]) for r in range(1000)]
+    cases = [
+        ("bomb.zip", zip_bomb(), 'bomb.zip: entry "cat/a.png": declares 3,000,000,000 bytes, more than'),
+        ("cats.csv", ("\n".join([wide, *rows]) + "\n").encode(), "wider than the 65,536 values it may hold"),
+        ("huge.zip", huge_png_zip(), "is 100000x100000 pixels by its header, larger than an image may be"),
+    ]
+    for name, data, message in cases:
+        assert drop_and_read(page, [(name, data)]) == "error"
+        error = page.inner_text("#data-error")
+        assert message in error and error.endswith(f"Still training on {before}."), error
+        assert facts(page)["Data set"] == before
+    screenshot(page, "limits")
+    assert drop_and_read(page, [("shapes.csv", blobs_csv().encode())]) == "read"
+    assert facts(page)["Read from"] == "shapes.csv: a CSV table"
+
+
+def huge_png_zip() -> bytes:
+    """A ZIP of one class folder whose second PNG's header says 100000 x 100000 pixels."""
+    header = png([[0]])[:33]
+    huge = header[:16] + struct.pack(">II", 100_000, 100_000) + header[24:]
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr("cat/a.png", png([[0]]))
+        archive.writestr("cat/b.png", huge + bytes(100))
+    return out.getvalue()

@@ -9,6 +9,7 @@ import io
 import json
 import struct
 import zipfile
+import zlib
 from pathlib import Path
 
 import numpy as np
@@ -22,7 +23,8 @@ ROOT = Path(__file__).resolve().parents[1]
 DATA = (ROOT / "app" / "src" / "data").as_uri()
 
 # `plain` makes a data set JSON (typed arrays as lists); `failure` gives the error a call throws, or null.
-# The fake decoder reads what fake_image() writes: a PNG or JPEG signature, width, height, then RGBA bytes.
+# The fake decoder reads what fake_image() writes: a PNG signature and IHDR chunk (or a JPEG's start and frame
+# header), which give the width and height, then the RGBA bytes.
 PRELUDE = f"""
 import {{ readFileSync, writeFileSync }} from "node:fs";
 import * as data from "{DATA}/index.js";
@@ -38,8 +40,10 @@ const failure = async (run) => {{
 const bytes = (path) => new Uint8Array(readFileSync(path));
 const decode = async (b, name) => {{
   if (name.includes("broken")) throw new Error("bad Huffman table");
-  const at = b[0] === 0x89 ? 8 : 3;
-  return {{ width: b[at], height: b[at + 1], rgba: new Uint8ClampedArray(b.subarray(at + 2)) }};
+  const view = new DataView(b.buffer, b.byteOffset, b.byteLength);
+  const png = b[0] === 0x89;
+  const [width, height] = png ? [view.getUint32(16), view.getUint32(20)] : [view.getUint16(9), view.getUint16(7)];
+  return {{ width, height, rgba: new Uint8ClampedArray(b.subarray(png ? 33 : 21)) }};
 }};
 """
 
@@ -67,7 +71,15 @@ def test_a_header_is_detected_and_text_columns_become_sorted_one_hot_blocks() ->
     out = run_js(f"const d = await data.parseCsv({js(text)}, 'iris.csv'); out.d = plain(d);")
     d = out["d"]
     names = ["length", "color", "species"]  # every column in the file's order, the target's chooser's list
-    assert d["source"] == {"format": "csv", "header": True, "names": names, "target": "species", "skippedRows": 0}
+    assert d["source"] == {
+        "format": "csv",
+        "header": True,
+        "names": names,
+        "target": "species",
+        "targetChosen": "last",
+        "asked": None,
+        "skippedRows": 0,
+    }
     assert d["exampleShape"] == [3] and d["n"] == 3 and d["featureType"] == "float32"
     assert d["classes"] == ["setosa", "virginica"] and d["y"] == [0, 1, 0]
     assert [(c["name"], c["kind"], c["categories"], c["offset"], c["width"]) for c in d["columns"]] == [
@@ -459,17 +471,24 @@ out.text = await failure(() => data.datasetFromNpz(at("text.npz"), "text.npz"));
 out.same = await failure(() => data.datasetFromNpz(at("one.npz"), "one.npz", {{ x: "x", y: "x" }}));
 """)
     assert out["one"]["message"] == 'one.npz: holds 1 array(s) ("x"); a data set needs two, features and labels'
-    assert out["text"]["message"].startswith("text.npz: is not a readable ZIP (NPZ) archive")
+    assert out["text"]["message"].startswith("text.npz: is not a readable ZIP archive")
     assert out["same"]["message"] == 'one.npz: entry "x.npy": is named for both the features and the labels'
 
 
 # Images
 
 
+def image_header(width: int, height: int, jpeg: bool = False) -> bytes:
+    """A PNG's signature and IHDR chunk, or a JPEG's start and baseline frame header: what gives the size."""
+    if jpeg:
+        return b"\xff\xd8\xff\xc0" + struct.pack(">HBHHB", 17, 8, height, width, 3) + bytes(9)
+    ihdr = b"IHDR" + struct.pack(">IIBBBBB", width, height, 8, 6, 0, 0, 0)
+    return b"\x89PNG\r\n\x1a\n" + struct.pack(">I", 13) + ihdr + struct.pack(">I", zlib.crc32(ihdr))
+
+
 def fake_image(width: int, height: int, rgba: list[int], jpeg: bool = False) -> bytes:
-    signature = b"\xff\xd8\xff" if jpeg else b"\x89PNG\r\n\x1a\n"
     assert len(rgba) == width * height * 4
-    return signature + bytes([width, height, *rgba])
+    return image_header(width, height, jpeg) + bytes(rgba)
 
 
 OUTSIDE = "lies outside any class folder: put each image in a folder named for its class"

@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import json
 import math
+import re
 import struct
 import tempfile
 from pathlib import Path
@@ -67,13 +68,19 @@ def test_user_files_read_back_as_splits_with_their_description() -> None:
     train, test, info = from_user_files(files)
     assert (train.n, test.n, train.width) == (64, 16, 4)
     assert info == DataInfo("points.csv", (4,), "float32", "int32", ("no", "yes"))
+    table = {**meta([4], classes=["no", "yes"]), "columns": ["w", "h", "d", "e", "class"], "target": "class"}
+    _, _, named = from_user_files(user_files(table, blobs(8, 1), blobs(4, 2)))
+    assert (named.columns, named.target) == (("w", "h", "d", "e", "class"), "class")
+    assert named.to_json()["target"] == "class"
 
 
 @pytest.mark.parametrize(
     ("change", "message"),
     [
         (lambda f: f.pop("test-y"), "the data files lack test-y"),
-        (lambda f: f.update({"dataset.json": b"{"}), "dataset.json: not JSON"),
+        (lambda f: f.update({"dataset.json": b"{"}), "dataset.json: Expecting property name enclosed in double quotes"),
+        (lambda f: f.update({"dataset.json": b"[" * 100_000}), "dataset.json: nested deeper than 64 levels at line 1"),
+        (lambda f: f.update({"dataset.json": b'{"a": "\xff"}'}), "dataset.json: not UTF-8 text"),
         (lambda f: f.update({"dataset.json": b"[]"}), "dataset.json: expected an object, got list"),
         (
             lambda f: f.update({"train-x": f["train-x"][:-4]}),
@@ -105,11 +112,13 @@ def test_bad_user_files_are_named_with_the_example(change: Any, message: str) ->
         ("feature_type", "float16", "feature_type must be 'float32' or 'int32'"),
         ("classes", ["only"], "classes must list the names of two or more classes"),
         ("name", "", "name must be a non-empty text"),
+        ("columns", ["a"], "columns must list the names of a table's two or more columns"),
+        ("target", "age", "the target column 'age' is none of the table's columns ('a', 'b', 'y')"),
     ],
 )
 def test_bad_descriptions_name_their_field(field: str, value: Any, message: str) -> None:
-    info = {**meta([4], classes=["no", "yes"]), field: value}
-    with pytest.raises(ValueError, match=f"dataset.json: {message}"):
+    info = {**meta([4], classes=["no", "yes"]), "columns": ["a", "b", "y"], "target": "y", field: value}
+    with pytest.raises(ValueError, match=re.escape(f"dataset.json: {message}")):
         from_user_files(
             user_files({**info, "feature_type": "float32"}, blobs(8, 1), blobs(4, 2))
             | {"dataset.json": json.dumps(info).encode()}

@@ -80,8 +80,8 @@ def test_settings_come_from_the_fields_and_a_wrong_field_is_named() -> None:
     out = run_node(
         PRELUDE,
         """
-        const fields = { header: "auto", target: "2", labels: "auto", missing: "drop", stream: true, color: "gray",
-                         size: " 32 \u00d7 24 ", fraction: "0.25", seed: "7" };
+        const fields = { header: "auto", target: "progression", labels: "auto", missing: "drop", stream: true,
+                         color: "gray", size: " 32 \u00d7 24 ", fraction: "0.25", seed: "7" };
         out.good = model.importSettings(fields);
         out.size = model.importSettings({ ...fields, size: "big" });
         out.fraction = model.importSettings({ ...fields, fraction: "1" });
@@ -90,7 +90,14 @@ def test_settings_come_from_the_fields_and_a_wrong_field_is_named() -> None:
         """,
     )
     good = out["good"]
-    assert good["csv"] == {"header": "auto", "target": 2, "labels": "auto", "missing": "drop"}
+    # the target by name, the last column where a file lacks it: never a column index carried to another file
+    assert good["csv"] == {
+        "header": "auto",
+        "target": "progression",
+        "ifTargetAbsent": "last",
+        "labels": "auto",
+        "missing": "drop",
+    }
     assert good["images"] == {"color": "gray", "size": {"height": 32, "width": 24}}
     assert good["split"] == {"fraction": 0.25, "seed": 7} and good["stream"] is True
     assert (
@@ -121,6 +128,10 @@ def test_the_engine_reads_back_what_the_page_writes() -> None:
         const thumb = model.thumbnailRgba(dataset, 1);
         out.thumb = { width: thumb.width, height: thumb.height, first: Array.from(thumb.rgba.slice(0, 8)) };
         out.flat = model.thumbnailRgba(makeDataset({ ...dataset, exampleShape: [12] }), 0);
+        const source = { format: "csv", names: ["age", "bmi", "progression"], target: "progression" };
+        const table = makeDataset({ name: "d.csv", exampleShape: [2], featureType: "float32", x: new Float32Array(4),
+          y: new Float32Array(2), source });
+        out.table = model.dataJson(table);
         """,
     )
     files = {k: v.encode() if k == "dataset.json" else bytes.fromhex(v) for k, v in out["files"].items()}
@@ -129,6 +140,8 @@ def test_the_engine_reads_back_what_the_page_writes() -> None:
     assert json.loads(files["dataset.json"])["label_type"] == "int32"
     assert out["thumb"] == {"width": 2, "height": 2, "first": [0, 23, 46, 255, 70, 93, 116, 255]}
     assert out["flat"] is None
+    assert (out["table"]["columns"], out["table"]["target"]) == (["age", "bmi", "progression"], "progression")
+    assert (out["files"] and json.loads(files["dataset.json"])["target"]) is None  # images: no table columns
 
 
 def test_the_card_lists_what_was_read() -> None:
@@ -145,13 +158,20 @@ def test_the_card_lists_what_was_read() -> None:
         out.regression = model.summaryFacts({ ...summary, target: null, labels: "numbers", classes: null,
           preview: { classCounts: null }, streamed: false, skippedRows: 0 });
         out.record = model.dataRecord("shapes.csv", summary.versions);
+        const gpu = { kind: "webgpu", name: "SwiftShader", max_buffer_size: 2 ** 28, max_storage_binding: 2 ** 27 };
+        out.onGpu = model.summaryFacts(summary, gpu).at(-1);
+        out.tooBig = model.residentText({ ...summary, split: { train: 10 ** 7 } }, gpu);
+        const cpu = { kind: "cpu", max_buffer_size: 2 ** 32, max_storage_binding: 2 ** 32 };
+        out.onCpu = model.residentText(summary, cpu);
+        out.named = model.targetText({ target: "colour", targetChosen: "named", asked: "colour" });
+        out.fallback = model.targetText({ target: "size", targetChosen: "fallback", asked: "progression" });
         """,
     )
     assert out["facts"] == [
         ["Read from", "shapes.csv: a CSV table, read in chunks"],
         ["Examples", "1,200 (3 rows with missing values dropped)"],
         ["One example", "[5] float32"],
-        ["Target column", "size"],
+        ["Target column", "size (the last column)"],
         ["Classes (2)", "high (600), low (600)"],
         ["Split", "960 training, 240 held out (fraction 0.2, seed 0)"],
         ["Data set version", "sha256:ab"],
@@ -159,5 +179,17 @@ def test_the_card_lists_what_was_read() -> None:
         ["held-out split", "sha256:ef (240 examples)"],
     ]
     assert ["Labels", "none: a numeric target (regression)"] in out["regression"]
+    assert out["onGpu"] == [
+        "On the device",
+        "the training split's features take 19,200 bytes, within the 128 MiB one buffer of SwiftShader holds: a "
+        "program may keep them there",
+    ]
+    assert out["tooBig"] == (
+        "the training split's features take 190.7 MiB, more than the 128 MiB one buffer of SwiftShader holds: a "
+        'program must stream them (memory.data "stream")'
+    )
+    assert out["onCpu"].endswith("within the 4 GiB one buffer of the CPU path holds: a program may keep them there")
+    assert out["named"] == "colour (as chosen)"
+    assert out["fallback"] == 'size (the last column: the target chosen before, "progression", is not in this file)'
     assert out["record"]["name"] == "shapes.csv"
     assert [(v["split"], v["examples"]) for v in out["record"]["versions"]] == [("train", 960), ("test", 240)]

@@ -23,6 +23,13 @@ export class DataCard {
     this.user = null; // { id, summary } of the user's data set read last
     this.source = "site";
     this.record = dataRecord(BUILTIN_NAMES.site, []);
+    this.device = null; // the engine report's entry of the device runs use (setDevice)
+  }
+
+  // The device runs use: the card says whether the user's data set could be kept on it.
+  setDevice(device) {
+    this.device = device;
+    if (this.source === "user") showSummary(this.user.summary, device);
   }
 
   wire() {
@@ -32,7 +39,7 @@ export class DataCard {
     }
     byId("data-files").addEventListener("change", (event) => this.read(Array.from(event.target.files)));
     byId("data-folder").addEventListener("change", (event) => this.read(Array.from(event.target.files)));
-    byId("data-reread").addEventListener("click", () => this.files && this.read(this.files, true));
+    byId("data-reread").addEventListener("click", () => this.files && this.read(this.files));
     const drop = byId("data-drop");
     drop.addEventListener("dragover", (event) => {
       event.preventDefault();
@@ -63,7 +70,7 @@ export class DataCard {
     this.source = source;
     if (source === "user") {
       this.record = dataRecord(this.user.summary.name, this.user.summary.versions);
-      showSummary(this.user.summary);
+      showSummary(this.user.summary, this.device);
     } else {
       this.record = dataRecord(BUILTIN_NAMES[source], []);
       await this.showBuiltin(source);
@@ -92,11 +99,10 @@ export class DataCard {
     }
   }
 
-  // Reads `files` (`again`: the files read last, with other options). The target column chosen names a
-  // column of the files read last: other files start from their last column.
-  async read(files, again = false) {
+  // Reads `files` (new ones, or those read last with other options). The target column goes by name: a
+  // table without a column of the name chosen takes its last column, and the card says so.
+  async read(files) {
     if (!files.length) return;
-    if (!again) fillTargets({ columns: [] });
     const settings = importSettings(optionFields());
     if (settings.error) {
       showError(settings.error);
@@ -204,20 +210,28 @@ function fillFacts(facts) {
   for (const [label, value] of facts) list.append(element("dt", label), element("dd", value));
 }
 
-// The CSV's columns in the target chooser, the one used selected.
+// The table's columns in the target chooser, by name: the one chosen selected, or "the last" when the
+// last was taken (asked for, or because the file lacks the name chosen before).
 function fillTargets(summary) {
   const select = byId("data-csv-target");
-  if (!summary.columns) return;
+  const card = byId("data");
+  if (!summary.columns) {
+    delete card.dataset.target; // not a table: the chooser keeps the last table's columns for the next one
+    delete card.dataset.targetChosen;
+    return;
+  }
+  card.dataset.target = summary.target;
+  card.dataset.targetChosen = summary.targetChosen;
   select.replaceChildren(element("option", "the last", { value: "" }));
-  summary.columns.forEach((name, i) => {
-    const option = element("option", name, { value: String(i) });
-    if (name === summary.target) option.selected = true;
+  for (const name of new Set(summary.columns)) {
+    const option = element("option", name, { value: name });
+    if (summary.targetChosen === "named" && name === summary.target) option.selected = true;
     select.append(option);
-  });
+  }
 }
 
-function showSummary(summary) {
-  fillFacts(summaryFacts(summary));
+function showSummary(summary, device) {
+  fillFacts(summaryFacts(summary, device));
   const table = summary.preview.table;
   const preview = byId("data-preview");
   preview.replaceChildren();

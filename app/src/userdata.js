@@ -20,16 +20,23 @@ import {
   preview,
   splitDataset,
 } from "./data/index.js";
+import { checkFileSize, dataBudget, hostMemory } from "./data/limits.js";
 import { describeFiles, dataJson, npyRoles, thumbnailRgba } from "./userdatamodel.js";
 
 const encoder = new TextEncoder();
+const STREAM_ABOVE = 64 * 2 ** 20; // bytes: a larger CSV is read in chunks (a browser's strings end near 512 MiB)
 
 // `files`: File objects (a folder's carry webkitRelativePath); `settings`: { csv, images, npy, split,
 // stream } as the Data card sets them. Resolves to { id, summary } or throws a DataError naming the
 // file (and row, column or entry) that is wrong.
 export async function importFiles(kept, files, settings, onProgress) {
   const kind = describeFiles(files);
-  const dataset = await readDataset(kind, files, settings, onProgress);
+  const budget = dataBudget(hostMemory()); // every importer checks the encoded data set against it
+  const sizes = Array.from(files, (f) => (f.file ?? f).size ?? 0);
+  if (kind.format !== "csv") checkFileSize(kind.name, sizes.reduce((a, b) => a + b, 0), budget);
+  // a table too large to be one string of text is read in chunks, whatever the card asks
+  const stream = Boolean(settings.stream) || sizes[0] > STREAM_ABOVE;
+  const dataset = await readDataset(kind, files, { ...withBudget(settings, budget), stream }, onProgress);
   const { train, validation } = splitDataset(dataset, settings.split);
   if (train.n === 0 || validation.n === 0) {
     const empty = train.n === 0 ? "training" : "held-out";
@@ -49,16 +56,23 @@ export async function importFiles(kept, files, settings, onProgress) {
     classes: dataset.classes,
     columns: dataset.source.names ?? null,
     target: dataset.source.target ?? null,
+    targetChosen: dataset.source.targetChosen ?? null,
+    asked: dataset.source.asked ?? null,
     skippedRows: dataset.source.skippedRows ?? 0,
     n: dataset.n,
     split: { train: train.n, validation: validation.n, ...settings.split },
     hash: await contentHash(dataset),
     versions: [await dataVersion("train", train), await dataVersion("test", validation)],
     preview: withPixels(dataset, preview(dataset)),
-    streamed: kind.format === "csv" && Boolean(settings.stream),
+    streamed: kind.format === "csv" && stream,
   };
   const id = kept.add({ files: engine, summary });
   return { id, summary };
+}
+
+function withBudget(settings, budget) {
+  const { csv, npy, images } = settings;
+  return { ...settings, csv: { ...csv, budget }, npy: { ...npy, budget }, images: { ...images, budget } };
 }
 
 function prefixed(split, { features, labels }) {

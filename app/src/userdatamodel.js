@@ -2,6 +2,8 @@
 // names and paths), which of two .npy files holds the features; and what the engine is told of a data
 // set (its dataset.json); a thumbnail's pixels. Pure: tests run it in Node.
 
+import { formatMiB } from "./data/limits.js";
+
 const CSV_NAME = /\.(csv|tsv|txt)$/i;
 const IMAGE_NAME = /\.(png|jpe?g)$/i;
 
@@ -65,7 +67,8 @@ export function npyRoles(files) {
   return { x: a, y: b };
 }
 
-// The engine's description of a data set (scellis.datasets.DataInfo's JSON).
+// The engine's description of a data set (scellis.datasets.DataInfo's JSON): a table's columns and its
+// target column go by name.
 export function dataJson(dataset) {
   const numbers = dataset.classes === null;
   return {
@@ -75,6 +78,8 @@ export function dataJson(dataset) {
     feature_type: dataset.featureType,
     label_type: numbers ? "float32" : "int32",
     classes: numbers ? null : dataset.classes,
+    columns: dataset.source.names ?? null,
+    target: dataset.source.target ?? null,
   };
 }
 
@@ -131,9 +136,10 @@ export function importSettings(fields) {
     return { error: `the split seed must be a whole number from 0 to 4294967295, not ${JSON.stringify(fields.seed)}` };
   }
   const header = { auto: "auto", true: true, false: false }[fields.header];
-  const target = fields.target === "" ? null : Number(fields.target);
+  // the target goes by name: a file without a column of that name takes its last column, and says so
+  const target = fields.target === "" ? null : String(fields.target);
   return {
-    csv: { header, target, labels: fields.labels, missing: fields.missing },
+    csv: { header, target, ifTargetAbsent: "last", labels: fields.labels, missing: fields.missing },
     images: { color: fields.color, size: size.size },
     npy: {},
     split: { fraction, seed },
@@ -153,8 +159,9 @@ export function sizeFromText(text) {
   return { size: { height, width } };
 }
 
-// What the Data card lists of an imported data set, as [label, value] pairs.
-export function summaryFacts(summary) {
+// What the Data card lists of an imported data set, as [label, value] pairs; with `device` (the engine
+// report's entry of the device runs use), whether the training split could be kept on it.
+export function summaryFacts(summary, device = null) {
   const counts = summary.preview.classCounts;
   const classes = counts ? counts.map(({ name, count }) => `${name} (${count})`).join(", ") : "none: a numeric target (regression)";
   const facts = [
@@ -162,14 +169,35 @@ export function summaryFacts(summary) {
     ["Examples", `${summary.n.toLocaleString("en")}${summary.skippedRows ? ` (${summary.skippedRows} rows with missing values dropped)` : ""}`],
     ["One example", `[${summary.exampleShape.join(", ")}] ${summary.featureType}`],
   ];
-  if (summary.target !== null) facts.push(["Target column", summary.target]);
+  if (summary.target !== null) facts.push(["Target column", targetText(summary)]);
   facts.push(
     [summary.labels === "classes" ? `Classes (${summary.classes.length})` : "Labels", classes],
     ["Split", `${summary.split.train.toLocaleString("en")} training, ${summary.split.validation.toLocaleString("en")} held out (fraction ${summary.split.fraction}, seed ${summary.split.seed})`],
     ["Data set version", summary.hash],
     ...summary.versions.map((v) => [`${v.split === "test" ? "held-out" : v.split} split`, `${v.sha256} (${v.examples} examples)`]),
   );
+  if (device) facts.push(["On the device", residentText(summary, device)]);
   return facts;
+}
+
+// Whether the training split's features fit the one buffer a program that keeps its data set on the
+// device (memory.data "resident") holds them in: the device's largest buffer and storage binding.
+export function residentText(summary, device) {
+  const bytes = summary.split.train * summary.exampleShape.reduce((a, b) => a * b, 1) * 4;
+  const limit = Math.min(device.max_buffer_size, device.max_storage_binding);
+  const name = device.kind === "cpu" ? "the CPU path" : device.name;
+  const held = `the training split's features take ${formatMiB(bytes)}`;
+  if (bytes <= limit) return `${held}, within the ${formatMiB(limit)} one buffer of ${name} holds: a program may keep them there`;
+  return `${held}, more than the ${formatMiB(limit)} one buffer of ${name} holds: a program must stream them (memory.data "stream")`;
+}
+
+// The target column as the card names it, and how it was chosen.
+export function targetText({ target, targetChosen, asked }) {
+  if (targetChosen === "named") return `${target} (as chosen)`;
+  if (targetChosen === "fallback") {
+    return `${target} (the last column: the target chosen before, ${JSON.stringify(asked)}, is not in this file)`;
+  }
+  return `${target} (the last column)`;
 }
 
 // What the Data card lists of a built-in data set (scellis.app.data_json's answer).

@@ -12,13 +12,14 @@ import contextlib
 import csv
 import gzip
 import io
-import json
 import math
 import struct
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from scellis import jsontext
 
 DIGITS_FEATURES = 64
 DIGITS_CLASSES = 10
@@ -187,13 +188,16 @@ def read_chars(text: str, context: int = CHARS_CONTEXT) -> tuple[Split, Split, s
 @dataclass(frozen=True)
 class DataInfo:
     """What a data set holds, for fitting a program to it: one example's shape and value type, the labels'
-    type, and the class names (None for a numeric target)."""
+    type, and the class names (None for a numeric target); for a table, its columns' names and the name of
+    the target column among them (None for other data)."""
 
     name: str
     example_shape: tuple[int, ...]
     feature_type: str  # "float32" or "int32" (token indices)
     label_type: str  # "int32" (class indices) or "float32" (numbers)
     classes: tuple[str, ...] | None
+    columns: tuple[str, ...] | None = None
+    target: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -203,6 +207,8 @@ class DataInfo:
             "feature_type": self.feature_type,
             "label_type": self.label_type,
             "classes": None if self.classes is None else list(self.classes),
+            "columns": None if self.columns is None else list(self.columns),
+            "target": self.target,
         }
 
 
@@ -248,10 +254,7 @@ def from_user_files(files: dict[str, bytes]) -> tuple[Split, Split, DataInfo]:
 
 def _user_info(raw: bytes) -> DataInfo:
     where = "dataset.json"
-    try:
-        meta = json.loads(raw)
-    except (UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise ValueError(f"{where}: not JSON ({error})") from None
+    meta = jsontext.parse(raw, what=where)  # depth-bounded: a JsonTextError (a ValueError) names the fault
     if not isinstance(meta, dict):
         raise ValueError(f"{where}: expected an object, got {type(meta).__name__}")
     if meta.get("format") != USER_FORMAT:
@@ -273,7 +276,22 @@ def _user_info(raw: bytes) -> DataInfo:
             raise ValueError(f"{where}: classes must list the names of two or more classes, got {classes!r}")
     elif classes is not None:
         raise ValueError(f"{where}: a numeric target (label_type 'float32') has no classes, got {classes!r}")
-    return DataInfo(name, tuple(shape), feature_type, label_type, None if classes is None else tuple(classes))
+    columns, target = _table_columns(meta.get("columns"), meta.get("target"))
+    named = None if classes is None else tuple(classes)
+    return DataInfo(name, tuple(shape), feature_type, label_type, named, columns, target)
+
+
+def _table_columns(columns: Any, target: Any) -> tuple[tuple[str, ...] | None, str | None]:
+    """A table's column names and its target column, found among them by name (both None for other data)."""
+    where = "dataset.json"
+    if columns is None and target is None:
+        return None, None
+    if not isinstance(columns, list) or len(columns) < 2 or not all(isinstance(c, str) and c for c in columns):
+        raise ValueError(f"{where}: columns must list the names of a table's two or more columns, got {columns!r}")
+    if not isinstance(target, str) or target not in columns:
+        shown = ", ".join(repr(c) for c in columns[:20]) + (", ..." if len(columns) > 20 else "")
+        raise ValueError(f"{where}: the target column {target!r} is none of the table's columns ({shown})")
+    return tuple(columns), target
 
 
 def _check_sizes(split: str, x: bytes, y: bytes, info: DataInfo) -> None:

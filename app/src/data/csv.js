@@ -3,21 +3,27 @@
 // the other columns the features: a numeric column one float32, a categorical one a one-hot block of one
 // float32 per category (1 for the row's category, 0 elsewhere; categories sorted). Missing values are
 // refused unless the caller asks to drop their rows or to fill them. A stream is read chunk by chunk.
+// Sizes are checked as the rows come, before anything grows past them: the columns of a row, the distinct
+// values of the text columns (their one-hot width), and the bytes the encoded examples take (limits.js).
 
 import { ColumnValues, parseNumber, numberName } from "./csvcolumns.js";
 import { CsvRows, feedChunks } from "./csvtext.js";
 import { makeDataset } from "./dataset.js";
 import { DataError, checkOption, columnLetter, quoted } from "./errors.js";
+import { CEILINGS, checkBudget, checkDataBytes, checkWidth, dataBudget } from "./limits.js";
 
 export const CSV_DEFAULTS = Object.freeze({
   header: "auto", // true, false, or "auto": a header when its first row has text where the later rows have numbers
   target: null, // a column name (the header's), a 0-based index (negative counts from the end), or null: the last
+  // a target name the file has no column for: "refuse" it, or take the "last" column (source.targetChosen says so)
+  ifTargetAbsent: "refuse",
   labels: "auto", // "classes", "numbers", or "auto": classes for a text target, numbers (regression) for a numeric one
   // "refuse"; "drop" the row; or "fill": a numeric column's mean, a categorical column's all-zero one-hot.
   missing: "refuse",
   missingTokens: ["", "NA", "N/A", "NaN", "nan", "null", "?"], // missing values (unquoted fields are trimmed first)
   delimiter: ",",
-  maxCategories: 1000, // the most categories a categorical column may have (its one-hot width)
+  maxCategories: CEILINGS.categories, // the most categories a categorical column may have (its one-hot width)
+  budget: dataBudget(), // { bytes, how }: the most the encoded examples may take, and what sets it
   onProgress: null, // ({ bytes, rows }) after each chunk of a stream
 });
 
@@ -45,19 +51,23 @@ class Table {
     checkOption("CSV", "header", options.header, ["auto", true, false]);
     checkOption("CSV", "labels", options.labels, ["auto", "classes", "numbers"]);
     checkOption("CSV", "missing", options.missing, ["refuse", "drop", "fill"]);
+    checkOption("CSV", "ifTargetAbsent", options.ifTargetAbsent, ["refuse", "last"]);
+    checkBudget("CSV", options.budget);
     this.file = file;
     this.options = options;
     this.missingTokens = new Set(options.missingTokens);
     this.first = null; // { fields, row }: the first row, a header or data (decided at the end)
     this.columns = null;
     this.target = null;
+    this.targetChosen = null; // "last", "named", "index" or "fallback" (a name asked for that the file lacks)
+    this.oneHot = 0; // distinct values of the text feature columns so far: their one-hot width
     this.rows = 0; // rows kept after the first
     this.skipped = 0; // rows dropped for a missing value
   }
 
   rowReader() {
     const onRow = (fields, row) => this.addRow(fields, row);
-    return new CsvRows(this.file, this.options.delimiter, onRow, (c) => this.columnLabel(c));
+    return new CsvRows(this.file, this.options.delimiter, onRow, (c) => this.columnLabel(c), CEILINGS.columns);
   }
 
   addRow(fields, row) {
@@ -66,6 +76,9 @@ class Table {
       return;
     }
     this.checkWidth(fields, row);
+    // at least one 4-byte value a column (the first row may be a header): refused by the row where the rows
+    // so far outgrow the budget
+    checkDataBytes({ file: this.file, row }, this.rows + 1, fields.length - 1, this.options.budget, "at least one value a column");
     if (!this.acceptMissing(fields, row)) {
       this.skipped += 1;
       return;
@@ -76,18 +89,34 @@ class Table {
 
   setFirst(fields, row) {
     this.first = { fields, row };
-    this.columns = fields.map(
-      (_, c) => new ColumnValues((atRow, why) => this.error(atRow, c, why), this.options.maxCategories),
-    );
     this.target = this.resolveTarget();
+    this.columns = fields.map(
+      (_, c) =>
+        new ColumnValues((atRow, why) => this.error(atRow, c, why), this.options.maxCategories, (atRow) => {
+          if (c !== this.target) this.countCategory(atRow, c);
+        }),
+    );
+  }
+
+  // One more distinct value of a text feature column: refused once they outgrow an example's width.
+  countCategory(row, c) {
+    this.oneHot += 1;
+    if (this.oneHot + this.columns.length <= CEILINGS.width) return;
+    const why =
+      `the text columns' distinct values, one-hot, and the other columns would make an example wider than ` +
+      `the ${CEILINGS.width.toLocaleString("en")} values it may hold: leave text columns with many values out`;
+    throw this.error(row, c, why);
   }
 
   resolveTarget() {
     const { target, header } = this.options;
     const width = this.first.fields.length;
+    this.targetChosen = "last";
     if (target === null || target === undefined) return width - 1;
     if (typeof target === "string") {
       const index = header === false ? -1 : this.first.fields.indexOf(target);
+      this.targetChosen = index < 0 ? "fallback" : "named";
+      if (index < 0 && this.options.ifTargetAbsent === "last") return width - 1;
       if (index < 0) {
         const names = this.first.fields.map(quoted).join(", ");
         const why = `has no column named ${quoted(target)} (the first row holds ${names})`;
@@ -95,6 +124,7 @@ class Table {
       }
       return index;
     }
+    this.targetChosen = "index";
     const index = target < 0 ? width + target : target;
     if (!Number.isInteger(index) || index < 0 || index >= width) {
       throw new DataError({ file: this.file }, `has ${width} columns, so column index ${target} names none of them`);
@@ -134,7 +164,7 @@ class Table {
   decideHeader() {
     const { header, target } = this.options;
     if (header !== "auto") return header;
-    if (typeof target === "string") return true; // a target named by the first row makes it the header
+    if (this.targetChosen === "named") return true; // a target named by the first row makes it the header
     return this.first.fields.some((text, c) => this.isTextCell(text) && this.columns[c].isNumeric);
   }
 
@@ -170,7 +200,9 @@ class Table {
     const names = this.first.fields.map((text, c) => (header && text !== "" ? text : columnLetter(c)));
     const { y, classes } = this.labelsOf(columns[this.target]);
     const { x, layout } = this.features(columns, names);
-    const source = { format: "csv", header, names, target: names[this.target], skippedRows: this.skipped };
+    const { targetChosen } = this;
+    const asked = typeof this.options.target === "string" ? this.options.target : null;
+    const source = { format: "csv", header, names, target: names[this.target], targetChosen, asked, skippedRows: this.skipped };
     const shape = { name: this.file, exampleShape: [layout.width], featureType: "float32", classes };
     return makeDataset({ ...shape, columns: layout.columns, x, y, source });
   }
@@ -207,6 +239,10 @@ class Table {
     });
     if (layout.width === 0) throw new DataError({ file: this.file }, "has no feature columns besides the target");
     const n = (columns[0].values ?? columns[0].codes).length;
+    const texts = layout.columns.filter((column) => column.kind === "category").length;
+    const what = `${layout.columns.length - texts} numeric columns and ${texts} text columns one-hot`;
+    checkWidth({ file: this.file }, layout.width, what);
+    checkDataBytes({ file: this.file }, n, layout.width, this.options.budget, what);
     const x = new Float32Array(n * layout.width);
     layout.columns.forEach((meta, i) => writeColumn(x, layout.width, meta, sources[i]));
     return { x, layout };

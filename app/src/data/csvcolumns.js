@@ -17,9 +17,15 @@ export function numberName(value) {
   return String(value);
 }
 
+// A text column's category for a value: a number's shortest text wherever it stands in the column.
+function categoryName(text) {
+  const value = parseNumber(text);
+  return value === null ? text : numberName(value);
+}
+
 class Growable {
   constructor(Type) {
-    this.data = new Type(1024);
+    this.data = new Type(16); // small: a file may have many columns
     this.length = 0;
   }
 
@@ -38,10 +44,12 @@ class Growable {
 }
 
 export class ColumnValues {
-  // `fail(row, why)` returns the error to throw for this column; `maxCategories` bounds one-hot width.
-  constructor(fail, maxCategories) {
+  // `fail(row, why)` returns the error to throw for this column; `maxCategories` bounds one-hot width;
+  // `onCategory(row)` hears each new distinct value (and may throw).
+  constructor(fail, maxCategories, onCategory = () => {}) {
     this.fail = fail;
     this.maxCategories = maxCategories;
+    this.onCategory = onCategory;
     this.numbers = new Growable(Float64Array); // NaN where a value is missing
     this.codes = null; // once text: first-seen codes, -1 where missing
     this.categories = null; // once text: Map name -> first-seen code
@@ -71,7 +79,7 @@ export class ColumnValues {
       }
       this.becomeText(row, text);
     }
-    this.codes.push(this.codeOf(text, row));
+    this.codes.push(this.codeOf(categoryName(text), row));
   }
 
   numberOf(text, row) {
@@ -92,6 +100,7 @@ export class ColumnValues {
           "for one-hot features: leave the column out or raise maxCategories";
         throw this.fail(row, why);
       }
+      this.onCategory(row);
       this.categories.set(text, code);
     }
     return code;
@@ -122,7 +131,7 @@ export class ColumnValues {
       values.set(rest, offset);
       return { kind: "number", values };
     }
-    const firstCode = first && !first.missing ? this.codeOf(first.text, first.row) : -1;
+    const firstCode = first && !first.missing ? this.codeOf(categoryName(first.text), first.row) : -1;
     const categories = [...this.categories.keys()].sort();
     const rank = new Int32Array(categories.length);
     categories.forEach((name, i) => (rank[this.categories.get(name)] = i));

@@ -10,12 +10,13 @@ const LF = 10;
 const SPACE = 32;
 const TAB = 9;
 const REPLACEMENT = "\uFFFD";
+const MAX_FIELD = 2 ** 20; // characters of one field: a table's cell, not a document
 
 export class CsvRows {
   // `onRow(fields, row)` gets each record's fields (unquoted ones trimmed) and its 1-based row number,
   // counted as a spreadsheet counts records; blank lines are counted but not passed on. `columnLabel(index)`
-  // names a column in messages.
-  constructor(file, delimiter, onRow, columnLabel = columnLetter) {
+  // names a column in messages; a row of more than `maxFields` fields is refused as it is read.
+  constructor(file, delimiter, onRow, columnLabel = columnLetter, maxFields = Infinity) {
     if (delimiter.length !== 1 || "\r\n\"".includes(delimiter)) {
       const why = `the delimiter must be one character other than a quote or newline, not ${JSON.stringify(delimiter)}`;
       throw new DataError({ file }, why);
@@ -24,6 +25,7 @@ export class CsvRows {
     this.separator = delimiter.charCodeAt(0);
     this.onRow = onRow;
     this.columnLabel = columnLabel;
+    this.maxFields = maxFields;
     this.replaced = false; // the text holds U+FFFD, as bytes that are no UTF-8 decode to
     this.row = 1;
     this.fields = [];
@@ -40,7 +42,13 @@ export class CsvRows {
   push(text) {
     this.replaced ||= text.includes(REPLACEMENT);
     let i = 0;
-    while (i < text.length) i = this.inQuotes ? this.readQuoted(text, i) : this.readPlain(text, i);
+    while (i < text.length) {
+      i = this.inQuotes ? this.readQuoted(text, i) : this.readPlain(text, i);
+      if (this.field.length > MAX_FIELD) {
+        const row = this.inQuotes ? this.quoteRow : this.row;
+        throw this.error(row, `a field holds more than ${MAX_FIELD.toLocaleString("en")} characters, more than a table's cell may`);
+      }
+    }
   }
 
   end() {
@@ -114,6 +122,10 @@ export class CsvRows {
   endField() {
     if (this.replaced && this.field.includes(REPLACEMENT)) {
       throw this.error(this.row, "is not UTF-8 text (a byte here is no UTF-8 character): save the file as CSV UTF-8");
+    }
+    if (this.fields.length === this.maxFields) {
+      const most = this.maxFields.toLocaleString("en");
+      throw this.error(this.row, `the row has more than ${most} columns, the most a table may have`);
     }
     this.fields.push(this.quoted ? this.field : this.field.trim());
     this.field = "";

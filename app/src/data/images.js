@@ -4,17 +4,21 @@
 // An image becomes height x width x channels float32 values in [0, 1], row by row (HWC): channels 3 for
 // "rgb", 1 for "gray" (0.299 R + 0.587 G + 0.114 B, ITU-R BT.601 luma); alpha is dropped. With `size`,
 // every image is resized to it (bilinear, pixel centres aligned); without, every image must have the first
-// image's size, and one that differs is refused by name.
+// image's size, and one that differs is refused by name. Sizes are checked before anything is allocated
+// for them: a ZIP entry's declared size before it is inflated (zip.js), an image's width and height, as its
+// header gives them, before it is decoded, and the data set's bytes before its features are made.
 
-import { unzipSync } from "fflate";
 import { makeDataset } from "./dataset.js";
 import { DataError } from "./errors.js";
+import { CEILINGS, checkBudget, checkDataBytes, dataBudget, formatMiB } from "./limits.js";
+import { readEntry, zipEntries } from "./zip.js";
 
 export const IMAGE_DEFAULTS = Object.freeze({
   decode: null, // async (bytes, name) -> { width, height, rgba: Uint8ClampedArray }: required
   color: null, // "gray" or "rgb": required, so the choice is explicit
   size: null, // { height, width } to resize every image to, or null: all images must share one size
   onProgress: null, // ({ done, total }) after each image
+  budget: dataBudget(), // { bytes, how }: the most the images' float32 values may take
 });
 
 const IMAGE_NAME = /\.(png|jpe?g)$/i;
@@ -23,13 +27,12 @@ const SKIPPED_NAMES = new Set(["thumbs.db", "desktop.ini"]);
 // A data set from a ZIP's bytes: its entries' paths say their classes.
 export async function imagesFromZip(bytes, file, options = {}) {
   const settings = settingsOf(options);
-  let files;
-  try {
-    files = unzipSync(bytes);
-  } catch (error) {
-    throw new DataError({ file }, `is not a readable ZIP archive (${error.message})`);
-  }
-  const entries = Object.entries(files).map(([path, data]) => ({ path, read: async () => data }));
+  const { budget } = settings;
+  const limit = { maxBytes: budget.bytes, limitWhy: `an image file may take at most the ${formatMiB(budget.bytes)} of the data set (${budget.how})` };
+  const entries = zipEntries(bytes, file, { maxEntries: CEILINGS.entries }).map((entry) => ({
+    path: entry.name,
+    read: async () => readEntry(bytes, entry, file, limit),
+  }));
   return imagesFromEntries(entries, file, settings);
 }
 
@@ -37,10 +40,19 @@ export async function imagesFromZip(bytes, file, options = {}) {
 // begins with the picked folder's name), or { path, bytes } records. `folder` names it in messages.
 export async function imagesFromFiles(files, folder, options = {}) {
   const settings = settingsOf(options);
-  const entries = Array.from(files, (f) => ({
-    path: f.path ?? (f.webkitRelativePath || f.name),
-    read: async () => f.bytes ?? new Uint8Array(await f.arrayBuffer()),
-  }));
+  const { budget } = settings;
+  const entries = Array.from(files, (f) => {
+    const path = f.path ?? (f.webkitRelativePath || f.name);
+    const read = async () => {
+      if (f.bytes) return f.bytes;
+      if (f.size > budget.bytes) {
+        const why = `takes ${formatMiB(f.size)}, more than an image file may (the ${formatMiB(budget.bytes)} of the data set: ${budget.how})`;
+        throw new DataError({ file: folder, entry: path }, why);
+      }
+      return new Uint8Array(await f.arrayBuffer());
+    };
+    return { path, read };
+  });
   return imagesFromEntries(entries, folder, settings);
 }
 
@@ -50,12 +62,18 @@ async function imagesFromEntries(entries, file, settings) {
   let size = settings.size;
   let sizeOf = null; // the image that set the size, when no size is given
   let x = null;
+  const checkBytes = () => {
+    const what = `images of ${size.width}x${size.height} pixels, ${channels === 3 ? "RGB" : "gray"}`;
+    checkDataBytes({ file }, items.length, size.height * size.width * channels, settings.budget, what);
+  };
+  if (size !== null) checkBytes();
   for (const [i, item] of items.entries()) {
     const where = { file, entry: item.path };
     const image = await decodeChecked(await item.read(), item.path, where, settings.decode);
     if (size === null) {
       size = { height: image.height, width: image.width };
       sizeOf = item.path;
+      checkBytes();
     } else if (sizeOf !== null && (image.height !== size.height || image.width !== size.width)) {
       const sizes = `is ${image.width}x${image.height} pixels but ${sizeOf} is ${size.width}x${size.height}`;
       throw new DataError(where, `${sizes}: give a size to resize them all to`);
@@ -75,6 +93,7 @@ async function imagesFromEntries(entries, file, settings) {
 function settingsOf(options) {
   const settings = { ...IMAGE_DEFAULTS, ...options };
   const { decode, color, size } = settings;
+  checkBudget("image", settings.budget);
   if (typeof decode !== "function") throw new TypeError("images need a decode(bytes, name) function");
   if (color !== "gray" && color !== "rgb") {
     throw new TypeError(`images need color "gray" or "rgb", not ${JSON.stringify(color)}`);
@@ -151,6 +170,8 @@ async function decodeChecked(bytes, name, where, decode) {
     const first = Array.from(bytes.subarray(0, 4), (b) => b.toString(16).padStart(2, "0")).join(" ");
     throw new DataError(where, `is neither PNG nor JPEG inside (its first bytes are ${first || "none"})`);
   }
+  const header = starts(PNG) ? pngSize(bytes) : jpegSize(bytes);
+  checkHeaderSize(header, starts(PNG) ? "PNG" : "JPEG", where);
   let image;
   try {
     image = await decode(bytes, name);
@@ -163,7 +184,57 @@ async function decodeChecked(bytes, name, where, decode) {
     const why = `was decoded to ${width}x${height} pixels with ${rgba?.length} RGBA bytes, which do not agree`;
     throw new DataError(where, why);
   }
+  if (width !== header.width || height !== header.height) {
+    throw new DataError(where, `was decoded to ${width}x${height} pixels, but its header says ${header.width}x${header.height}`);
+  }
   return image;
+}
+
+// { width, height } from a PNG's IHDR chunk (always the first), or null.
+function pngSize(bytes) {
+  const ihdr = [0x49, 0x48, 0x44, 0x52];
+  if (bytes.length < 24 || !ihdr.every((b, i) => bytes[12 + i] === b)) return null;
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  return { width: view.getUint32(16), height: view.getUint32(20) };
+}
+
+// { width, height } from a JPEG's frame header (SOF0 to SOF15 but DHT, JPG and DAC), or null when none
+// comes before the image data.
+function jpegSize(bytes) {
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  let at = 2;
+  while (at + 4 <= bytes.length) {
+    if (bytes[at] !== 0xff) return null;
+    const marker = bytes[at + 1];
+    if (marker === 0xff) {
+      at += 1; // fill byte
+      continue;
+    }
+    if (marker === 0x01 || (marker >= 0xd0 && marker <= 0xd7)) {
+      at += 2; // a marker without a segment
+      continue;
+    }
+    if (marker === 0xda || marker === 0xd9) return null; // the image data, or its end, before any frame header
+    const sof = marker >= 0xc0 && marker <= 0xcf && marker !== 0xc4 && marker !== 0xc8 && marker !== 0xcc;
+    if (sof) return at + 9 <= bytes.length ? { width: view.getUint16(at + 7), height: view.getUint16(at + 5) } : null;
+    at += 2 + view.getUint16(at + 2);
+  }
+  return null;
+}
+
+function checkHeaderSize(header, kind, where) {
+  if (header === null) {
+    const part = kind === "PNG" ? "IHDR chunk" : "frame header";
+    throw new DataError(where, `is a ${kind} whose header does not give its size (no ${part} where one belongs)`);
+  }
+  const { width, height } = header;
+  const { imageSide, imagePixels } = CEILINGS;
+  const size = `is ${width}x${height} pixels by its header`;
+  if (width === 0 || height === 0) throw new DataError(where, `${size}: an image with no pixels`);
+  if (width > imageSide || height > imageSide || width * height > imagePixels) {
+    const most = `at most ${imageSide.toLocaleString("en")} pixels a side and ${imagePixels.toLocaleString("en")} in all`;
+    throw new DataError(where, `${size}, larger than an image may be (${most})`);
+  }
 }
 
 // One image into `out` (height * width * channels), resized bilinearly when its size differs: output pixel

@@ -1,11 +1,13 @@
 // NumPy files to data sets: .npy arrays (format versions 1, 2 and 3; little-endian f4, f8, i4, i8, u1 and
-// b1; C or Fortran order, the latter reordered to C) and .npz archives of them, unzipped with fflate.
-// Features become float32 (or int32 when asked) and labels int32 class indices or float32 numbers.
+// b1; C or Fortran order, the latter reordered to C) and .npz archives of them (zip.js: each entry's
+// declared size checked before it is inflated). Features become float32 (or int32 when asked) and labels
+// int32 class indices or float32 numbers; their bytes are checked against the budget before they are made.
 
-import { unzipSync } from "fflate";
 import { typedFromLittleEndian } from "./bytes.js";
 import { makeDataset } from "./dataset.js";
 import { DataError, checkOption } from "./errors.js";
+import { CEILINGS, checkBudget, checkDataBytes, dataBudget, formatMiB } from "./limits.js";
+import { readEntry, zipEntries } from "./zip.js";
 
 const MAGIC = [0x93, 0x4e, 0x55, 0x4d, 0x50, 0x59]; // "\x93NUMPY"
 
@@ -25,6 +27,7 @@ export const NPY_DEFAULTS = Object.freeze({
   featureType: "float32", // or "int32" (integer arrays only: token indices and the like)
   labels: "auto", // "classes", "numbers", or "auto": classes for integer or bool labels, numbers for floats
   classes: null, // class names for integer labels (as many as the largest label + 1); null: "0", "1", ...
+  budget: dataBudget(), // { bytes, how }: the most the encoded examples (and an archive's entries) may take
 });
 
 // One .npy file: { dtype, shape, data } with `data` a typed array in C order. `where`: { file, entry? }.
@@ -50,15 +53,31 @@ export function readNpy(bytes, where) {
     throw fail(`holds ${body.length} bytes of data, but shape (${shape.join(", ")}) of ${dtype} takes ${size}`);
   }
   const data = typedFromLittleEndian(DTYPES[dtype].Type, body);
+  const notBool = dtype === "|b1" ? data.findIndex((value) => value > 1) : -1;
+  if (notBool >= 0) throw fail(`holds byte ${data[notBool]} at element ${notBool} of a bool array, which holds only 0 and 1`);
   return { dtype, shape, data: fortranOrder ? fortranToC(data, shape) : data };
 }
 
-// The header is a Python dict literal: {'descr': '<f4', 'fortran_order': False, 'shape': (3, 4), }
+// The header is a Python dict literal of exactly these three keys, each once, in any order:
+// {'descr': '<f4', 'fortran_order': False, 'shape': (3, 4), }
+const HEADER_ENTRY = /\s*'(descr|fortran_order|shape)':\s*('[^']*'|\[[^\]]*\]|True|False|\([^)]*\))\s*(?:,|$)/y;
+
 function parseHeader(text, fail) {
-  const descr = /'descr':\s*(?:'([^']*)'|(\[))/.exec(text);
-  const order = /'fortran_order':\s*(True|False)/.exec(text);
-  const shape = /'shape':\s*\(([^)]*)\)/.exec(text);
-  if (!descr || !order || !shape) throw fail(`has a header that is not NumPy's: ${JSON.stringify(text.trim())}`);
+  const notNumpy = () => fail(`has a header that is not NumPy's: ${JSON.stringify(text.trim().slice(0, 200))}`);
+  const body = /^\s*\{([^]*)\}\s*$/.exec(text);
+  if (!body) throw notNumpy();
+  const entries = new Map();
+  for (let at = 0; !/^\s*$/.test(body[1].slice(at)); at = HEADER_ENTRY.lastIndex) {
+    HEADER_ENTRY.lastIndex = at;
+    const match = HEADER_ENTRY.exec(body[1]);
+    if (!match || entries.has(match[1])) throw notNumpy();
+    entries.set(match[1], match[2]);
+  }
+  if (entries.size !== 3) throw notNumpy();
+  const descr = /^'([^']*)'$|^(\[)/.exec(entries.get("descr"));
+  const order = /^(True|False)$/.exec(entries.get("fortran_order"));
+  const shape = /^\(([^)]*)\)$/.exec(entries.get("shape"));
+  if (!descr || !order || !shape) throw notNumpy();
   if (descr[2]) {
     throw fail("holds a structured array (fields of several dtypes); save each field as an array of its own");
   }
@@ -67,9 +86,19 @@ function parseHeader(text, fail) {
     throw fail(`holds big-endian numbers (${dtype}); save it little-endian, as array.astype("<${dtype.slice(1)}")`);
   }
   if (!(dtype in DTYPES)) throw fail(`has dtype ${dtype}; the dtypes read are ${Object.keys(DTYPES).join(", ")}`);
-  const dims = shape[1].split(",").map((d) => d.trim()).filter((d) => d !== "").map(Number);
-  if (!dims.every((d) => Number.isInteger(d) && d >= 0)) throw fail(`has a shape that is not NumPy's: (${shape[1]})`);
+  const dims = shapeOf(shape[1].trim());
+  if (dims === null) throw fail(`has a shape that is not NumPy's: (${shape[1]})`);
   return { dtype, fortranOrder: order[1] === "True", shape: dims };
+}
+
+// A Python tuple's whole numbers: "" is (), "3," is (3,), "3, 4" and "3, 4," are (3, 4); else null.
+function shapeOf(text) {
+  if (text === "") return [];
+  const parts = text.split(",").map((d) => d.trim());
+  if (parts[parts.length - 1] === "") parts.pop();
+  else if (parts.length === 1) return null; // (3) is a number, not a tuple
+  const dims = parts.map((d) => (/^\d+$/.test(d) ? Number(d) : NaN));
+  return dims.every((d) => Number.isSafeInteger(d)) ? dims : null;
 }
 
 // Fortran order to C order: C index i0..ik holds the value at sum(i_j * prod(shape[0..j-1])).
@@ -94,11 +123,9 @@ function fortranToC(data, shape) {
 // A data set from an .npz archive (numpy.savez or savez_compressed); only its x and y arrays are inflated.
 export function datasetFromNpz(bytes, file, options = {}) {
   const settings = { ...NPY_DEFAULTS, ...options };
-  const names = [];
-  unzip(bytes, file, (entry) => {
-    if (entry.name.endsWith(".npy")) names.push(entry.name);
-    return false; // listing only
-  });
+  checkBudget("NumPy", settings.budget);
+  const entries = zipEntries(bytes, file, { maxEntries: CEILINGS.entries });
+  const names = entries.filter((entry) => entry.name.endsWith(".npy")).map((entry) => entry.name);
   const pair = names.includes("x.npy") && names.includes("y.npy") ? ["x.npy", "y.npy"] : names.slice(0, 2);
   const held = names.map((name) => JSON.stringify(name.slice(0, -4))).join(", ") || "none";
   const pick = (wanted, role, fallback) => {
@@ -115,22 +142,19 @@ export function datasetFromNpz(bytes, file, options = {}) {
   const xName = pick(settings.x, "features", pair[0]);
   const yName = pick(settings.y, "labels", pair[1]);
   if (xName === yName) throw new DataError({ file, entry: xName }, "is named for both the features and the labels");
-  const files = unzip(bytes, file, (entry) => entry.name === xName || entry.name === yName);
-  const x = { array: readNpy(files[xName], { file, entry: xName }), where: { file, entry: xName } };
-  const y = { array: readNpy(files[yName], { file, entry: yName }), where: { file, entry: yName } };
-  return datasetFromArrays(file, x, y, { ...settings, format: "npz" });
+  // an array's values take at least a byte each, and become 4 bytes each as float32 or int32
+  const { budget } = settings;
+  const why = `twice the ${formatMiB(budget.bytes)} the data set may take (${budget.how}): 8-byte values become 4-byte ones`;
+  const limit = { maxBytes: 2 * budget.bytes + 65536, limitWhy: why };
+  const read = (name) => {
+    const bytesOf = readEntry(bytes, entries.find((entry) => entry.name === name), file, limit);
+    return { array: readNpy(bytesOf, { file, entry: name }), where: { file, entry: name } };
+  };
+  return datasetFromArrays(file, read(xName), read(yName), { ...settings, format: "npz" });
 }
 
 function withSuffix(name) {
   return name.endsWith(".npy") ? name : `${name}.npy`;
-}
-
-function unzip(bytes, file, filter) {
-  try {
-    return unzipSync(bytes, { filter });
-  } catch (error) {
-    throw new DataError({ file }, `is not a readable ZIP (NPZ) archive (${error.message})`);
-  }
 }
 
 // A data set from two .npy files: { bytes, name } each.
@@ -149,6 +173,7 @@ const MAX_CLASSES = 65536;
 function datasetFromArrays(name, x, y, settings) {
   checkOption("NumPy", "featureType", settings.featureType, ["float32", "int32"]);
   checkOption("NumPy", "labels", settings.labels, ["auto", "classes", "numbers"]);
+  checkBudget("NumPy", settings.budget);
   const xShape = x.array.shape;
   const yShape = y.array.shape;
   if (xShape.length === 0) throw new DataError(x.where, "is a single value, not an array of examples");
@@ -162,6 +187,8 @@ function datasetFromArrays(name, x, y, settings) {
   if (exampleShape.includes(0)) {
     throw new DataError(x.where, `has examples of shape (${exampleShape.join(", ")}), which hold no values`);
   }
+  const width = exampleShape.reduce((a, b) => a * b, 1);
+  checkDataBytes(x.where, n, width, settings.budget, `arrays of shape (${exampleShape.join(", ")})`);
   const features = settings.featureType === "int32" ? intFeatures(x) : floatValues(x, "features");
   const { labels, classes } = labelsOf(y, settings);
   const source = { format: settings.format, x: x.where.entry ?? x.where.file, y: y.where.entry ?? y.where.file };
