@@ -287,7 +287,7 @@ def _gather(table: Array, indices: Array) -> Array:
     if not table.shape[0]:
         return np.zeros(indices.shape + table.shape[1:], table.dtype)
     rows = table[np.where(inside, indices, 0)]
-    return np.where(inside.reshape(*inside.shape, *(1,) * (table.ndim - 1)), rows, np.zeros((), table.dtype))
+    return np.where(inside.reshape(inside.shape + (1,) * (table.ndim - 1)), rows, np.zeros((), table.dtype))
 
 
 def _scatter_add(arg: d.RowsArg, indices: Array, g: Array) -> Array:
