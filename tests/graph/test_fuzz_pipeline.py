@@ -4,7 +4,10 @@ nesting, cut text) read as text by jsontext.parse, then validated and compiled (
 the small programs that compile take a first step on the reference device (float64) and on the CPU path
 (wasmtime). Every case ends in a result or a named error within its time bound; a program both devices
 run gives the same first loss and results (the loss within 1e-4 of the reference, relative: float32
-against float64 for one step from the same initial values; test_cpu_step measures 3e-7 on the examples).
+against float64 for one step from the same initial values; test_cpu_step measures 3e-7 on the examples),
+or the same named error. The IR reference (runtime.reference) decides whether the batch's indices are
+valid: where it raises IndexRangeError, both devices must too (a device that reads on is a silent wrong
+result).
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
+import numpy as np
 import pytest
 from test_fuzz import MUTATIONS, TYPE_MUTATIONS, mutate, node_dicts
 
@@ -36,6 +40,7 @@ from scellis.ops import Op, ShapeError
 from scellis.ops.indices import IndexRangeError
 from scellis.optim.storage import StorageUnsupported
 from scellis.pipeline import Compiled, compile_program
+from scellis.runtime import reference_train as rt
 from scellis.runtime.cpu import CpuPath
 from scellis.runtime.cpu_device import CpuDevice
 from scellis.runtime.reference_device import ReferenceDevice
@@ -225,6 +230,24 @@ async def first_step(data: dict[str, Any], device: Any, train: Split | None) -> 
     return {"loss": session.last_loss, **session.last_metrics}
 
 
+def ir_refuses(data: dict[str, Any], compiled: Compiled, train: Split) -> bool:
+    """Whether the IR reference raises IndexRangeError on the first training step of `train` (any order of
+    the rows: whether an index is valid does not depend on it)."""
+    features, labels = _input(data, "features"), _input(data, "labels")
+    assert features is not None and labels is not None
+    batch: dict[str, Any] = {}
+    for node, raw in ((features, train.features), (labels, train.labels)):
+        code = "i" if node["params"].get("dtype") == "int32" else "f"
+        values = struct.unpack(f"<{len(raw) // 4}{code}", raw)
+        batch[node["id"]] = np.array(values).reshape(train.n, *node["params"].get("shape", []))
+    state = rt.initial_state(compiled.init, compiled.step, seed=5)
+    try:
+        rt.step(compiled.step, state, batch)
+    except IndexRangeError:
+        return True
+    return False
+
+
 def agree(got: float, want: float) -> bool:
     """The CPU path's float32 value against the reference's float64 one: both NaN, or within the tolerance;
     where float32 overflows (the reference's value is past its range) an infinity of the same sign."""
@@ -255,6 +278,10 @@ def run_case(text: str, cpu: CpuDevice, stepping: bool, seed: int) -> str:
         except NAMED as err:
             outcomes.append({"error": type(err).__name__, "words": str(err)})
     want, got = outcomes
+    if train is not None and compiled.program.trains:
+        refused = ir_refuses(data, compiled, train)
+        if refused != (want.get("error") == "IndexRangeError") or refused != (got.get("error") == "IndexRangeError"):
+            return "wrong"
     if "error" in want or "error" in got:
         return "both refused" if want == got else "wrong"
     same = want.keys() == got.keys() and all(agree(got[k], want[k]) for k in want)
@@ -282,7 +309,7 @@ def test_mutated_examples_end_in_a_result_or_a_named_error(cpu: CpuDevice, fault
                 outcome = run_case(text, cpu, stepping, case)
             counts[outcome] += 1
             if outcome == "wrong":
-                crashes.append(f"{label}: the CPU path's first step differs from the reference's")
+                crashes.append(f"{label}: a silent wrong result: the CPU path, the reference device and the reference disagree")
         except Hang:
             hangs.append(label)
         except Exception as err:  # the failure the fuzzer looks for
