@@ -309,7 +309,7 @@ def test_mutated_examples_end_in_a_result_or_a_named_error(cpu: CpuDevice, fault
                 outcome = run_case(text, cpu, stepping, case)
             counts[outcome] += 1
             if outcome == "wrong":
-                crashes.append(f"{label}: a silent wrong result: the CPU path, the reference device and the reference disagree")
+                crashes.append(f"{label}: silent wrong result: the devices and the IR reference disagree")
         except Hang:
             hangs.append(label)
         except Exception as err:  # the failure the fuzzer looks for
