@@ -148,6 +148,7 @@ void sc_cpu_pool2d(const void *desc, u32 start, u32 end);
 void sc_cpu_pool2d_grad(const void *desc, u32 start, u32 end);
 void sc_cpu_gather(const void *desc, u32 start, u32 end);
 void sc_cpu_scatter_add(const void *desc, u32 start, u32 end);
+void sc_cpu_check_index(const void *desc, u32 start, u32 end);
 void sc_cpu_shift2d(const void *desc, u32 start, u32 end);
 void sc_cpu_flip_last(const void *desc, u32 start, u32 end);
 void sc_cpu_solve(const void *desc, u32 start, u32 end);

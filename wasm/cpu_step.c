@@ -28,6 +28,7 @@ void sc_cpu_run(const u32 *entries, u32 count) {
       case 15: sc_cpu_solve(a, start, end); break;
       case 16: sc_cpu_sort(a, b, start, end); break;
       case 17: sc_cpu_sort_grad(a, b, start, end); break;
+      case 18: sc_cpu_check_index(a, start, end); break;
     }
   }
 }

@@ -12,7 +12,7 @@ import json
 import time
 from typing import Any
 
-from scellis.datafit import fit_problems, starter_program
+from scellis.datafit import fit_problems, starter_program, vocabulary
 from scellis.datasets import (
     CANCER_INFO,
     DIGITS_INFO,
@@ -23,7 +23,6 @@ from scellis.datasets import (
     from_files,
     from_user_files,
     read_chars,
-    words,
     zen_of_python,
 )
 from scellis.examples import catalogue, digits_mlp
@@ -85,8 +84,8 @@ class DataMismatch(ValueError):
         self.problems, self.data = problems, data
 
 
-def _check_fit(program: dict[str, Any], info: DataInfo, examples: int) -> None:
-    problems = fit_problems(program, compile_program(program, examples=examples), info)
+def _check_fit(program: dict[str, Any], info: DataInfo, train: Split, test: Split) -> None:
+    problems = fit_problems(program, compile_program(program, examples=train.n), info, {"train": train, "test": test})
     if problems:
         raise DataMismatch(problems, info.name)
 
@@ -103,20 +102,15 @@ def data_json(source: str, files: dict[str, bytes]) -> str:
     versions (the content hashes a manifest pins) and, for token windows, the vocabulary size."""
     train, test, info = load_data(source, files)
     versions = [{"split": v.split, "sha256": v.sha256, "examples": v.examples} for v in data_versions(train, test)]
-    return json.dumps({**info.to_json(), "versions": versions, "vocab": _vocab(train, info)})
-
-
-def _vocab(train: Split, info: DataInfo) -> int:
-    """Token windows' vocabulary: their largest index + 1 (0 for other features)."""
-    if info.feature_type != "int32":
-        return 0
-    return max(words(train.features, "i"), default=-1) + 1
+    return json.dumps(
+        {**info.to_json(), "versions": versions, "vocab": vocabulary(info, {"train": train, "test": test})}
+    )
 
 
 def starter_json(source: str, files: dict[str, bytes]) -> str:
-    """A starter program for the page's data (datafit.starter_program), as JSON."""
-    train, _, info = load_data(source, files)
-    return json.dumps(starter_program(info, _vocab(train, info)))
+    """A starter program for the page's data (datafit.starter_program), its table sized by every split, as JSON."""
+    train, test, info = load_data(source, files)
+    return json.dumps(starter_program(info, vocabulary(info, {"train": train, "test": test})))
 
 
 def capped(measured: Budget, cap: int | None) -> Budget:
@@ -215,7 +209,7 @@ async def plan_example(
     train, test, info = load_data(source, files)
     data, parsed = json.loads(program), parse_level(level)
     compiled = compile_program(data, eval_rows=test.n, examples=train.n)
-    problems = fit_problems(data, compiled, info)
+    problems = fit_problems(data, compiled, info, {"train": train, "test": test})
     if problems:
         return json.dumps({"unfit": {"problems": problems, "data": info.name, "fits": _builtin_fits(data, compiled)}})
     device = CappedDevice(await _device(device_kind), cap)
@@ -334,7 +328,7 @@ async def open_run(
     data is a DataMismatch."""
     train, test, info = load_data(source, files)
     data, parsed, chosen = json.loads(program), parse_level(level), _seed(seed)
-    _check_fit(data, info, train.n)
+    _check_fit(data, info, train, test)
     if resume is not None:
         resume = check_key(resume.strip())
     device = CappedDevice(await _device(device_kind), cap)

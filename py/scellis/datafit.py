@@ -3,20 +3,30 @@
 and a classifier has a class for every class of the data. A program without a loss that reads no data (a
 simulation) fits any; one that reads data (an analysis) needs no labels input. Each mismatch is one line
 naming the input node and both sides; the page shows them before planning, with the built-in data sets that would fit.
+Given the splits, every index in every split (token indices, class labels) is compared with each table it
+indexes (an embedding's rows, the classes): a refusal names the split, the example, the index and the size.
 
 Also a starter program for a data set: the smallest sensible model a user can train at once and then edit
-(a ReLU MLP for vectors, a small CNN for images, an embedding MLP for token windows)."""
+(a ReLU MLP for vectors, a small CNN for images, an embedding MLP for token windows, its table holding
+every index of every split: `vocabulary`)."""
 
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from typing import Any
 
-from scellis.datasets import DataInfo
+from scellis.datasets import DataInfo, Split, words
 from scellis.graph import Program
-from scellis.ops import Op
+from scellis.graph.lowering import dataset_input
+from scellis.ir.function import input_name
+from scellis.ops import Node, Op
 from scellis.ops.defs import ClassesArg
+from scellis.ops.indices import index_use
 from scellis.pipeline import Compiled
+
+VIEWS = {Op.RESHAPE, Op.EXPAND, Op.PERMUTE, Op.SLICE}
+INDEXED = {Op.GATHER: 1, Op.SCATTER_ADD: 0, Op.ONE_HOT: 0}  # op -> its input holding indices
 
 
 def _input(program: dict[str, Any], role: str) -> dict[str, Any] | None:
@@ -41,10 +51,20 @@ def program_classes(compiled: Compiled) -> int | None:
     return max(widths) if widths else None
 
 
-def fit_problems(program: dict[str, Any], compiled: Compiled, info: DataInfo) -> list[str]:
-    """Every way `program` (compiled as `compiled`) cannot train on data described by `info`; none when
-    it can. A program whose example shape differs but holds as many values reads them in row-major order,
-    so that is no problem (the digits' 64 pixels fill an input of [1, 8, 8] as they fill [64])."""
+def fit_problems(
+    program: dict[str, Any], compiled: Compiled, info: DataInfo, splits: Mapping[str, Split] | None = None
+) -> list[str]:
+    """Every way `program` (compiled as `compiled`) cannot train on data described by `info`, and, given
+    `splits` (by name: train, validation, test...), every split whose indices lie outside a table they
+    index (index_problems); none when it can. A program whose example shape differs but holds as many
+    values reads them in row-major order, so that is no problem (the digits' 64 pixels fill an input of
+    [1, 8, 8] as they fill [64])."""
+    return _shape_problems(program, compiled, info) + (
+        index_problems(program, compiled, info, splits) if splits else []
+    )
+
+
+def _shape_problems(program: dict[str, Any], compiled: Compiled, info: DataInfo) -> list[str]:
     out: list[str] = []
     features, labels = _input(program, "features"), _input(program, "labels")
     data_shape = list(info.example_shape)
@@ -79,10 +99,90 @@ def fit_problems(program: dict[str, Any], compiled: Compiled, info: DataInfo) ->
     return out
 
 
+def _reads(node: Node, name: str) -> bool:
+    """Whether `node`'s values are those of the program input `name`: through views, or gathered from its
+    resident copy."""
+    while node.op in VIEWS:
+        node = node.src[0]
+    if node.op is Op.GATHER and node.src[0].op is Op.INPUT:
+        node = node.src[0]
+    return node.op is Op.INPUT and input_name(node) in (name, dataset_input(name))
+
+
+def _bounds(program: dict[str, Any], compiled: Compiled, name: str) -> dict[int, str]:
+    """Each size of a table the input `name` indexes, with words naming the table (an embedding by its
+    node, classes as classes)."""
+    ops = {node.get("id"): node.get("op") for node in program.get("nodes", []) if isinstance(node, dict)}
+    out: dict[int, str] = {}
+    for node in [*compiled.evaluate.nodes(), *compiled.step.nodes()]:
+        use = index_use(node)
+        if use is None or use.bound in out or not _reads(node.src[INDEXED[node.op]], name):
+            continue
+        table = node.src[0]
+        if node.op is Op.GATHER and table.op is Op.INPUT and input_name(table).endswith(".weight"):
+            owner = input_name(table).removesuffix(".weight")
+            out[use.bound] = f"the {ops.get(owner, 'table')} {owner!r} has {use.bound} rows"
+        elif node.op is Op.ONE_HOT:
+            out[use.bound] = f"the program tells {use.bound} classes apart"
+        else:
+            out[use.bound] = f"{use.what} has {use.bound} rows"
+    return out
+
+
+def _outside(values: Any, bound: int) -> list[int]:
+    """Positions of the values outside [0, bound)."""
+    if not values or (min(values) >= 0 and max(values) < bound):
+        return []
+    return [i for i, v in enumerate(values) if not 0 <= v < bound]
+
+
+def _more(bad: list[int], values: Any, what: str) -> str:
+    return f"; {len(bad)} of the split's {len(values)} {what} lie outside" if len(bad) > 1 else ""
+
+
+def index_problems(
+    program: dict[str, Any], compiled: Compiled, info: DataInfo, splits: Mapping[str, Split]
+) -> list[str]:
+    """One line for each split and table where an index of the split lies outside the table: the first
+    such example, the index and the table's size (and how many lie outside, when more do). Token indices
+    are compared with every table they index; labels with the fewest classes the program tells apart."""
+    out: list[str] = []
+    features, labels = _input(program, "features"), _input(program, "labels")
+    tokens = features is not None and info.feature_type == "int32" and _dtype(features) == "int32"
+    classed = labels is not None and info.label_type == "int32" and _dtype(labels) == "int32"
+    token_bounds = _bounds(program, compiled, str(features["id"])) if tokens and features else {}
+    label_bounds = sorted(_bounds(program, compiled, str(labels["id"])).items())[:1] if classed and labels else []
+    for split, data in splits.items():
+        values = words(data.features, "i") if token_bounds else []
+        for bound, table in sorted(token_bounds.items()):
+            bad = _outside(values, bound)
+            if bad and features is not None:
+                row, at = divmod(bad[0], max(data.width, 1))
+                where = f"at position {at} of input {features['id']!r}"
+                line = f"the {split} split's example {row} holds token index {values[bad[0]]} ({where}); "
+                out.append(line + f"{table} (indices 0 to {bound - 1})" + _more(bad, values, "indices"))
+        values = words(data.labels, "i") if label_bounds else []
+        for bound, table in label_bounds:
+            bad = _outside(values, bound)
+            if bad and labels is not None:
+                line = f"the {split} split's example {bad[0]} has label {values[bad[0]]}; {table} "
+                line += f"(labels 0 to {bound - 1}, input {labels['id']!r})"
+                out.append(line + _more(bad, values, "labels"))
+    return out
+
+
+def vocabulary(info: DataInfo, splits: Mapping[str, Split]) -> int:
+    """Token windows' vocabulary: the largest index of every split + 1 (0 for other features)."""
+    if info.feature_type != "int32":
+        return 0
+    return max((max(words(s.features, "i"), default=-1) for s in splits.values()), default=-1) + 1
+
+
 def starter_program(info: DataInfo, vocab: int = 0) -> dict[str, Any]:
     """A small program for data described by `info`: classification (cross-entropy and accuracy) or, for a
     numeric target, regression (mean squared error on one output); Adam at 3e-3 for 20 epochs. Token
-    windows (int32 features) are embedded in a table of `vocab` rows (their largest index + 1)."""
+    windows (int32 features) are embedded in a table of `vocab` rows: `vocabulary` of every split, so no
+    split holds an index past its end."""
     p = Program(f"starter-{_slug(info.name)}")
     shape = list(info.example_shape)
     x = p.input("features", shape, dtype=info.feature_type)

@@ -35,6 +35,7 @@ PRODUCER_EXPORTS = {
     Kind.SOLVE: "sc_cpu_solve",
     Kind.SORT: "sc_cpu_sort",
     Kind.SORT_GRAD: "sc_cpu_sort_grad",
+    Kind.CHECK_INDEX: "sc_cpu_check_index",
 }
 # Kinds whose export can write a strided output; the others write contiguous results.
 STRIDED_OUTPUT = {Kind.ELEMENTWISE, Kind.RANDOM, Kind.MATMUL, Kind.CONCAT}

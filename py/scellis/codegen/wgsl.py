@@ -44,6 +44,7 @@ RENDERERS: dict[Kind, Renderer] = {
     Kind.SOLVE: wgsl_solve.solve,
     Kind.SORT: wgsl_sort.sort,
     Kind.SORT_GRAD: wgsl_sort.sort,
+    Kind.CHECK_INDEX: wgsl_spatial.check_index,
 }
 
 

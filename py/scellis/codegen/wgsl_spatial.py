@@ -1,5 +1,5 @@
 """Stage: code. WGSL renderers for convolution and its two gradients, max and average pooling and their
-gradients, gather, scatter-add and the per-example shift and flip of data augmentation.
+gradients, gather, scatter-add, the index check and the per-example shift and flip of data augmentation.
 
 Every gradient is a gather, never a scatter: each output element is computed by one invocation (for the
 weight gradient, one workgroup with a fixed split over its lanes) that visits its contributions in a
@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from scellis.codegen import wgsl_expr as w
 from scellis.codegen.wgsl_dense import LANES, MAIN, WORKGROUP
 from scellis.lower.kernels import ACC, Acc, Expr, Kernel, Kind, Schedule, Shape, View
+from scellis.ops import DType
 from scellis.ops import defs as d
 
 Source = tuple[str, tuple[int, int, int]]
@@ -307,8 +308,50 @@ def gather(kernel: Kernel, schedule: Schedule, b: w.Bindings) -> Source:
     # The row term is spelled out: a one-row table's row stride is 0, and index_expr would drop the
     # indices read with it (an unused binding is left out of the automatic layout).
     rest = w.index_expr(View(table.buffer, table.shape[1:], table.strides[1:], table.offset), coords[lead:])
-    value = b.read(table.buffer, f"{rest} + u32({row}) * {math.prod(table.shape[1:])}u")
-    return per_element(kernel, schedule, b, f"let acc = {value};")
+    # An index outside the table reads its last row and gives 0 (never memory past the table); the
+    # step's CHECK_INDEX kernel reports it.
+    rows = table.shape[0]
+    value = b.read(table.buffer, f"{rest} + min(r, {rows - 1}u) * {math.prod(table.shape[1:])}u")
+    zero = "i32()" if schedule.buffer(table.buffer).dtype is DType.I32 else "f32()"
+    body = f"let r = bitcast<u32>({row});\nlet acc = select({zero}, {value}, r < {rows}u);"
+    return per_element(kernel, schedule, b, body)
+
+
+def check_index(kernel: Kernel, schedule: Schedule, b: w.Bindings) -> Source:
+    """One workgroup: lane l counts the indices l, l + 256, ... outside [0, bound) (an i32 read as u32: a
+    negative one is outside too) and keeps the first; a tree of fixed shape sums the counts and takes the
+    least position; lane 0 writes the record unless it holds one already (lower.kernels.Kind)."""
+    indices, record = kernel.inputs[0], kernel.out.offset
+    bound: int = kernel.arg.bound  # type: ignore[attr-defined]
+    at = f"in{b.slot(indices.buffer)}"
+    body = f"""var<workgroup> counts: array<u32, {WORKGROUP}>;
+var<workgroup> firsts: array<u32, {WORKGROUP}>;
+{MAIN.format(size=WORKGROUP)}
+  var bad = 0u;
+  var lowest = 0xffffffffu;
+  for (var i = lid.x; i < {indices.size}u; i = i + {WORKGROUP}u) {{
+    if (bitcast<u32>({at}[{indices.offset}u + i]) >= {bound}u) {{
+      bad = bad + 1u;
+      lowest = min(lowest, i);
+    }}
+  }}
+  counts[lid.x] = bad;
+  firsts[lid.x] = lowest;
+  workgroupBarrier();
+  for (var span = {WORKGROUP // 2}u; span > 0u; span = span / 2u) {{
+    if (lid.x < span) {{
+      counts[lid.x] = counts[lid.x] + counts[lid.x + span];
+      firsts[lid.x] = min(firsts[lid.x], firsts[lid.x + span]);
+    }}
+    workgroupBarrier();
+  }}
+  if (lid.x == 0u && counts[0] > 0u && out[{record}u] == 0u) {{
+    out[{record}u] = counts[0];
+    out[{record + 1}u] = firsts[0];
+    out[{record + 2}u] = bitcast<u32>({at}[{indices.offset}u + firsts[0]]);
+  }}
+}}"""
+    return b.declarations(schedule) + "\n" + body, (1, 1, 1)
 
 
 def scatter_add(kernel: Kernel, schedule: Schedule, b: w.Bindings) -> Source:

@@ -158,6 +158,11 @@ class Kind(enum.Enum):
                    that order: out[..., j] = g[..., rank(j)], rank by x's keys
     CONCAT         float32 views, each of out's shape but along arg.axis (the IR AxisArg) -> out: the inputs
                    one after another along that axis, in one kernel (a roll's two slices, say)
+    CHECK_INDEX    contiguous int32 indices and the record (the kernel's output) -> record: three u32 words
+                   (how many indices lie outside [0, arg.bound), the flat position of the first, its value)
+                   in the step's INDEX_CHECKS output, written only while its count is 0, so it keeps the
+                   first bad step's until the host reads it (arg: the ops.indices.IndexUse). One fixed
+                   order of work (a single workgroup, a single call), no atomics.
     """
 
     ELEMENTWISE = "elementwise"
@@ -182,6 +187,12 @@ class Kind(enum.Enum):
     SORT = "sort"
     SORT_GRAD = "sort_grad"
     CONCAT = "concat"
+    CHECK_INDEX = "check_index"
+
+
+# The step output holding every CHECK_INDEX record (RECORD_WORDS u32 words each, at the kernel's offset).
+INDEX_CHECKS = "check/index"
+RECORD_WORDS = 3
 
 
 class Reduction(NamedTuple):

@@ -14,6 +14,11 @@ float16 is a storage type: a float16 value is always written to a buffer of its 
 float16), and its cast back to float32 costs no kernel: every kernel converts what it loads from a float16
 buffer to float32 (`Expr` steps loading one are float32). So the kernel that computes a value stores it
 in float16 and every reader converts it on load.
+
+Indices are checked (ops.indices): before the first kernel that reads a buffer of indices (gather,
+scatter_add, one_hot), a CHECK_INDEX kernel records any index outside [0, bound) in the step output
+INDEX_CHECKS, once per indices view and bound; indices that are in range by construction (a draw of
+integers below the bound) and constant labels are not checked.
 """
 
 from __future__ import annotations
@@ -26,6 +31,8 @@ from scellis.ir.function import Function, input_name
 from scellis.levels import Level
 from scellis.lower import views
 from scellis.lower.kernels import (
+    INDEX_CHECKS,
+    RECORD_WORDS,
     Acc,
     Apply,
     Buffer,
@@ -44,6 +51,7 @@ from scellis.lower.kernels import (
 from scellis.lower.variants import notes, with_variants
 from scellis.ops import DType, Node, Op
 from scellis.ops import defs as d
+from scellis.ops.indices import index_use
 
 MAX_INPUTS = 7
 ELEMENTWISE = d.UNARY | d.BINARY | {Op.WHERE, Op.CAST, Op.RANDOM, Op.ONE_HOT}
@@ -133,12 +141,28 @@ class Lowerer:
         self.values: dict[int, Value] = {}
         self.uses: dict[int, int] = {}
         self.position: dict[int, int] = {}
+        self.checked: set[tuple[View, int]] = set()  # (indices, bound) pairs a CHECK_INDEX kernel covers
+        self.records = -1  # the INDEX_CHECKS buffer, once a kernel checks indices
 
     # -- buffers and kernels ------------------------------------------------------------------
 
     def new_buffer(self, dtype: DType, size: int, name: str | None = None) -> int:
         self.buffers.append(Buffer(len(self.buffers), dtype, size, name))
         return len(self.buffers) - 1
+
+    def check_indices(self, node: Node, indices: View) -> None:
+        """A CHECK_INDEX kernel for the indices `node` reads (see the module docstring)."""
+        use = index_use(node)
+        assert use is not None
+        drawn = (node.src[1] if node.op is Op.GATHER else node.src[0]).arg
+        below = isinstance(drawn, d.RandomArg) and drawn.distribution is d.Distribution.INTEGER and drawn.n <= use.bound
+        if below or (indices, use.bound) in self.checked:
+            return
+        if self.records < 0:
+            self.records = self.new_buffer(DType.U32, RECORD_WORDS, INDEX_CHECKS)
+        record = View.contiguous(self.records, (RECORD_WORDS,), RECORD_WORDS * len(self.checked))
+        self.checked.add((indices, use.bound))
+        self.kernels.append(Kernel(Kind.CHECK_INDEX, record, (indices, record), use, covers=(self.position[id(node)],)))
 
     def view_of(self, value: Value) -> View:
         """A value as a view of a buffer, computing it first if it is pending."""
@@ -305,6 +329,9 @@ def lower(fn: Function, level: Level, features: frozenset[str] = frozenset()) ->
             low.values[id(node)] = value
     by_name = dict(inputs)
     outputs = _outputs(low, fn, by_name)
+    if low.checked:  # every record, in one output the host reads with the step's others
+        low.buffers[low.records] = Buffer(low.records, DType.U32, RECORD_WORDS * len(low.checked), INDEX_CHECKS)
+        outputs = (*outputs, (INDEX_CHECKS, low.records))
     carry = tuple(
         Copy(buffer, by_name[name.split("/", 1)[1]])
         for name, buffer in outputs
@@ -376,6 +403,8 @@ def _lower_node(low: Lowerer, node: Node) -> Value:  # noqa: PLR0911 - one branc
     if node.op is Op.SOLVE:
         return _solve(low, node, src, pos)
     inputs = tuple(_contiguous(low, v) for v in src)
+    if node.op in (Op.GATHER, Op.SCATTER_ADD):
+        low.check_indices(node, inputs[1] if node.op is Op.GATHER else inputs[0])
     out = View.contiguous(low.new_buffer(node.dtype, node.size), node.shape)
     low.kernels.append(Kernel(DIRECT[node.op], out, inputs, node.arg, covers=(pos,)))
     return out
@@ -438,6 +467,7 @@ def _elementwise(low: Lowerer, node: Node, src: list[Value]) -> Value:
             label = _uniform_at(src[0], node.shape)
         else:
             labels = _contiguous(low, src[0])
+            low.check_indices(node, labels)
             label = PLoad(views.broadcast(views.reshape(labels, (*node.shape[:-1], 1)), node.shape))  # type: ignore[arg-type]
         hit = PApply(Op.EQUAL, None, (label, PCoord(len(node.shape) - 1)), DType.BOOL)
         return Pending(node.shape, node.dtype, PApply(Op.CAST, d.CastArg(DType.F32), (hit,), DType.F32))

@@ -1,5 +1,6 @@
 """The WebGPU device in the browser: step plans handed to the page's JS executor (app/src/executor.js)
-through Pyodide's FFI. One FFI call per step; outputs come back as promises the caller awaits later."""
+through Pyodide's FFI. One FFI call per step; outputs come back as promises the caller awaits later. The
+index checks' records (runtime.index_checks) are one more named output, read with the others."""
 
 from __future__ import annotations
 
@@ -11,23 +12,25 @@ from pyodide.ffi import to_js
 
 from scellis.lower.kernels import Schedule
 from scellis.plan.budget import Budget, DeviceLimits, probe_search
+from scellis.runtime.index_checks import IndexChecks
 from scellis.runtime.step_plan import step_plan
 
 
 class Reads:
-    """The outputs of a submitted step, as bytes, once the JS promise settles."""
+    """The outputs of a submitted step, as bytes, once the JS promise settles; IndexRangeError when the
+    index checks read with them hold a bad index."""
 
-    def __init__(self, promise: Any) -> None:
-        self.promise = promise
+    def __init__(self, promise: Any, checks: IndexChecks, names: list[str]) -> None:
+        self.promise, self.checks, self.names = promise, checks, names
 
     def __await__(self) -> Generator[Any, Any, dict[str, bytes]]:
         result = yield from self.promise.__await__()
-        return _bytes(result)
+        return self.checks.verify(_bytes(result), self.names)
 
 
 class BrowserCompiled:
-    def __init__(self, handle: Any) -> None:
-        self.handle = handle
+    def __init__(self, handle: Any, checks: IndexChecks) -> None:
+        self.handle, self.checks = handle, checks
         self.allocated = int(handle.allocated)  # bytes of the buffers the page's executor created
 
     def write(self, name: str, data: bytes) -> None:
@@ -35,16 +38,15 @@ class BrowserCompiled:
 
     async def step(self, writes: dict[str, bytes], reads: list[str]) -> dict[str, bytes]:
         """Submit one step (one FFI call); awaiting the result waits for `reads` to come back."""
-        js_writes = js.Object.fromEntries(to_js([[k, to_js(v)] for k, v in writes.items()]))
-        return _bytes(await self.handle.step(js_writes, to_js(reads)))
+        return await self.submit(writes, reads)
 
     def submit(self, writes: dict[str, bytes], reads: list[str]) -> Reads:
         """Submit one step; its reads arrive whenever the caller awaits them (or never does)."""
         js_writes = js.Object.fromEntries(to_js([[k, to_js(v)] for k, v in writes.items()]))
-        return Reads(self.handle.step(js_writes, to_js(reads)))
+        return Reads(self.handle.step(js_writes, to_js(self.checks.reads(reads))), self.checks, reads)
 
     async def fetch(self, names: list[str]) -> dict[str, bytes]:
-        return _bytes(await self.handle.fetch(to_js(names)))
+        return await Reads(self.handle.fetch(to_js(self.checks.reads(names))), self.checks, names)
 
     def copy_into(self, other: BrowserCompiled, names: list[str]) -> None:
         """One submission of buffer-to-buffer copies in the page's executor (runtime.device)."""
@@ -93,4 +95,5 @@ class BrowserWebGPU:
 
     async def compile(self, schedule: Schedule) -> BrowserCompiled:
         plan = step_plan(schedule)
-        return BrowserCompiled(await self.gpu.compile(to_js(plan, dict_converter=js.Object.fromEntries)))
+        handle = await self.gpu.compile(to_js(plan, dict_converter=js.Object.fromEntries))
+        return BrowserCompiled(handle, IndexChecks(schedule))

@@ -31,6 +31,7 @@ from scellis.plan import plan_memory, update_in_place
 from scellis.plan.budget import Budget, DeviceLimits
 from scellis.runtime.cpu import CpuPath
 from scellis.runtime.cpu_tape import Source, encode, merge_axes, padded
+from scellis.runtime.index_checks import IndexChecks
 from scellis.runtime.ready import Synchronous, copy_sizes
 
 REDUCE_CODES = {Op.SUM: 0, Op.MEAN: 1, Op.MAX: 2, Op.VAR: 3}
@@ -41,6 +42,7 @@ RUN_ORDER = (
     "sc_cpu_tape", "sc_cpu_matmul", "sc_cpu_reduce", "sc_cpu_rows", "sc_cpu_conv2d", "sc_cpu_conv2d_grad_input",
     "sc_cpu_conv2d_grad_weight", "sc_cpu_pool2d", "sc_cpu_pool2d_grad", "sc_cpu_gather", "sc_cpu_scatter_add",
     "sc_cpu_copy", "sc_cpu_shift2d", "sc_cpu_flip_last", "sc_cpu_solve", "sc_cpu_sort", "sc_cpu_sort_grad",
+    "sc_cpu_check_index",
 )  # fmt: skip
 STEP_EXPORTS = {name: i + 1 for i, name in enumerate(RUN_ORDER)}
 
@@ -210,6 +212,7 @@ def compile_schedule(cpu: CpuPath, schedule: Schedule) -> CompiledCpu:
     compiled = CompiledCpu(cpu, buffers, calls + carry)
     compiled.allocated = memory.slot_bytes  # the schedule's buffers, exactly as planned
     compiled.workspace = memory.reserved - memory.slot_bytes  # kernels' temporaries and 16-byte alignment
+    compiled.index_checks = IndexChecks(schedule)
     return compiled
 
 
@@ -378,6 +381,14 @@ def _scatter_add(kernel: Kernel, address: Address, acc: View) -> Part:
     )
 
 
+def _check_index(kernel: Kernel, address: Address, acc: View) -> Part:
+    """CHECK_INDEX (wasm/cpu_index.c): one work item over every index, into the record `acc`."""
+    _contiguous(kernel, 1)
+    indices = kernel.inputs[0]
+    words = (address(indices), indices.size, kernel.arg.bound, address(acc))  # type: ignore[attr-defined]
+    return Part(PRODUCER_EXPORTS[kernel.kind], words, 1)
+
+
 def _per_example(kernel: Kernel, address: Address, acc: View) -> Part:
     """SHIFT2D and FLIP_LAST (wasm/cpu_augment.c): planes of [H, W], or of one row for FLIP_LAST."""
     _contiguous(kernel, 2)
@@ -421,4 +432,5 @@ PRODUCERS: dict[Kind, Producer] = {
     Kind.SOLVE: _solve,
     Kind.SORT: _sort,
     Kind.SORT_GRAD: _sort,
+    Kind.CHECK_INDEX: _check_index,
 }

@@ -7,6 +7,8 @@ import abc
 from collections.abc import Generator
 from typing import Generic, TypeVar
 
+from scellis.runtime.index_checks import IndexChecks
+
 T = TypeVar("T")
 
 
@@ -22,7 +24,10 @@ class Ready(Generic[T]):
 class Synchronous(abc.ABC):
     """The compiled-step calls (runtime.device) for executors whose run finishes before it returns
     (wgpu-py waits for the queue when reading; the CPU path computes in the call): the subclass gives
-    write, read and run."""
+    write, read and run, and sets `index_checks` when its schedule checks indices (every read then
+    brings the records too, runtime.index_checks)."""
+
+    index_checks: IndexChecks | None = None
 
     @abc.abstractmethod
     def write(self, name: str, data: bytes) -> None: ...
@@ -38,13 +43,18 @@ class Synchronous(abc.ABC):
         for name, data in writes.items():
             self.write(name, data)
         self.run()
-        return Ready({name: self.read(name) for name in reads})
+        return Ready(self._read_checked(reads))
 
     async def step(self, writes: dict[str, bytes], reads: list[str]) -> dict[str, bytes]:
         return await self.submit(writes, reads)
 
     async def fetch(self, names: list[str]) -> dict[str, bytes]:
-        return {name: self.read(name) for name in names}
+        return self._read_checked(names)
+
+    def _read_checked(self, names: list[str]) -> dict[str, bytes]:
+        if self.index_checks is None:
+            return {name: self.read(name) for name in names}
+        return self.index_checks.verify({name: self.read(name) for name in self.index_checks.reads(names)}, names)
 
 
 def copy_sizes(names: list[str], source: dict[str, int], target: dict[str, int]) -> list[tuple[str, int]]:

@@ -1,5 +1,9 @@
 """The reference device: numpy, float64 (or float32), straightforward code. The oracle every
-other device is tested against. CPython only (numpy is not available in the browser)."""
+other device is tested against. CPython only (numpy is not available in the browser).
+
+An index outside its table (gather, scatter_add, one_hot) raises ops.indices.IndexRangeError before the
+op runs, with the words the devices use; the op implementations themselves read no memory outside the
+table (0 for such an index, as on the devices), so the schedule-level reference device reuses them."""
 
 from __future__ import annotations
 
@@ -12,6 +16,7 @@ import numpy as np
 from scellis.ir.function import Function, input_name
 from scellis.ops import DType, Op
 from scellis.ops import defs as d
+from scellis.ops.indices import IndexRangeError, index_use
 from scellis.rng import MASK, PHILOX_M, PHILOX_W, ROUNDS
 
 Array = np.ndarray
@@ -50,9 +55,24 @@ def run(fn: Function, inputs: Mapping[str, object], float_dtype: type = np.float
         for node in fn.nodes():
             if node.op is Op.INPUT:
                 continue
+            if node.op in INDEXING:
+                check_indices(node, values[id(node.src[INDEXING[node.op]])])
             out = IMPLS[node.op](node.arg, [values[id(s)] for s in node.src], node, fdt)
             values[id(node)] = np.asarray(out, dtype=numpy_dtype(node.dtype, fdt)).reshape(node.shape)
     return {name: values[id(node)] for name, node in fn.outputs}
+
+
+INDEXING = {Op.GATHER: 1, Op.SCATTER_ADD: 0, Op.ONE_HOT: 0}  # op -> the input holding its indices
+
+
+def check_indices(node: Any, indices: Array) -> None:
+    """IndexRangeError when an index of `node` (an op of INDEXING) lies outside [0, bound)."""
+    use = index_use(node)
+    assert use is not None
+    flat = indices.reshape(-1)
+    bad = np.flatnonzero((flat < 0) | (flat >= use.bound))
+    if bad.size:
+        raise IndexRangeError(use, int(bad.size), int(bad[0]), int(flat[bad[0]]))
 
 
 # -- elementwise ----------------------------------------------------------------------------------
@@ -259,22 +279,21 @@ def _ranks(x: Array, axis: int) -> Array:
 
 
 def _one_hot(arg: d.ClassesArg, labels: Array, fdt: np.dtype) -> Array:
-    if labels.size and (labels.min() < 0 or labels.max() >= arg.classes):
-        raise ReferenceInputError(f"one_hot: labels must lie in [0, {arg.classes}), got {labels.min()}..{labels.max()}")
     return (labels[..., None] == np.arange(arg.classes)).astype(fdt)
 
 
 def _gather(table: Array, indices: Array) -> Array:
-    if indices.size and (indices.min() < 0 or indices.max() >= table.shape[0]):
-        raise ReferenceInputError(
-            f"gather: indices must lie in [0, {table.shape[0]}), got {indices.min()}..{indices.max()}"
-        )
-    return table[indices]
+    inside = (indices >= 0) & (indices < table.shape[0])
+    if not table.shape[0]:
+        return np.zeros(indices.shape + table.shape[1:], table.dtype)
+    rows = table[np.where(inside, indices, 0)]
+    return np.where(inside.reshape(inside.shape + (1,) * (table.ndim - 1)), rows, np.zeros((), table.dtype))
 
 
 def _scatter_add(arg: d.RowsArg, indices: Array, g: Array) -> Array:
     out = np.zeros((arg.rows, *g.shape[indices.ndim :]), dtype=g.dtype)
-    np.add.at(out, indices, g)
+    inside = (indices >= 0) & (indices < arg.rows)
+    np.add.at(out, indices[inside], g[inside])
     return out
 
 

@@ -16,6 +16,7 @@ from scellis.ops import DType, Op
 from scellis.ops import defs as d
 from scellis.plan.budget import Budget, DeviceLimits
 from scellis.runtime import reference as ref
+from scellis.runtime.index_checks import IndexChecks
 from scellis.runtime.ready import Synchronous, copy_sizes
 
 FLOAT = np.dtype(np.float64)
@@ -73,6 +74,7 @@ class CompiledReference(Synchronous):
         self.schedule = schedule
         self.memory = [np.zeros(max(b.size, 1), dtype=ref.numpy_dtype(b.dtype, FLOAT)) for b in schedule.buffers]
         self.names = dict((*schedule.inputs, *schedule.outputs))
+        self.index_checks = IndexChecks(schedule)
 
     def _view(self, view: View) -> np.ndarray:
         flat = self.memory[view.buffer]
@@ -99,8 +101,9 @@ class CompiledReference(Synchronous):
         return data.ljust(buffer.nbytes, b"\0")
 
     def run(self) -> None:
-        for kernel in self.schedule.kernels:
-            self._view(kernel.out)[...] = self._kernel(kernel)
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):  # IEEE results are the contract
+            for kernel in self.schedule.kernels:
+                self._view(kernel.out)[...] = self._kernel(kernel)
         for copy in self.schedule.carry:
             self.memory[copy.dst][...] = self.memory[copy.src]
 
@@ -130,9 +133,20 @@ class CompiledReference(Synchronous):
         if kind is Kind.CONCAT:
             assert isinstance(kernel.arg, d.AxisArg)
             return np.concatenate(inputs, axis=kernel.arg.axis)
+        if kind is Kind.CHECK_INDEX:
+            return _check_index(kernel.arg.bound, *inputs)  # type: ignore[attr-defined]
         op = DIRECT_OPS[kind]
         count = 2 if kind in (Kind.CONV2D, Kind.RANDOM) else len(inputs)
         return ref.IMPLS[op](kernel.arg, inputs[:count], _Shaped(kernel.out.shape), FLOAT)
+
+
+def _check_index(bound: int, indices: np.ndarray, record: np.ndarray) -> np.ndarray:
+    """The record after a CHECK_INDEX kernel (lower.kernels.Kind): kept when it holds a count already."""
+    flat = indices.reshape(-1)
+    bad = np.flatnonzero((flat < 0) | (flat >= bound))
+    if record[0] or not bad.size:
+        return record.copy()
+    return np.array([bad.size, bad[0], np.int64(flat[bad[0]]) & 0xFFFFFFFF], dtype=np.uint32)
 
 
 def evaluate(expr: Expr, inputs: list[np.ndarray], acc: np.ndarray | None, shape: tuple[int, ...]) -> np.ndarray:

@@ -8,6 +8,7 @@ from typing import Any
 
 from scellis.lower.kernels import Schedule
 from scellis.plan.budget import Budget, DeviceLimits, probe_search, run_search
+from scellis.runtime.index_checks import IndexChecks
 from scellis.runtime.ready import Synchronous, copy_sizes
 from scellis.runtime.step_plan import step_plan
 
@@ -71,7 +72,9 @@ class WgpuDevice:
         return self._pipelines[source]
 
     def compile(self, schedule: Schedule) -> CompiledWgpu:
-        return CompiledWgpu(self, step_plan(schedule))
+        compiled = CompiledWgpu(self, step_plan(schedule))
+        compiled.index_checks = IndexChecks(schedule)
+        return compiled
 
 
 class CompiledWgpu(Synchronous):
