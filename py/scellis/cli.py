@@ -325,6 +325,7 @@ def run_cmd(args: argparse.Namespace) -> int:
     from scellis.levels import parse_level
     from scellis.manifest import build_manifest, installed_engine, to_json
     from scellis.manifest.replay import NotedDevice, new_session
+    from scellis.ops.indices import IndexRangeError
     from scellis.session import PlanRefused, checkpoints_to
     from scellis.store import DirectoryStore, save
 
@@ -357,6 +358,9 @@ def run_cmd(args: argparse.Namespace) -> int:
     except PlanRefused as refused:
         print(f"scellis run: {refused}", file=sys.stderr)
         return 1
+    except IndexRangeError as err:  # an index the data fit check could not see (e.g. one the program computes)
+        print(f"scellis run: {args.program}: {err}", file=sys.stderr)
+        return 2
     engine = installed_engine(CHECKOUT / "dist" / "build.json")
     manifest = build_manifest(
         session, train, test, device_kind=args.device, epochs=epochs, final=final, engine=engine, budget=device.noted
