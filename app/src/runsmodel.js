@@ -1,16 +1,22 @@
 // The Runs history's logic without the DOM or IndexedDB: a run's record as it goes (settings, the epochs'
 // metrics, its checkpoints by key, its end, its manifest), the newest-first order, the summary line of
-// each run, and what deleting a run frees (checkpoint objects no other run refers to). Node runs it in
-// tests/test_runsmodel_js.py.
+// each run, what deleting a run frees (checkpoint objects no other run refers to), and a stored record
+// checked field by field before anything reads it. Node runs it in tests/test_runsmodel_js.py.
 //
-// A record: {id, program (JSON text), name, data: {name, versions (null, or the manifest's data versions
-// once there is one)}, level, seed (text), epochs, kind ("webgpu" or "cpu"), device (its name),
-// resumedFrom (a key or null), started, ended (ms since the epoch, or null), status (one of STATUSES),
-// error (text or null), step, total, rows: [{epoch, steps, train_loss, test, loss_scale?}],
-// checkpoints: [{step, key, kind: "rule" | "saved" | "pinned"}], final (a key or null), manifest (text or
-// null)}. "pinned": the state a manifest pinned (saved when the run paused or ended).
+// A record (format FORMAT): {format, id, program (JSON text), name, data: {name, versions (null, or the
+// manifest's data versions once there is one)}, level, seed (text), epochs, kind ("webgpu" or "cpu"),
+// device (its name), resumedFrom (a key or null), started, ended (ms since the epoch, or null), status
+// (one of STATUSES), error (text or null), step, total, rows: [{epoch, steps, train_loss, test,
+// loss_scale?}], checkpoints: [{step, key, kind: "rule" | "saved" | "pinned"}], final (a key or null),
+// manifest (text or null), rerunOf (for a share link's re-run, the final key the link pins; else null),
+// verdict (a re-run's comparison with the link, text, or null)}. "pinned": the state a manifest pinned
+// (saved when the run paused or ended), or a re-run's final state. A record without `format` is one
+// written before records carried it, read as that shape (no rerunOf, no verdict).
 
-export const STATUSES = ["running", "paused", "done", "stopped by rule", "failed", "refused"];
+import { formatBytes } from "./format.js";
+
+export const FORMAT = 1;
+export const STATUSES = ["running", "paused", "done", "stopped by rule", "stopped", "failed", "refused"];
 export const SITE_DATA = "digits (this site)";
 const KEY = /^sha256:[0-9a-f]{64}$/;
 const KINDS = { rule: "loop program", saved: "saved from the page", pinned: "pinned by a manifest" };
@@ -30,6 +36,7 @@ export function programName(text) {
 export function newRecord({ id, now, settings, device }) {
   const data = settings.data?.name ? { name: settings.data.name, versions: settings.data.versions ?? null } : null;
   return {
+    format: FORMAT,
     id,
     program: settings.program,
     name: programName(settings.program),
@@ -50,6 +57,8 @@ export function newRecord({ id, now, settings, device }) {
     checkpoints: [],
     final: null,
     manifest: null,
+    rerunOf: settings.rerunOf ?? null,
+    verdict: null,
   };
 }
 
@@ -98,6 +107,13 @@ export function withManifest(record, out) {
   const checkpoints = withCheckpoints(record.checkpoints, [{ step: manifest.steps, key: out.final, kind: "pinned" }]);
   const data = { ...record.data, versions: manifest.data };
   return { ...record, checkpoints, data, final: out.final, manifest: out.manifest, step: manifest.steps };
+}
+
+// A re-run's record once it is compared with the link (`verdict`: {verified, final, lines}): the final state
+// it saved is one of its checkpoints, and the comparison is kept as text.
+export function withVerdict(record, verdict) {
+  const checkpoints = withCheckpoints(record.checkpoints, [{ step: record.step, key: verdict.final, kind: "pinned" }]);
+  return { ...record, checkpoints, final: verdict.final, verdict: verdict.lines.join("\n") };
 }
 
 export function whyKept(kind) {
@@ -225,17 +241,207 @@ export function resumeSettings(record) {
   return { program: record.program, level: record.level, seed: record.seed, epochs: record.epochs };
 }
 
-// A record as IndexedDB gave it back, checked enough for the card to show it (null when it cannot be).
-export function readRecord(value) {
-  const ok =
-    value &&
-    typeof value.id === "string" &&
-    typeof value.program === "string" &&
-    typeof value.started === "number" &&
-    STATUSES.includes(value.status) &&
-    Array.isArray(value.rows) &&
-    Array.isArray(value.checkpoints) &&
-    value.data &&
-    typeof value.data.name === "string";
-  return ok ? value : null;
+
+// Bounds on what a record may hold: a record beyond them is damaged, not shown (a page never writes one).
+export const LIMITS = {
+  id: 200, // characters
+  name: 1000,
+  text: 4000, // the device's name, an error, a data version's fields, a metric's name
+  program: 8 * 1024 * 1024, // the program's JSON text
+  manifest: 16 * 1024 * 1024,
+  rows: 100_000,
+  checkpoints: 1_000_000,
+  metrics: 1000, // metrics in one row
+};
+const LEVELS = ["debug", "prod", "fast"];
+const DEVICE_KINDS = ["webgpu", "cpu"];
+const MOST_PROBLEMS = 8; // a damaged record names at most these many problems
+
+// What `value` is, in a few words, for a problem's text.
+function kindOf(value) {
+  if (value === undefined) return "nothing (the field is missing)";
+  if (value === null) return "null";
+  if (Array.isArray(value)) return "a list";
+  if (typeof value === "string") return `text of ${value.length.toLocaleString("en")} characters`;
+  if (typeof value === "number") return Number.isFinite(value) ? `the number ${value}` : String(value);
+  return typeof value === "object" ? "an object" : `a ${typeof value}`;
+}
+
+const isObject = (value) => value !== null && typeof value === "object" && !Array.isArray(value);
+const isCount = (value) => Number.isSafeInteger(value) && value >= 0;
+const isTime = (value) => typeof value === "number" && Number.isFinite(value);
+const isMetric = (value) => (typeof value === "number" && Number.isFinite(value)) || ["nan", "inf", "-inf"].includes(value);
+
+// A checker of one record: `problems` gathers "path: what is wrong" lines.
+class Checker {
+  constructor() {
+    this.problems = [];
+  }
+
+  fail(path, what) {
+    this.problems.push(`${path}: ${what}`);
+    return false;
+  }
+
+  text(path, value, most, { empty = false } = {}) {
+    if (typeof value !== "string") return this.fail(path, `expected text, found ${kindOf(value)}`);
+    if (value.length > most) return this.fail(path, `${kindOf(value)}, more than the ${most.toLocaleString("en")} allowed`);
+    if (!empty && !value) return this.fail(path, "empty");
+    return true;
+  }
+
+  oneOf(path, value, allowed) {
+    return allowed.includes(value) || this.fail(path, `${kindOf(value)} is not one of ${allowed.join(", ")}`);
+  }
+
+  count(path, value) {
+    return isCount(value) || this.fail(path, `expected a whole number from 0, found ${kindOf(value)}`);
+  }
+
+  time(path, value) {
+    return isTime(value) || this.fail(path, `expected a time (milliseconds), found ${kindOf(value)}`);
+  }
+
+  key(path, value) {
+    return (typeof value === "string" && KEY.test(value)) || this.fail(path, `not a checkpoint key (${kindOf(value)})`);
+  }
+
+  list(path, value, most) {
+    if (!Array.isArray(value)) return this.fail(path, `expected a list, found ${kindOf(value)}`);
+    if (value.length > most) return this.fail(path, `${value.length} entries, more than the ${most} allowed`);
+    return true;
+  }
+
+  object(path, value) {
+    return isObject(value) || this.fail(path, `expected an object, found ${kindOf(value)}`);
+  }
+
+  nullable(path, value, check) {
+    return value === null || check(path, value);
+  }
+}
+
+function checkData(c, data) {
+  if (!c.object("data", data)) return;
+  c.text("data.name", data.name, LIMITS.name);
+  if (data.versions === null || !c.list("data.versions", data.versions, 16)) return;
+  data.versions.forEach((v, i) => {
+    const at = `data.versions[${i}]`;
+    if (!c.object(at, v)) return;
+    c.text(`${at}.split`, v.split, LIMITS.text);
+    c.text(`${at}.sha256`, v.sha256, LIMITS.text);
+    c.count(`${at}.examples`, v.examples);
+  });
+}
+
+function checkRows(c, rows) {
+  if (!c.list("rows", rows, LIMITS.rows)) return;
+  for (const [i, row] of rows.entries()) {
+    const at = `rows[${i}]`;
+    if (!c.object(at, row)) continue;
+    c.count(`${at}.epoch`, row.epoch);
+    c.count(`${at}.steps`, row.steps);
+    if (!isMetric(row.train_loss)) c.fail(`${at}.train_loss`, `expected a number, found ${kindOf(row.train_loss)}`);
+    if (row.loss_scale !== undefined && !isMetric(row.loss_scale)) c.fail(`${at}.loss_scale`, `expected a number, found ${kindOf(row.loss_scale)}`);
+    if (!c.object(`${at}.test`, row.test)) continue;
+    const names = Object.keys(row.test);
+    if (names.length > LIMITS.metrics) c.fail(`${at}.test`, `${names.length} metrics, more than the ${LIMITS.metrics} allowed`);
+    for (const name of names.slice(0, LIMITS.metrics)) {
+      if (name.length > LIMITS.text) c.fail(`${at}.test`, `a metric's name of ${name.length} characters`);
+      else if (!isMetric(row.test[name])) c.fail(`${at}.test["${name}"]`, `expected a number, found ${kindOf(row.test[name])}`);
+    }
+    if (c.problems.length >= MOST_PROBLEMS) return;
+  }
+}
+
+function checkCheckpoints(c, checkpoints) {
+  if (!c.list("checkpoints", checkpoints, LIMITS.checkpoints)) return;
+  for (const [i, checkpoint] of checkpoints.entries()) {
+    const at = `checkpoints[${i}]`;
+    if (!c.object(at, checkpoint)) continue;
+    c.count(`${at}.step`, checkpoint.step);
+    c.key(`${at}.key`, checkpoint.key);
+    c.oneOf(`${at}.kind`, checkpoint.kind, Object.keys(KINDS));
+    if (c.problems.length >= MOST_PROBLEMS) return;
+  }
+}
+
+// The fields every record of FORMAT has, as a record written before records carried a format has them:
+// those it lacks are the ones added since, with the value a record of its kind would have.
+function upgraded(value) {
+  if (value.format !== undefined) return value;
+  return { ...value, format: FORMAT, rerunOf: value.rerunOf ?? null, verdict: value.verdict ?? null };
+}
+
+// A record as IndexedDB gave it back (`value`, stored under `key`): {record} when every field the card
+// reads is as runsmodel.js describes it (a record of before FORMAT read as its shape then was, and
+// upgraded), else {damaged: {key, problems}} naming what is wrong where (the first MOST_PROBLEMS).
+// Never throws, whatever `value` is.
+export function readRecord(value, key = value?.id) {
+  const damaged = (problems) => ({ damaged: { key, problems: problems.slice(0, MOST_PROBLEMS) } });
+  if (!isObject(value)) return damaged([`the record: expected an object, found ${kindOf(value)}`]);
+  if (value.format !== undefined && value.format !== FORMAT) {
+    const what = isCount(value.format) && value.format > FORMAT ? "written by a newer version of this site" : "unknown";
+    return damaged([`format: ${kindOf(value.format)}, ${what} (this page reads format ${FORMAT})`]);
+  }
+  const record = upgraded(value);
+  const c = new Checker();
+  c.text("id", record.id, LIMITS.id);
+  if (typeof record.id === "string" && record.id !== key) c.fail("id", "differs from the key it is stored under");
+  c.text("program", record.program, LIMITS.program, { empty: true });
+  c.text("name", record.name, LIMITS.name);
+  checkData(c, record.data);
+  c.oneOf("level", record.level, LEVELS);
+  if (!(typeof record.seed === "string" && /^\d{1,20}$/.test(record.seed))) c.fail("seed", `expected a whole number as text, found ${kindOf(record.seed)}`);
+  c.count("epochs", record.epochs);
+  c.oneOf("kind", record.kind, DEVICE_KINDS);
+  c.text("device", record.device, LIMITS.text, { empty: true });
+  c.nullable("resumedFrom", record.resumedFrom, (p, v) => c.key(p, v));
+  c.time("started", record.started);
+  c.nullable("ended", record.ended, (p, v) => c.time(p, v));
+  c.oneOf("status", record.status, STATUSES);
+  c.nullable("error", record.error, (p, v) => c.text(p, v, LIMITS.text, { empty: true }));
+  c.count("step", record.step);
+  c.nullable("total", record.total, (p, v) => c.count(p, v));
+  checkRows(c, record.rows);
+  checkCheckpoints(c, record.checkpoints);
+  c.nullable("final", record.final, (p, v) => c.key(p, v));
+  c.nullable("manifest", record.manifest, (p, v) => c.text(p, v, LIMITS.manifest));
+  c.nullable("rerunOf", record.rerunOf, (p, v) => c.key(p, v));
+  c.nullable("verdict", record.verdict, (p, v) => c.text(p, v, LIMITS.manifest, { empty: true }));
+  return c.problems.length ? damaged(c.problems) : { record };
+}
+
+// A damaged record's line in the card: its key (shortened) and what is wrong.
+export function damagedText({ key, problems }) {
+  const shown = String(key);
+  const name = shown.length > 60 ? `${shown.slice(0, 60)}…` : shown;
+  const more = problems.length >= MOST_PROBLEMS ? " (and perhaps more)" : "";
+  return { name, problems: problems.map((p) => (p.length > 300 ? `${p.slice(0, 300)}…` : p)), more };
+}
+
+// The storage cap a share link's re-run starts under unless the user gives another (MiB).
+export const DEFAULT_CAP_MIB = 1024;
+
+// Whether a share link's re-run may start: `storage` (the link's, app.read_link: the steps it takes and
+// at most how many checkpoints of what size) against the cap `capBytes` the user sees and `free`, the
+// bytes the browser says this site may still store (null when it does not say). {ok, text}: the text
+// says the numbers either way.
+export function rerunStorageCheck(storage, capBytes, free) {
+  const n = storage.checkpoints;
+  const estimate =
+    `${storage.steps.toLocaleString("en")} steps; its checkpoints take at most ${formatBytes(storage.bytes)} ` +
+    `(${n.toLocaleString("en")} of ${formatBytes(storage.per_checkpoint)} each)`;
+  if (!(Number.isFinite(capBytes) && capBytes > 0)) {
+    return { ok: false, text: `Not started: the storage cap must be a number of MiB above 0. The re-run takes ${estimate}.` };
+  }
+  const cap = `the storage cap of ${formatBytes(capBytes)}`;
+  if (storage.bytes > capBytes) {
+    return { ok: false, text: `Not started: the re-run takes ${estimate}, more than ${cap}. Nothing was written.` };
+  }
+  const room = free === null ? "" : `the ${formatBytes(Math.max(free, 0))} this browser still lets this site store`;
+  if (free !== null && storage.bytes > free) {
+    return { ok: false, text: `Not started: the re-run takes ${estimate}, more than ${room}. Nothing was written.` };
+  }
+  return { ok: true, text: `The re-run takes ${estimate}: within ${cap}${room ? ` and ${room}` : ""}.` };
 }
