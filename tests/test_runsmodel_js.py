@@ -186,7 +186,7 @@ MALFORMED = {
     "unknown status": ('r.status = "exploded"', "status: text of 8 characters is not one of running"),
     "a checkpoint's key": ('r.checkpoints = [{ step: 1, key: "sha256:zz", kind: "rule" }]', "checkpoints[0].key"),
     "a huge name": ('r.name = "x".repeat(2_000_000)', "name: text of 2,000,000 characters, more than the 1,000"),
-    "a huge program": ('r.program = "x".repeat(9 * 1024 * 1024)', "program: text of 9,437,184 characters"),
+    "a huge program": ('r.program = "x".repeat(17 * 1024 * 1024)', "program: text of 17,825,792 characters"),
     "data not an object": ('r.data = "digits"', "data: expected an object, found text of 6 characters"),
     "a newer format": ("r.format = 2", "format: the number 2, written by a newer version of this site"),
     "rerunOf missing in format 1": ("delete r.rerunOf", "rerunOf: not a checkpoint key (nothing"),
@@ -195,6 +195,19 @@ MALFORMED = {
     "epochs negative": ("r.epochs = -1", "epochs: expected a whole number from 0, found the number -1"),
 }
 NOT_OBJECTS = {"null": "null", "42": "the number 42", '"text"': "text of 4 characters", "[1, 2]": "a list"}
+
+
+def test_what_a_page_writes_stays_within_what_a_read_accepts() -> None:
+    out = run_js("""
+    const long = "é".repeat(10_000);
+    let r = runs.newRecord({ id: "a", now: 1, device: long, settings: { ...settings, data: { name: long } } });
+    r = runs.withState(r, state(3, { device: long, epochs_done: [row(1, 0.9, 0.3)] })).record;
+    r = runs.withStatus(r, "failed", { now: 2, error: long });
+    out.read = runs.readRecord(r);
+    out.lengths = [r.device.length, r.error.length, r.data.name.length];
+    """)
+    assert out["read"]["record"]["status"] == "failed"
+    assert out["lengths"] == [4000, 4000, 1000]
 
 
 def test_a_stored_record_is_checked_field_by_field_and_damage_is_named() -> None:

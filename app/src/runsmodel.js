@@ -21,6 +21,12 @@ export const SITE_DATA = "digits (this site)";
 const KEY = /^sha256:[0-9a-f]{64}$/;
 const KINDS = { rule: "loop program", saved: "saved from the page", pinned: "pinned by a manifest" };
 
+// `text` cut to at most `most` characters (an ellipsis at the end says so).
+export function clip(text, most) {
+  const whole = String(text);
+  return whole.length > most ? `${whole.slice(0, most - 1)}…` : whole;
+}
+
 export function programName(text) {
   try {
     const name = JSON.parse(text)?.name;
@@ -34,18 +40,19 @@ export function programName(text) {
 // A new run's record: `settings` as RunControl.start has them ({program, kind, level, seed, epochs,
 // resume, data?}); `device` the page's device name until the run's own state names it.
 export function newRecord({ id, now, settings, device }) {
-  const data = settings.data?.name ? { name: settings.data.name, versions: settings.data.versions ?? null } : null;
+  const named = settings.data?.name;
+  const data = named ? { name: clip(named, LIMITS.name), versions: settings.data.versions ?? null } : null;
   return {
     format: FORMAT,
     id,
     program: settings.program,
-    name: programName(settings.program),
+    name: clip(programName(settings.program), LIMITS.name),
     data: data ?? { name: SITE_DATA, versions: null },
     level: settings.level,
     seed: String(settings.seed),
     epochs: settings.epochs,
     kind: settings.kind,
-    device,
+    device: clip(device, LIMITS.text),
     resumedFrom: settings.resume ?? null,
     started: now,
     ended: null,
@@ -86,9 +93,10 @@ export function withState(record, state) {
     ...state.saved.map(({ step, key }) => ({ step, key, kind: "saved" })),
   ];
   const checkpoints = withCheckpoints(record.checkpoints, found);
-  const rows = state.epochs_done.length ? [...record.rows, ...state.epochs_done.map(metricRow)] : record.rows;
+  const done = state.epochs_done.map(metricRow);
+  const rows = done.length ? [...record.rows, ...done].slice(-LIMITS.rows) : record.rows; // the newest kept
   const changed = checkpoints !== record.checkpoints || rows !== record.rows || record.total === null;
-  const device = state.device ?? record.device;
+  const device = clip(state.device ?? record.device, LIMITS.text);
   return { record: { ...record, rows, checkpoints, device, step: state.step, total: state.total }, changed };
 }
 
@@ -97,7 +105,7 @@ export function withState(record, state) {
 export function withStatus(record, status, { now, error = null }) {
   if (!STATUSES.includes(status)) throw new Error(`not a run status: ${status}`);
   const ended = status === "running" || status === "paused" ? null : now;
-  return { ...record, status, ended, error };
+  return { ...record, status, ended, error: error === null ? null : clip(error, LIMITS.text) };
 }
 
 // The record with a manifest the engine gave (`out`: {manifest (JSON text), final, link}): the state it
@@ -247,8 +255,8 @@ export const LIMITS = {
   id: 200, // characters
   name: 1000,
   text: 4000, // the device's name, an error, a data version's fields, a metric's name
-  program: 8 * 1024 * 1024, // the program's JSON text
-  manifest: 16 * 1024 * 1024,
+  program: 16 * 1024 * 1024, // the program's JSON text
+  manifest: 64 * 1024 * 1024,
   rows: 100_000,
   checkpoints: 1_000_000,
   metrics: 1000, // metrics in one row
@@ -298,6 +306,10 @@ class Checker {
     return isCount(value) || this.fail(path, `expected a whole number from 0, found ${kindOf(value)}`);
   }
 
+  metric(path, value) {
+    return isMetric(value) || this.fail(path, `expected a number, found ${kindOf(value)}`);
+  }
+
   time(path, value) {
     return isTime(value) || this.fail(path, `expected a time (milliseconds), found ${kindOf(value)}`);
   }
@@ -341,14 +353,14 @@ function checkRows(c, rows) {
     if (!c.object(at, row)) continue;
     c.count(`${at}.epoch`, row.epoch);
     c.count(`${at}.steps`, row.steps);
-    if (!isMetric(row.train_loss)) c.fail(`${at}.train_loss`, `expected a number, found ${kindOf(row.train_loss)}`);
-    if (row.loss_scale !== undefined && !isMetric(row.loss_scale)) c.fail(`${at}.loss_scale`, `expected a number, found ${kindOf(row.loss_scale)}`);
+    c.metric(`${at}.train_loss`, row.train_loss);
+    if (row.loss_scale !== undefined) c.metric(`${at}.loss_scale`, row.loss_scale);
     if (!c.object(`${at}.test`, row.test)) continue;
     const names = Object.keys(row.test);
     if (names.length > LIMITS.metrics) c.fail(`${at}.test`, `${names.length} metrics, more than the ${LIMITS.metrics} allowed`);
     for (const name of names.slice(0, LIMITS.metrics)) {
       if (name.length > LIMITS.text) c.fail(`${at}.test`, `a metric's name of ${name.length} characters`);
-      else if (!isMetric(row.test[name])) c.fail(`${at}.test["${name}"]`, `expected a number, found ${kindOf(row.test[name])}`);
+      else c.metric(`${at}.test["${name}"]`, row.test[name]);
     }
     if (c.problems.length >= MOST_PROBLEMS) return;
   }
@@ -392,7 +404,8 @@ export function readRecord(value, key = value?.id) {
   c.text("name", record.name, LIMITS.name);
   checkData(c, record.data);
   c.oneOf("level", record.level, LEVELS);
-  if (!(typeof record.seed === "string" && /^\d{1,20}$/.test(record.seed))) c.fail("seed", `expected a whole number as text, found ${kindOf(record.seed)}`);
+  const seed = typeof record.seed === "string" && /^\d{1,20}$/.test(record.seed);
+  if (!seed) c.fail("seed", `expected a whole number as text, found ${kindOf(record.seed)}`);
   c.count("epochs", record.epochs);
   c.oneOf("kind", record.kind, DEVICE_KINDS);
   c.text("device", record.device, LIMITS.text, { empty: true });

@@ -107,6 +107,22 @@ export class SharedRun {
     this.driver?.pause();
   }
 
+  // Runs the re-run until it ends or is stopped (the Stop button enabled meanwhile); its last state.
+  async drive(run, log) {
+    this.driver = new Driver(run, {
+      onState: (state) => {
+        showSharedState(state);
+        log?.state(state);
+      },
+    });
+    byId("shared-stop").disabled = false;
+    try {
+      return await this.driver.go();
+    } finally {
+      byId("shared-stop").disabled = true;
+    }
+  }
+
   // `data`: "site" (the digits this site ships), { files } (the four data files by name), the Data
   // card's choice (enginehost.js files), or "none" for a run of a program that reads no data.
   async rerun(data, named = null) {
@@ -132,18 +148,11 @@ export class SharedRun {
       const s = this.shown.settings;
       const kind = s.device === "webgpu" && pageKind !== "webgpu" ? "cpu" : s.device;
       const settings = { program: this.shown.program, kind, level: s.level, seed: s.seed, epochs: s.epochs };
-      log = this.history?.begin({ ...settings, data: { name: this.dataName(data, named), versions: s.data }, rerunOf: s.final }) ?? null;
+      const recorded = { name: this.dataName(data, named), versions: s.data };
+      log = this.history?.begin({ ...settings, data: recorded, rerunOf: s.final }) ?? null;
       const checkedData = s.data.length ? "The data matches the pinned hashes. " : "";
       showSharedStatus(`${checkedData}Re-running (${opened.note ?? `level ${s.level}, seed ${s.seed}`})…`);
-      this.driver = new Driver(run, {
-        onState: (state) => {
-          showSharedState(state);
-          log?.state(state);
-        },
-      });
-      byId("shared-stop").disabled = false;
-      const state = await this.driver.go();
-      byId("shared-stop").disabled = true;
+      const state = await this.drive(run, log);
       if (!state?.done) {
         log?.settle("stopped");
         byId("shared").dataset.state = "stopped";
