@@ -1,7 +1,8 @@
 """A site whose storage is full, in Chromium on the CPU path, training a program that checkpoints every
 few steps (its loop program's rule):
 - localStorage filled to its quota before the run: the run completes, its checkpoints are stored, and the
-  last run is still offered for resume on the next visit (kept in IndexedDB, not localStorage);
+  last run is still offered for resume on the next visit (kept in IndexedDB, not localStorage; a last
+  run kept in localStorage by earlier pages is offered, and moved);
 - the origin's IndexedDB quota used up mid-run (a real quota, set through the DevTools protocol's
   Storage.overrideQuotaForOrigin): the run stops with a message naming the cause, every checkpoint and
   record written before is still readable (each object hashes to its key), and once there is room again
@@ -17,6 +18,8 @@ from appdriver import RUN_MS, LoadedApp, launch, open_app, wait_ready, wait_unti
 from playwright.sync_api import Browser, Page, Playwright
 
 SAVED_PROGRAM = "scellis.editor.program"  # editor/program.js: the editor opens the program kept there
+LAST_RUN = "scellis.lastRun"  # where pages before kept the last run, in localStorage
+EARLIER = "sha256:" + "e" * 64
 IDB = """
 const opened = (name) => new Promise((resolve, reject) => {
   const request = indexedDB.open(name);
@@ -100,14 +103,16 @@ def wait_records(page: Page, test: str) -> list[dict]:
     return records(page)
 
 
-def with_checkpoint_rule(app: LoadedApp, every: int) -> None:
-    """The page reloaded with the example program, checkpointing every `every` steps, in the editor."""
+def with_checkpoint_rule(app: LoadedApp, every: int, kept: dict[str, str] | None = None) -> None:
+    """The page reloaded with the example program, checkpointing every `every` steps, in the editor (and
+    the items `kept` in localStorage, as earlier pages left them)."""
     page = app.page
     program = json.loads(
         page.evaluate("() => window.scellis.python('from scellis.app import example_program\\nexample_program()')")
     )
     program["loop"]["rules"] = [{"on": "step", "if": {"every": every}, "then": ["checkpoint"]}]
-    page.evaluate("([name, text]) => localStorage.setItem(name, text)", [SAVED_PROGRAM, json.dumps(program)])
+    items = {SAVED_PROGRAM: json.dumps(program), **(kept or {})}
+    page.evaluate("(items) => { for (const [k, v] of Object.entries(items)) localStorage.setItem(k, v); }", items)
     page.reload()
     wait_ready(page)
 
@@ -132,7 +137,10 @@ def test_a_full_local_storage_fails_no_run_and_resume_is_still_offered(
 ) -> None:
     app = open_app(browser, base_url)
     page = app.page
-    with_checkpoint_rule(app, every=10)
+    earlier = {"program": "{}", "level": "debug", "seed": "7", "epochs": 2, "kind": "cpu", "key": EARLIER, "step": 3}
+    with_checkpoint_rule(app, every=10, kept={LAST_RUN: json.dumps(earlier)})  # as pages before kept it
+    wait_until(page, "async (key) => document.getElementById('resume-key').value === key", EARLIER)
+    wait_until(page, "async (name) => localStorage.getItem(name) === null", LAST_RUN)  # moved to IndexedDB
     filled = page.evaluate(FILL)
     assert filled > 1_000_000 and page.evaluate(PROBE) == "QuotaExceededError"
     train(page, epochs=2)  # 44 steps: checkpoints after steps 10, 20, 30, 40
