@@ -354,3 +354,12 @@ def test_a_rerun_starts_only_within_the_cap_and_the_room_the_browser_gives() -> 
     assert not out["huge"]["ok"] and out["huge"]["text"].startswith(
         "Not started: the re-run takes 9,007,199,254,740,992 steps"
     )
+
+
+def test_a_run_trained_and_a_rerun_open_side_by_side_are_both_live() -> None:
+    out = run_js("""
+    const a = fresh("a"), b = { ...fresh("b"), rerunOf: key("9") }, c = fresh("c");
+    const live = new Set(["a", "b"]);
+    out.shown = [a, b, c].map((r) => runs.shownStatus(r, live));
+    """)
+    assert out["shown"] == ["running", "running", "interrupted"]

@@ -106,7 +106,8 @@ export class RunsCard {
     this.records = new Map();
     this.damaged = []; // [{key, problems}]: stored records that fail the checks (runsmodel.readRecord)
     this.deleted = new Set();
-    this.live = null; // the id of the run this page has open
+    this.live = null; // the id of the run this page trains
+    this.rerun = null; // the id of the share link's re-run this page has open
     this.open = null; // the id of the run whose details are shown
   }
 
@@ -169,7 +170,8 @@ export class RunsCard {
   begin(settings) {
     if (!this.runs) return null;
     const record = model.newRecord({ id: crypto.randomUUID(), now: Date.now(), settings, device: this.device });
-    this.live = record.id;
+    if (settings.rerunOf) this.rerun = record.id;
+    else this.live = record.id;
     const log = new RunLog(this, record);
     log.write();
     return log;
@@ -201,6 +203,11 @@ export class RunsCard {
     const box = byId("runs-note");
     box.textContent = text;
     box.hidden = !text;
+  }
+
+  // The ids of the runs this page has open.
+  lives() {
+    return new Set([this.live, this.rerun].filter(Boolean));
   }
 
   busy() {
@@ -255,7 +262,7 @@ export class RunsCard {
   }
 
   row(record) {
-    const cells = model.summaryCells(record, { now: Date.now(), live: this.live });
+    const cells = model.summaryCells(record, { now: Date.now(), live: this.lives() });
     const tr = element("tr", undefined, { "data-run": record.id, "data-status": cells.status });
     const button = element("button", cells.program, { type: "button", "data-focus": `details:${record.id}` });
     button.setAttribute("aria-expanded", String(this.open === record.id));
@@ -282,7 +289,7 @@ export class RunsCard {
     byId("runs-detail-title").textContent = `Run of ${record.name}, ${model.formatWhen(record.started, Date.now())}`;
     const facts = byId("runs-detail-facts");
     facts.replaceChildren();
-    for (const [label, value] of factsOf(record, this.live)) facts.append(element("dt", label), element("dd", value));
+    for (const [label, value] of factsOf(record, this.lives())) facts.append(element("dt", label), element("dd", value));
     const metrics = record.rows.length ? metricsTable(record) : element("p", "No epoch finished.");
     byId("runs-detail-metrics").replaceChildren(metrics);
     const keys = record.checkpoints.map((c) => this.checkpointItem(record, c));
@@ -291,9 +298,9 @@ export class RunsCard {
     manifest.disabled = !record.manifest;
     manifest.onclick = () => download(manifestName(record.name, record.final), record.manifest);
     const remove = byId("runs-delete");
-    const open = record.id === this.live && ["running", "paused"].includes(record.status);
+    const open = this.lives().has(record.id) && ["running", "paused"].includes(record.status);
     remove.disabled = open;
-    remove.title = open ? "this run is open in the page: start another or reload first" : "";
+    remove.title = open ? "this run is open in the page: stop it, start another or reload first" : "";
     remove.onclick = () => this.confirmDelete(record);
   }
 

@@ -171,10 +171,12 @@ export function sortedRuns(records) {
 }
 
 // The status shown: a record left "running" or "paused" by a page that is gone is "interrupted" (its
-// newest checkpoint, if any, still resumes). `live`: the id of the run this page has open.
+// newest checkpoint, if any, still resumes). `live`: the id of the run this page has open, or a Set of
+// the ids of those it has open (a run it trains, and a share link's re-run).
 export function shownStatus(record, live) {
   const open = record.status === "running" || record.status === "paused";
-  return open && record.id !== live ? "interrupted" : record.status;
+  const isLive = live instanceof Set ? live.has(record.id) : record.id === live;
+  return open && !isLive ? "interrupted" : record.status;
 }
 
 // A held-out metric as the page shows it: an accuracy as a percentage.
