@@ -3,7 +3,7 @@
 import { boot } from "./src/boot.js";
 import { RunCharts } from "./src/charts.js";
 import { DataCard } from "./src/datacard.js";
-import { DEVICE_KEY, chooseDevice } from "./src/devicechoice.js";
+import { chooseDevice, keepDevice, storedDevice } from "./src/devicechoice.js";
 import { showBlocked } from "./src/editor/blocked.js";
 import { mountEditor } from "./src/editor/mount.jsx";
 import { sameProgram } from "./src/editor/program.js";
@@ -204,7 +204,7 @@ async function showRun(session, choice) {
   runs.wire();
   // Another device chosen: kept for later visits; the plan, the Guide and the runs follow it.
   const onDevice = (chosen) => {
-    localStorage.setItem(DEVICE_KEY, chosen);
+    if (!keepDevice(() => localStorage, chosen)) console.warn("the device choice could not be kept for later visits");
     const next = chooseDevice(session.report, chosen);
     showDeviceChoice(next);
     showDeviceBanner(session.report.selected, next);
@@ -218,7 +218,7 @@ async function showRun(session, choice) {
     onLevel: controller.setLevel,
     onTrain: (level, epochs, seed) => runs.start({ ...controller.current(), level, epochs, seed }),
   });
-  if (location.hash.includes("run=")) await new SharedRun(session.engine, controller, data).show();
+  if (location.hash.includes("run=")) await new SharedRun(session.engine, controller, data, history).show();
 }
 
 // Registers the service worker and has it keep a copy of this build; resolves once the copy is whole.
@@ -243,7 +243,7 @@ boot(showStage)
     const inWorker = (source, arg) => session.engine.call("script", source, arg);
     window.scellis = { report: session.report, build: session.build, readyMs, stages: stagesSeen, python, inWorker };
     window.scellis.charts = RunCharts; // bench/charts.py feeds the run panel's charts synthetic states
-    const choice = chooseDevice(session.report, localStorage.getItem(DEVICE_KEY));
+    const choice = chooseDevice(session.report, storedDevice(() => localStorage));
     showReady(session, readyMs, choice);
     return Promise.all([
       showRun(session, choice),

@@ -7,7 +7,10 @@ run in e2e/test_runs_history.py."""
 from __future__ import annotations
 
 import json
+import random
 import re
+import time
+from collections.abc import Callable
 
 from nodejs import run_node
 from test_app_js import SRC
@@ -162,8 +165,201 @@ def test_a_resume_needs_the_data_the_run_read() -> None:
     out.byName = runs.sameData(site("digits (this site)", null), site("digits (this site)", null));
     out.names = runs.sameData({ name: "a.csv", versions: null }, { name: "b.csv", versions: v("1", "2") });
     out.settings = runs.resumeSettings(fresh());
-    out.read = [runs.readRecord(fresh()) !== null, runs.readRecord({ id: 3 }), runs.readRecord(null)];
+    const read = (value) => runs.readRecord(value);
+    out.read = [read(fresh()).record?.id, read({ id: 3 }).damaged.key, read(null).damaged.key];
     """)
     assert (out["same"], out["other"], out["byName"], out["names"]) == (True, False, True, False)
     assert out["settings"] == {"program": '{"name":"digits-mlp"}', "level": "debug", "seed": "5", "epochs": 2}
-    assert out["read"] == [True, None, None]
+    assert out["read"] == ["a", 3, None]
+
+
+# Records as stored, each with the problem its check must name (a path and words from it).
+MALFORMED = {
+    "rows missing": ("delete r.rows", "rows: expected a list, found nothing"),
+    "rows[0] not an object": ("r.rows = [7]", "rows[0]: expected an object, found the number 7"),
+    "rows[0].test not an object": (
+        "r.rows = [{ ...row(1, 0.9, 0.3), test: null }]",
+        "rows[0].test: expected an object",
+    ),
+    "a metric that is an object": ("r.rows = [{ ...row(1, 0.9, 0.3), test: { loss: {} } }]", 'rows[0].test["loss"]'),
+    "started as text": ('r.started = "yesterday"', "started: expected a time"),
+    "unknown status": ('r.status = "exploded"', "status: text of 8 characters is not one of running"),
+    "a checkpoint's key": ('r.checkpoints = [{ step: 1, key: "sha256:zz", kind: "rule" }]', "checkpoints[0].key"),
+    "a huge name": ('r.name = "x".repeat(2_000_000)', "name: text of 2,000,000 characters, more than the 1,000"),
+    "a huge program": ('r.program = "x".repeat(17 * 1024 * 1024)', "program: text of 17,825,792 characters"),
+    "data not an object": ('r.data = "digits"', "data: expected an object, found text of 6 characters"),
+    "a newer format": ("r.format = 2", "format: the number 2, written by a newer version of this site"),
+    "rerunOf missing in format 1": ("delete r.rerunOf", "rerunOf: not a checkpoint key (nothing"),
+    "id not its key": ('r.id = "other"', "id: differs from the key it is stored under"),
+    "seed as a number": ("r.seed = 5", "seed: expected a whole number as text"),
+    "epochs negative": ("r.epochs = -1", "epochs: expected a whole number from 0, found the number -1"),
+}
+NOT_OBJECTS = {"null": "null", "42": "the number 42", '"text"': "text of 4 characters", "[1, 2]": "a list"}
+
+
+def test_what_a_page_writes_stays_within_what_a_read_accepts() -> None:
+    out = run_js("""
+    const long = "é".repeat(10_000);
+    let r = runs.newRecord({ id: "a", now: 1, device: long, settings: { ...settings, data: { name: long } } });
+    r = runs.withState(r, state(3, { device: long, epochs_done: [row(1, 0.9, 0.3)] })).record;
+    r = runs.withStatus(r, "failed", { now: 2, error: long });
+    out.read = runs.readRecord(r);
+    out.lengths = [r.device.length, r.error.length, r.data.name.length];
+    """)
+    assert out["read"]["record"]["status"] == "failed"
+    assert out["lengths"] == [4000, 4000, 1000]
+
+
+def test_a_stored_record_is_checked_field_by_field_and_damage_is_named() -> None:
+    cases = "\n".join(
+        f"{{ const r = structuredClone(good); {change}; out[{json.dumps(name)}] = runs.readRecord(r, 'a'); }}"
+        for name, (change, _) in MALFORMED.items()
+    )
+    values = "\n".join(f"out[{json.dumps(v)}] = runs.readRecord({v}, 'k');" for v in NOT_OBJECTS)
+    out = run_js(f"""
+    const good = {{ ...fresh(), status: "done", rows: [row(1, 0.9, 0.3)],
+      checkpoints: [{{ step: 22, key: key("1"), kind: "rule" }}], final: key("1"), manifest: "{{}}" }};
+    out.good = runs.readRecord(structuredClone(good));
+    const old = structuredClone(good); delete old.format; delete old.rerunOf; delete old.verdict;
+    out.old = runs.readRecord(old);
+    {cases}
+    {values}
+    """)
+    assert out["good"]["record"]["id"] == "a" and out["good"]["record"]["format"] == 1
+    assert out["old"]["record"]["format"] == 1 and out["old"]["record"]["rerunOf"] is None  # upgraded, kept
+    for name, (_, problem) in MALFORMED.items():
+        damaged = out[name]["damaged"]
+        assert damaged["key"] == "a" and any(problem in p for p in damaged["problems"]), (name, damaged)
+        assert all(len(p) < 400 for p in damaged["problems"]), name  # a huge value is described, not copied
+    for value, found in NOT_OBJECTS.items():
+        assert out[value]["damaged"]["problems"] == [f"the record: expected an object, found {found}"]
+
+
+MUTATIONS = 2000
+
+
+def places(node: object) -> list[tuple[object, object]]:
+    """Every (container, key or index) in `node`, depth first."""
+    found: list[tuple[object, object]] = []
+    if isinstance(node, dict):
+        for k, v in node.items():
+            found += [(node, k), *places(v)]
+    elif isinstance(node, list):
+        for i, v in enumerate(node):
+            found += [(node, i), *places(v)]
+    return found
+
+
+def mutate(record: dict, rnd: random.Random) -> object:
+    """`record` with one to three random changes anywhere in it (a field dropped, retyped, grown)."""
+    odd: list[Callable[[], object]] = [
+        lambda: None,
+        lambda: rnd.choice([-1, 0.5, 2**60, float("1e308")]),
+        lambda: "x" * rnd.choice([0, 3, 5000, 20_000]),
+        lambda: [],
+        lambda: {},
+        lambda: [None],
+        lambda: True,
+    ]
+    value: object = json.loads(json.dumps(record))
+    for _ in range(rnd.randint(1, 3)):
+        paths = places(value)
+        if not paths or rnd.random() < 0.02:
+            value = odd[rnd.randrange(len(odd))]()
+            continue
+        parent, where = paths[rnd.randrange(len(paths))]
+        if isinstance(parent, dict) and rnd.random() < 0.3:
+            del parent[where]
+        else:
+            parent[where] = odd[rnd.randrange(len(odd))]()  # type: ignore[index]
+    return value
+
+
+def test_mutated_records_are_read_or_named_damaged_and_never_break_the_card(fault_log: Callable[..., None]) -> None:
+    """A fixed set of random mutations of a valid record: each is read (and then every function the card
+    calls on it answers) or named damaged; none throws."""
+    good = run_js("""
+    out.record = { ...fresh(), status: "done", rows: [row(1, 0.9, 0.3), row(2, 0.95, 0.2)],
+      checkpoints: [{ step: 22, key: key("1"), kind: "rule" }, { step: 44, key: key("2"), kind: "pinned" }],
+      final: key("2"), manifest: "{}", data: { name: "d", versions: [{ split: "train", sha256: "s", examples: 3 }] } };
+    """)["record"]
+    rnd = random.Random(19)
+    inputs = [mutate(good, rnd) for _ in range(MUTATIONS)]
+    began = time.monotonic()
+    out = run_node(
+        PRELUDE,
+        """
+    import { readFileSync } from "node:fs";
+    const inputs = JSON.parse(readFileSync(process.argv[2], "utf8")).inputs;
+    out.read = 0; out.damaged = 0; out.crashes = []; out.unnamed = 0;
+    for (const value of inputs) {
+      try {
+        const read = runs.readRecord(value, value?.id ?? "k");
+        if (read.record) {
+          const r = read.record;
+          runs.summaryCells(r, { now: 5000, live: null }); runs.headline(r); runs.referencedKeys(r);
+          runs.deletionPlan(r, [r], new Set()); runs.deviceText(r); runs.resumeSettings(r);
+          for (const row of r.rows) row.test.loss;
+          out.read += 1;
+        } else {
+          out.damaged += 1;
+          if (!read.damaged.problems.length) out.unnamed += 1;
+          runs.damagedText(read.damaged);
+        }
+      } catch (error) { out.crashes.push(String(error)); }
+    }
+    """,
+        {"inputs": inputs},
+    )
+    elapsed = time.monotonic() - began
+    fault_log(
+        "runs-records",
+        inputs=MUTATIONS,
+        read=out["read"],
+        damaged_named=out["damaged"] - out["unnamed"],
+        crashes=len(out["crashes"]),
+        hangs=int(elapsed > 60),
+        silent_wrong=out["unnamed"],
+    )
+    assert out["crashes"] == [] and out["unnamed"] == 0
+    assert out["read"] + out["damaged"] == MUTATIONS and out["damaged"] > MUTATIONS // 2
+
+
+def test_a_rerun_starts_only_within_the_cap_and_the_room_the_browser_gives() -> None:
+    out = run_js("""
+    const storage = { steps: 300, checkpoints: 301, per_checkpoint: 2 * 1024 * 1024, bytes: 301 * 2 * 1024 * 1024 };
+    const MiB = 1024 * 1024;
+    out.within = runs.rerunStorageCheck(storage, 1024 * MiB, 10 * 1024 * MiB);
+    out.unknownRoom = runs.rerunStorageCheck(storage, 1024 * MiB, null);
+    out.overCap = runs.rerunStorageCheck(storage, 100 * MiB, null);
+    out.overRoom = runs.rerunStorageCheck(storage, 1024 * MiB, 50 * MiB);
+    out.badCap = runs.rerunStorageCheck(storage, NaN, null);
+    const huge = { steps: 2 ** 53, checkpoints: 2 ** 53 + 1, per_checkpoint: 1000, bytes: (2 ** 53 + 1) * 1000 };
+    out.huge = runs.rerunStorageCheck(huge, 1024 * MiB, null);
+    """)
+    assert out["within"]["ok"] and out["unknownRoom"]["ok"]
+    assert out["within"]["text"] == (
+        "The re-run takes 300 steps; its checkpoints take at most 602 MiB (301 of 2 MiB each): within the storage "
+        "cap of 1 GiB and the 10 GiB this browser still lets this site store."
+    )
+    assert (
+        not out["overCap"]["ok"]
+        and "602 MiB (301 of 2 MiB each), more than the storage cap of 100 MiB" in (out["overCap"]["text"])
+    )
+    assert (
+        not out["overRoom"]["ok"]
+        and "more than the 50 MiB this browser still lets this site store" in (out["overRoom"]["text"])
+    )
+    assert not out["badCap"]["ok"] and "a number of MiB above 0" in out["badCap"]["text"]
+    assert not out["huge"]["ok"] and out["huge"]["text"].startswith(
+        "Not started: the re-run takes 9,007,199,254,740,992 steps"
+    )
+
+
+def test_a_run_trained_and_a_rerun_open_side_by_side_are_both_live() -> None:
+    out = run_js("""
+    const a = fresh("a"), b = { ...fresh("b"), rerunOf: key("9") }, c = fresh("c");
+    const live = new Set(["a", "b"]);
+    out.shown = [a, b, c].map((r) => runs.shownStatus(r, live));
+    """)
+    assert out["shown"] == ["running", "running", "interrupted"]

@@ -1,9 +1,29 @@
 // Which device the page trains on: the engine's report lists what this browser offers (a WebGPU adapter,
-// and always the CPU path); the user's last choice is kept in localStorage. Without one, a hardware
+// and always the CPU path); the user's last choice is kept in localStorage, as a convenience only (a
+// storage that is blocked or full keeps no choice, and nothing else changes). Without one, a hardware
 // adapter is chosen, and in place of a software adapter (a CPU rasteriser such as SwiftShader, measured
 // tens of times slower than the CPU path: Honest limits) the CPU path is, with the reason said. Pure.
 
 export const DEVICE_KEY = "scellis.device";
+
+// The kind kept by an earlier visit, or null (none kept, or the storage cannot be read). Never throws.
+export function storedDevice(storage) {
+  try {
+    return storage().getItem(DEVICE_KEY);
+  } catch {
+    return null;
+  }
+}
+
+// Keeps the chosen kind for later visits; false when the storage refuses (blocked, or full). Never throws.
+export function keepDevice(storage, kind) {
+  try {
+    storage().setItem(DEVICE_KEY, kind);
+    return true;
+  } catch {
+    return false;
+  }
+}
 
 function label(device) {
   if (device.kind === "cpu") return "CPU path (WebAssembly)";

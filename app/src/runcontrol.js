@@ -1,12 +1,14 @@
 // The run the page drives: opened from init or a checkpoint key, run chunk by chunk (runmodel.Driver),
 // and the run panel's buttons answered. One run at a time; a new one replaces the old. The last run's
-// newest checkpoint is kept in localStorage so a later visit can resume it, and every run is reported to
+// newest checkpoint is kept in the Runs history's IndexedDB (runstore.js "kept") so a later visit can
+// resume it: that is convenience only, and a failure to keep it (the site's storage full) is noted
+// quietly and never stops a run. Every run is reported to
 // the Runs history (runs.js: its start, epochs, checkpoints, pauses, end, and the manifest of a paused or
 // finished run), which resumes a run from any of its checkpoints through the resume form's path.
 
 import { errorText } from "./format.js";
 import { doing, showEpoch, showResults, setRunSettings, showTrainDone, showTrainPaused, showTrainRefused, showTrainStarting } from "./page.js";
-import { Driver, keyFromText, lastRun, manifestName, rememberRun, weightsName } from "./runmodel.js";
+import { Driver, LAST_RUN, checkLastRun, forgetLastRun, keyFromText, lastRun, manifestName, weightsName } from "./runmodel.js";
 import {
   download,
   setRunPhase,
@@ -36,6 +38,21 @@ export class RunControl {
   constructor(engine, controller, history = null) {
     Object.assign(this, { engine, controller, history });
     this.current = null; // {run (engine.RemoteRun), driver, settings, rows, log (runs.js), pinning}
+    this.last = null; // the last run's newest checkpoint (runmodel.checkLastRun's record), or null
+  }
+
+  // The last run kept by an earlier visit, into the resume form (unless a run has begun meanwhile): from
+  // the Runs history's IndexedDB, or as pages before kept it in localStorage (then moved from there).
+  async offerLast() {
+    let last = checkLastRun(await this.history?.kept(LAST_RUN));
+    if (!last) {
+      last = lastRun(localStorage);
+      if (last && (await this.history?.keep(LAST_RUN, last))) forgetLastRun(localStorage);
+    }
+    if (last && !this.last) {
+      this.last = last;
+      showLastKey(last);
+    }
   }
 
   wire() {
@@ -56,8 +73,9 @@ export class RunControl {
       onLink: guarded(() => this.copyLink()),
       onWeights: guarded(() => this.downloadWeights()),
     });
-    wireResume((text) => this.resume(text), lastRun(localStorage));
+    wireResume((text) => this.resume(text), null);
     setRunPhase("idle");
+    return this.offerLast().catch((error) => console.warn(error));
   }
 
   onState(state) {
@@ -69,11 +87,11 @@ export class RunControl {
       this.current.rows.push(row);
     }
     const latest = latestKey(state);
-    if (!latest) return;
+    if (!latest || latest.key === this.last?.key) return;
     const { program, level, seed, epochs, kind } = this.current.settings;
-    const record = { program, level, seed, epochs, kind, key: latest.key, step: latest.step };
-    rememberRun(localStorage, record);
-    showLastKey(record);
+    this.last = { program, level, seed, epochs, kind, key: latest.key, step: latest.step };
+    showLastKey(this.last);
+    this.history?.keep(LAST_RUN, this.last); // never fails the run: the card notes a failure
   }
 
   finished(state) {
@@ -213,7 +231,7 @@ export class RunControl {
       showResumeError(parsed.error);
       return;
     }
-    const last = lastRun(localStorage);
+    const last = this.last;
     const record = from ?? (last?.key === parsed.key ? last : this.history?.settingsOf(parsed.key));
     const page = this.controller.current();
     const own = Boolean(record);

@@ -118,25 +118,49 @@ export class Driver {
 }
 
 // The last run's record (program, level, seed, epochs, device kind, the latest key and its step), kept so a
-// reloaded page can resume it; null when there is none or it is unreadable (then it is dropped).
+// reloaded page can resume it: `value` as stored (the Runs history's IndexedDB keeps it), checked; null
+// when it is not such a record.
+export function checkLastRun(value) {
+  const ok =
+    value !== null &&
+    typeof value === "object" &&
+    typeof value.program === "string" &&
+    ["debug", "prod", "fast"].includes(value.level) &&
+    /^\d{1,20}$/.test(value.seed) &&
+    Number.isInteger(value.epochs) &&
+    Number.isInteger(value.step) &&
+    typeof value.key === "string" &&
+    KEY.test(value.key);
+  return ok ? value : null;
+}
+
+// The last run's record as earlier pages kept it in `storage` (localStorage, under LAST_RUN), or null when
+// there is none, it is unreadable (then it is dropped) or the storage cannot be read. Never throws.
 export function lastRun(storage) {
-  const text = storage.getItem(LAST_RUN);
-  if (text === null) return null;
   try {
-    const record = JSON.parse(text);
-    const ok =
-      typeof record.program === "string" &&
-      ["debug", "prod", "fast"].includes(record.level) &&
-      /^\d+$/.test(record.seed) &&
-      Number.isInteger(record.epochs) &&
-      Number.isInteger(record.step) &&
-      KEY.test(record.key);
-    if (ok) return record;
+    const text = storage.getItem(LAST_RUN);
+    if (text === null) return null;
+    let record = null;
+    try {
+      record = checkLastRun(JSON.parse(text));
+    } catch {
+      // not JSON: dropped below
+    }
+    if (record) return record;
+    storage.removeItem(LAST_RUN);
   } catch {
-    // not JSON: dropped below
+    // storage blocked for this site: nothing kept there
   }
-  storage.removeItem(LAST_RUN);
   return null;
+}
+
+// Drops the record earlier pages kept in `storage` (it moves to IndexedDB); never throws.
+export function forgetLastRun(storage) {
+  try {
+    storage.removeItem(LAST_RUN);
+  } catch {
+    // storage blocked: nothing to drop
+  }
 }
 
 export function rememberRun(storage, record) {

@@ -30,6 +30,12 @@ class RunLog {
     this.write();
   }
 
+  // A share link's re-run compared with the link (PageRun.verdict's answer).
+  compared(verdict) {
+    this.record = model.withVerdict(this.record, verdict);
+    this.write();
+  }
+
   pinned(out) {
     this.record = model.withManifest(this.record, out);
     this.write();
@@ -38,7 +44,7 @@ class RunLog {
   write() {
     const record = this.record;
     if (this.card.deleted.has(record.id)) return;
-    this.card.keep(record);
+    this.card.show(record);
     this.writing = this.writing
       .then(() => this.card.runs.put(record))
       .catch((error) => this.card.fail(`The run's record could not be written: ${errorText(error)}`));
@@ -64,6 +70,8 @@ function factsOf(record, live) {
   if (record.ended) facts.push(["Ended", new Date(record.ended).toLocaleString()]);
   if (record.resumedFrom) facts.push(["Resumed from", record.resumedFrom]);
   if (record.final) facts.push(["Final checkpoint", record.final]);
+  if (record.rerunOf) facts.push(["Re-run of a share link pinning", record.rerunOf]);
+  if (record.verdict) facts.push(["Compared with the link", record.verdict]);
   return facts;
 }
 
@@ -96,36 +104,74 @@ export class RunsCard {
   constructor(device, onResume) {
     Object.assign(this, { device, onResume, runs: null, objects: null });
     this.records = new Map();
+    this.damaged = []; // [{key, problems}]: stored records that fail the checks (runsmodel.readRecord)
     this.deleted = new Set();
-    this.live = null; // the id of the run this page has open
+    this.live = null; // the id of the run this page trains
+    this.rerun = null; // the id of the share link's re-run this page has open
     this.open = null; // the id of the run whose details are shown
   }
 
-  // The card, shown; when IndexedDB cannot be opened it says so and keeps no runs.
+  // The card, shown; when IndexedDB cannot be opened it says so and keeps no runs. Never throws: a stored
+  // record that fails runsmodel.readRecord's checks is listed as damaged (what is wrong, and a delete
+  // button) while the others are shown as usual.
   static async open({ device, onResume }) {
     const card = new RunsCard(device, onResume);
-    byId("runs").hidden = false;
     try {
+      byId("runs").hidden = false;
       card.runs = await openRuns();
       card.objects = await openStore();
-      for (const value of await card.runs.all()) {
-        const record = model.readRecord(value);
-        if (record) card.records.set(record.id, record);
+      for (const { key, value } of await card.runs.all()) {
+        const read = model.readRecord(value, key);
+        if (read.record) card.records.set(read.record.id, read.record);
+        else card.damaged.push(read.damaged);
       }
     } catch (error) {
       console.error(error);
       card.runs = null;
       card.fail(`The Runs history is not available in this browser: ${errorText(error)}`);
     }
-    card.render();
+    try {
+      card.render();
+    } catch (error) {
+      console.error(error);
+      card.fail(`The Runs history cannot be shown: ${errorText(error)}`);
+    }
     return card;
+  }
+
+  // The convenience state kept under `name` (the last run, for the resume form), or null when there is
+  // none or it cannot be read (the reason goes to the console: nothing depends on it).
+  async kept(name) {
+    try {
+      return this.runs ? await this.runs.kept(name) : null;
+    } catch (error) {
+      console.warn(error);
+      return null;
+    }
+  }
+
+  // Keeps `value` under `name`; a failure (the site's storage full) is said quietly in the card and
+  // changes nothing else. Resolves to whether it was kept.
+  async keep(name, value) {
+    if (!this.runs) return false;
+    try {
+      await this.runs.keep(name, value);
+      if (this.noted === name) this.note("");
+      return true;
+    } catch (error) {
+      console.warn(error);
+      this.noted = name;
+      this.note(`Not kept for a later visit (${errorText(error)}); the run goes on as before.`);
+      return false;
+    }
   }
 
   // A new run's log (null when the history is not available): RunControl reports the run through it.
   begin(settings) {
     if (!this.runs) return null;
     const record = model.newRecord({ id: crypto.randomUUID(), now: Date.now(), settings, device: this.device });
-    this.live = record.id;
+    if (settings.rerunOf) this.rerun = record.id;
+    else this.live = record.id;
     const log = new RunLog(this, record);
     log.write();
     return log;
@@ -137,7 +183,7 @@ export class RunsCard {
     return found ? model.resumeSettings(found) : null;
   }
 
-  keep(record) {
+  show(record) {
     this.records.set(record.id, record);
     this.render();
   }
@@ -150,6 +196,18 @@ export class RunsCard {
 
   say(text) {
     byId("runs-status").textContent = text;
+  }
+
+  // A quiet note of something only convenient that failed (nothing a run needs).
+  note(text) {
+    const box = byId("runs-note");
+    box.textContent = text;
+    box.hidden = !text;
+  }
+
+  // The ids of the runs this page has open.
+  lives() {
+    return new Set([this.live, this.rerun].filter(Boolean));
   }
 
   busy() {
@@ -165,11 +223,46 @@ export class RunsCard {
     byId("runs-table").hidden = records.length === 0;
     byId("runs-table").tBodies[0].replaceChildren(...records.map((r) => this.row(r)));
     this.renderDetail();
+    this.renderDamaged();
     if (focused) document.querySelector(`#runs [data-focus="${CSS.escape(focused)}"]`)?.focus();
   }
 
+  // The stored records that cannot be read, each with what is wrong and a button that deletes it.
+  renderDamaged() {
+    const box = byId("runs-damaged");
+    box.hidden = this.damaged.length === 0;
+    box.dataset.count = String(this.damaged.length);
+    const items = this.damaged.map((damaged, i) => {
+      const text = model.damagedText(damaged);
+      const item = element("li", undefined, { "data-damaged": text.name });
+      item.append(element("p", `Record ${text.name} cannot be read${text.more}:`));
+      const problems = element("ul");
+      problems.append(...text.problems.map((line) => element("li", line)));
+      const remove = element("button", "Delete this record", { type: "button", "data-focus": `damaged:${i}` });
+      remove.onclick = () => this.removeDamaged(damaged);
+      item.append(problems, remove);
+      return item;
+    });
+    byId("runs-damaged-list").replaceChildren(...items);
+  }
+
+  // Deletes a damaged record (only the record: the checkpoint objects it may name stay stored).
+  async removeDamaged(damaged) {
+    this.fail("");
+    try {
+      await this.runs.delete(damaged.key);
+    } catch (error) {
+      this.fail(`Deleting the damaged record failed: ${errorText(error)}`);
+      return;
+    }
+    this.damaged = this.damaged.filter((d) => d !== damaged);
+    byId("runs-title").focus();
+    this.say(`Deleted the damaged record ${model.damagedText(damaged).name}; no checkpoint object was deleted.`);
+    this.render();
+  }
+
   row(record) {
-    const cells = model.summaryCells(record, { now: Date.now(), live: this.live });
+    const cells = model.summaryCells(record, { now: Date.now(), live: this.lives() });
     const tr = element("tr", undefined, { "data-run": record.id, "data-status": cells.status });
     const button = element("button", cells.program, { type: "button", "data-focus": `details:${record.id}` });
     button.setAttribute("aria-expanded", String(this.open === record.id));
@@ -196,7 +289,7 @@ export class RunsCard {
     byId("runs-detail-title").textContent = `Run of ${record.name}, ${model.formatWhen(record.started, Date.now())}`;
     const facts = byId("runs-detail-facts");
     facts.replaceChildren();
-    for (const [label, value] of factsOf(record, this.live)) facts.append(element("dt", label), element("dd", value));
+    for (const [label, value] of factsOf(record, this.lives())) facts.append(element("dt", label), element("dd", value));
     const metrics = record.rows.length ? metricsTable(record) : element("p", "No epoch finished.");
     byId("runs-detail-metrics").replaceChildren(metrics);
     const keys = record.checkpoints.map((c) => this.checkpointItem(record, c));
@@ -205,9 +298,9 @@ export class RunsCard {
     manifest.disabled = !record.manifest;
     manifest.onclick = () => download(manifestName(record.name, record.final), record.manifest);
     const remove = byId("runs-delete");
-    const open = record.id === this.live && ["running", "paused"].includes(record.status);
+    const open = this.lives().has(record.id) && ["running", "paused"].includes(record.status);
     remove.disabled = open;
-    remove.title = open ? "this run is open in the page: start another or reload first" : "";
+    remove.title = open ? "this run is open in the page: stop it, start another or reload first" : "";
     remove.onclick = () => this.confirmDelete(record);
   }
 

@@ -1,19 +1,31 @@
 // The Runs history's logic without the DOM or IndexedDB: a run's record as it goes (settings, the epochs'
 // metrics, its checkpoints by key, its end, its manifest), the newest-first order, the summary line of
-// each run, and what deleting a run frees (checkpoint objects no other run refers to). Node runs it in
-// tests/test_runsmodel_js.py.
+// each run, what deleting a run frees (checkpoint objects no other run refers to), and a stored record
+// checked field by field before anything reads it. Node runs it in tests/test_runsmodel_js.py.
 //
-// A record: {id, program (JSON text), name, data: {name, versions (null, or the manifest's data versions
-// once there is one)}, level, seed (text), epochs, kind ("webgpu" or "cpu"), device (its name),
-// resumedFrom (a key or null), started, ended (ms since the epoch, or null), status (one of STATUSES),
-// error (text or null), step, total, rows: [{epoch, steps, train_loss, test, loss_scale?}],
-// checkpoints: [{step, key, kind: "rule" | "saved" | "pinned"}], final (a key or null), manifest (text or
-// null)}. "pinned": the state a manifest pinned (saved when the run paused or ended).
+// A record (format FORMAT): {format, id, program (JSON text), name, data: {name, versions (null, or the
+// manifest's data versions once there is one)}, level, seed (text), epochs, kind ("webgpu" or "cpu"),
+// device (its name), resumedFrom (a key or null), started, ended (ms since the epoch, or null), status
+// (one of STATUSES), error (text or null), step, total, rows: [{epoch, steps, train_loss, test,
+// loss_scale?}], checkpoints: [{step, key, kind: "rule" | "saved" | "pinned"}], final (a key or null),
+// manifest (text or null), rerunOf (for a share link's re-run, the final key the link pins; else null),
+// verdict (a re-run's comparison with the link, text, or null)}. "pinned": the state a manifest pinned
+// (saved when the run paused or ended), or a re-run's final state. A record without `format` is one
+// written before records carried it, read as that shape (no rerunOf, no verdict).
 
-export const STATUSES = ["running", "paused", "done", "stopped by rule", "failed", "refused"];
+import { formatBytes } from "./format.js";
+
+export const FORMAT = 1;
+export const STATUSES = ["running", "paused", "done", "stopped by rule", "stopped", "failed", "refused"];
 export const SITE_DATA = "digits (this site)";
 const KEY = /^sha256:[0-9a-f]{64}$/;
 const KINDS = { rule: "loop program", saved: "saved from the page", pinned: "pinned by a manifest" };
+
+// `text` cut to at most `most` characters (an ellipsis at the end says so).
+export function clip(text, most) {
+  const whole = String(text);
+  return whole.length > most ? `${whole.slice(0, most - 1)}…` : whole;
+}
 
 export function programName(text) {
   try {
@@ -28,17 +40,19 @@ export function programName(text) {
 // A new run's record: `settings` as RunControl.start has them ({program, kind, level, seed, epochs,
 // resume, data?}); `device` the page's device name until the run's own state names it.
 export function newRecord({ id, now, settings, device }) {
-  const data = settings.data?.name ? { name: settings.data.name, versions: settings.data.versions ?? null } : null;
+  const named = settings.data?.name;
+  const data = named ? { name: clip(named, LIMITS.name), versions: settings.data.versions ?? null } : null;
   return {
+    format: FORMAT,
     id,
     program: settings.program,
-    name: programName(settings.program),
+    name: clip(programName(settings.program), LIMITS.name),
     data: data ?? { name: SITE_DATA, versions: null },
     level: settings.level,
     seed: String(settings.seed),
     epochs: settings.epochs,
     kind: settings.kind,
-    device,
+    device: clip(device, LIMITS.text),
     resumedFrom: settings.resume ?? null,
     started: now,
     ended: null,
@@ -50,6 +64,8 @@ export function newRecord({ id, now, settings, device }) {
     checkpoints: [],
     final: null,
     manifest: null,
+    rerunOf: settings.rerunOf ?? null,
+    verdict: null,
   };
 }
 
@@ -77,9 +93,10 @@ export function withState(record, state) {
     ...state.saved.map(({ step, key }) => ({ step, key, kind: "saved" })),
   ];
   const checkpoints = withCheckpoints(record.checkpoints, found);
-  const rows = state.epochs_done.length ? [...record.rows, ...state.epochs_done.map(metricRow)] : record.rows;
+  const done = state.epochs_done.map(metricRow);
+  const rows = done.length ? [...record.rows, ...done].slice(-LIMITS.rows) : record.rows; // the newest kept
   const changed = checkpoints !== record.checkpoints || rows !== record.rows || record.total === null;
-  const device = state.device ?? record.device;
+  const device = clip(state.device ?? record.device, LIMITS.text);
   return { record: { ...record, rows, checkpoints, device, step: state.step, total: state.total }, changed };
 }
 
@@ -88,7 +105,7 @@ export function withState(record, state) {
 export function withStatus(record, status, { now, error = null }) {
   if (!STATUSES.includes(status)) throw new Error(`not a run status: ${status}`);
   const ended = status === "running" || status === "paused" ? null : now;
-  return { ...record, status, ended, error };
+  return { ...record, status, ended, error: error === null ? null : clip(error, LIMITS.text) };
 }
 
 // The record with a manifest the engine gave (`out`: {manifest (JSON text), final, link}): the state it
@@ -98,6 +115,13 @@ export function withManifest(record, out) {
   const checkpoints = withCheckpoints(record.checkpoints, [{ step: manifest.steps, key: out.final, kind: "pinned" }]);
   const data = { ...record.data, versions: manifest.data };
   return { ...record, checkpoints, data, final: out.final, manifest: out.manifest, step: manifest.steps };
+}
+
+// A re-run's record once it is compared with the link (`verdict`: {verified, final, lines}): the final state
+// it saved is one of its checkpoints, and the comparison is kept as text.
+export function withVerdict(record, verdict) {
+  const checkpoints = withCheckpoints(record.checkpoints, [{ step: record.step, key: verdict.final, kind: "pinned" }]);
+  return { ...record, checkpoints, final: verdict.final, verdict: verdict.lines.join("\n") };
 }
 
 export function whyKept(kind) {
@@ -147,10 +171,12 @@ export function sortedRuns(records) {
 }
 
 // The status shown: a record left "running" or "paused" by a page that is gone is "interrupted" (its
-// newest checkpoint, if any, still resumes). `live`: the id of the run this page has open.
+// newest checkpoint, if any, still resumes). `live`: the id of the run this page has open, or a Set of
+// the ids of those it has open (a run it trains, and a share link's re-run).
 export function shownStatus(record, live) {
   const open = record.status === "running" || record.status === "paused";
-  return open && record.id !== live ? "interrupted" : record.status;
+  const isLive = live instanceof Set ? live.has(record.id) : record.id === live;
+  return open && !isLive ? "interrupted" : record.status;
 }
 
 // A held-out metric as the page shows it: an accuracy as a percentage.
@@ -225,17 +251,212 @@ export function resumeSettings(record) {
   return { program: record.program, level: record.level, seed: record.seed, epochs: record.epochs };
 }
 
-// A record as IndexedDB gave it back, checked enough for the card to show it (null when it cannot be).
-export function readRecord(value) {
-  const ok =
-    value &&
-    typeof value.id === "string" &&
-    typeof value.program === "string" &&
-    typeof value.started === "number" &&
-    STATUSES.includes(value.status) &&
-    Array.isArray(value.rows) &&
-    Array.isArray(value.checkpoints) &&
-    value.data &&
-    typeof value.data.name === "string";
-  return ok ? value : null;
+
+// Bounds on what a record may hold: a record beyond them is damaged, not shown (a page never writes one).
+export const LIMITS = {
+  id: 200, // characters
+  name: 1000,
+  text: 4000, // the device's name, an error, a data version's fields, a metric's name
+  program: 16 * 1024 * 1024, // the program's JSON text
+  manifest: 64 * 1024 * 1024,
+  rows: 100_000,
+  checkpoints: 1_000_000,
+  metrics: 1000, // metrics in one row
+};
+const LEVELS = ["debug", "prod", "fast"];
+const DEVICE_KINDS = ["webgpu", "cpu"];
+const MOST_PROBLEMS = 8; // a damaged record names at most these many problems
+
+// What `value` is, in a few words, for a problem's text.
+function kindOf(value) {
+  if (value === undefined) return "nothing (the field is missing)";
+  if (value === null) return "null";
+  if (Array.isArray(value)) return "a list";
+  if (typeof value === "string") return `text of ${value.length.toLocaleString("en")} characters`;
+  if (typeof value === "number") return Number.isFinite(value) ? `the number ${value}` : String(value);
+  return typeof value === "object" ? "an object" : `a ${typeof value}`;
+}
+
+const isObject = (value) => value !== null && typeof value === "object" && !Array.isArray(value);
+const isCount = (value) => Number.isSafeInteger(value) && value >= 0;
+const isTime = (value) => typeof value === "number" && Number.isFinite(value);
+const isMetric = (value) => (typeof value === "number" && Number.isFinite(value)) || ["nan", "inf", "-inf"].includes(value);
+
+// A checker of one record: `problems` gathers "path: what is wrong" lines.
+class Checker {
+  constructor() {
+    this.problems = [];
+  }
+
+  fail(path, what) {
+    this.problems.push(`${path}: ${what}`);
+    return false;
+  }
+
+  text(path, value, most, { empty = false } = {}) {
+    if (typeof value !== "string") return this.fail(path, `expected text, found ${kindOf(value)}`);
+    if (value.length > most) return this.fail(path, `${kindOf(value)}, more than the ${most.toLocaleString("en")} allowed`);
+    if (!empty && !value) return this.fail(path, "empty");
+    return true;
+  }
+
+  oneOf(path, value, allowed) {
+    return allowed.includes(value) || this.fail(path, `${kindOf(value)} is not one of ${allowed.join(", ")}`);
+  }
+
+  count(path, value) {
+    return isCount(value) || this.fail(path, `expected a whole number from 0, found ${kindOf(value)}`);
+  }
+
+  metric(path, value) {
+    return isMetric(value) || this.fail(path, `expected a number, found ${kindOf(value)}`);
+  }
+
+  time(path, value) {
+    return isTime(value) || this.fail(path, `expected a time (milliseconds), found ${kindOf(value)}`);
+  }
+
+  key(path, value) {
+    return (typeof value === "string" && KEY.test(value)) || this.fail(path, `not a checkpoint key (${kindOf(value)})`);
+  }
+
+  list(path, value, most) {
+    if (!Array.isArray(value)) return this.fail(path, `expected a list, found ${kindOf(value)}`);
+    if (value.length > most) return this.fail(path, `${value.length} entries, more than the ${most} allowed`);
+    return true;
+  }
+
+  object(path, value) {
+    return isObject(value) || this.fail(path, `expected an object, found ${kindOf(value)}`);
+  }
+
+  nullable(path, value, check) {
+    return value === null || check(path, value);
+  }
+}
+
+function checkData(c, data) {
+  if (!c.object("data", data)) return;
+  c.text("data.name", data.name, LIMITS.name);
+  if (data.versions === null || !c.list("data.versions", data.versions, 16)) return;
+  data.versions.forEach((v, i) => {
+    const at = `data.versions[${i}]`;
+    if (!c.object(at, v)) return;
+    c.text(`${at}.split`, v.split, LIMITS.text);
+    c.text(`${at}.sha256`, v.sha256, LIMITS.text);
+    c.count(`${at}.examples`, v.examples);
+  });
+}
+
+function checkRows(c, rows) {
+  if (!c.list("rows", rows, LIMITS.rows)) return;
+  for (const [i, row] of rows.entries()) {
+    const at = `rows[${i}]`;
+    if (!c.object(at, row)) continue;
+    c.count(`${at}.epoch`, row.epoch);
+    c.count(`${at}.steps`, row.steps);
+    c.metric(`${at}.train_loss`, row.train_loss);
+    if (row.loss_scale !== undefined) c.metric(`${at}.loss_scale`, row.loss_scale);
+    if (!c.object(`${at}.test`, row.test)) continue;
+    const names = Object.keys(row.test);
+    if (names.length > LIMITS.metrics) c.fail(`${at}.test`, `${names.length} metrics, more than the ${LIMITS.metrics} allowed`);
+    for (const name of names.slice(0, LIMITS.metrics)) {
+      if (name.length > LIMITS.text) c.fail(`${at}.test`, `a metric's name of ${name.length} characters`);
+      else c.metric(`${at}.test["${name}"]`, row.test[name]);
+    }
+    if (c.problems.length >= MOST_PROBLEMS) return;
+  }
+}
+
+function checkCheckpoints(c, checkpoints) {
+  if (!c.list("checkpoints", checkpoints, LIMITS.checkpoints)) return;
+  for (const [i, checkpoint] of checkpoints.entries()) {
+    const at = `checkpoints[${i}]`;
+    if (!c.object(at, checkpoint)) continue;
+    c.count(`${at}.step`, checkpoint.step);
+    c.key(`${at}.key`, checkpoint.key);
+    c.oneOf(`${at}.kind`, checkpoint.kind, Object.keys(KINDS));
+    if (c.problems.length >= MOST_PROBLEMS) return;
+  }
+}
+
+// The fields every record of FORMAT has, as a record written before records carried a format has them:
+// those it lacks are the ones added since, with the value a record of its kind would have.
+function upgraded(value) {
+  if (value.format !== undefined) return value;
+  return { ...value, format: FORMAT, rerunOf: value.rerunOf ?? null, verdict: value.verdict ?? null };
+}
+
+// A record as IndexedDB gave it back (`value`, stored under `key`): {record} when every field the card
+// reads is as runsmodel.js describes it (a record of before FORMAT read as its shape then was, and
+// upgraded), else {damaged: {key, problems}} naming what is wrong where (the first MOST_PROBLEMS).
+// Never throws, whatever `value` is.
+export function readRecord(value, key = value?.id) {
+  const damaged = (problems) => ({ damaged: { key, problems: problems.slice(0, MOST_PROBLEMS) } });
+  if (!isObject(value)) return damaged([`the record: expected an object, found ${kindOf(value)}`]);
+  if (value.format !== undefined && value.format !== FORMAT) {
+    const what = isCount(value.format) && value.format > FORMAT ? "written by a newer version of this site" : "unknown";
+    return damaged([`format: ${kindOf(value.format)}, ${what} (this page reads format ${FORMAT})`]);
+  }
+  const record = upgraded(value);
+  const c = new Checker();
+  c.text("id", record.id, LIMITS.id);
+  if (typeof record.id === "string" && record.id !== key) c.fail("id", "differs from the key it is stored under");
+  c.text("program", record.program, LIMITS.program, { empty: true });
+  c.text("name", record.name, LIMITS.name);
+  checkData(c, record.data);
+  c.oneOf("level", record.level, LEVELS);
+  const seed = typeof record.seed === "string" && /^\d{1,20}$/.test(record.seed);
+  if (!seed) c.fail("seed", `expected a whole number as text, found ${kindOf(record.seed)}`);
+  c.count("epochs", record.epochs);
+  c.oneOf("kind", record.kind, DEVICE_KINDS);
+  c.text("device", record.device, LIMITS.text, { empty: true });
+  c.nullable("resumedFrom", record.resumedFrom, (p, v) => c.key(p, v));
+  c.time("started", record.started);
+  c.nullable("ended", record.ended, (p, v) => c.time(p, v));
+  c.oneOf("status", record.status, STATUSES);
+  c.nullable("error", record.error, (p, v) => c.text(p, v, LIMITS.text, { empty: true }));
+  c.count("step", record.step);
+  c.nullable("total", record.total, (p, v) => c.count(p, v));
+  checkRows(c, record.rows);
+  checkCheckpoints(c, record.checkpoints);
+  c.nullable("final", record.final, (p, v) => c.key(p, v));
+  c.nullable("manifest", record.manifest, (p, v) => c.text(p, v, LIMITS.manifest));
+  c.nullable("rerunOf", record.rerunOf, (p, v) => c.key(p, v));
+  c.nullable("verdict", record.verdict, (p, v) => c.text(p, v, LIMITS.manifest, { empty: true }));
+  return c.problems.length ? damaged(c.problems) : { record };
+}
+
+// A damaged record's line in the card: its key (shortened) and what is wrong.
+export function damagedText({ key, problems }) {
+  const shown = String(key);
+  const name = shown.length > 60 ? `${shown.slice(0, 60)}…` : shown;
+  const more = problems.length >= MOST_PROBLEMS ? " (and perhaps more)" : "";
+  return { name, problems: problems.map((p) => (p.length > 300 ? `${p.slice(0, 300)}…` : p)), more };
+}
+
+// The storage cap a share link's re-run starts under unless the user gives another (MiB).
+export const DEFAULT_CAP_MIB = 1024;
+
+// Whether a share link's re-run may start: `storage` (the link's, app.read_link: the steps it takes and
+// at most how many checkpoints of what size) against the cap `capBytes` the user sees and `free`, the
+// bytes the browser says this site may still store (null when it does not say). {ok, text}: the text
+// says the numbers either way.
+export function rerunStorageCheck(storage, capBytes, free) {
+  const n = storage.checkpoints;
+  const estimate =
+    `${storage.steps.toLocaleString("en")} steps; its checkpoints take at most ${formatBytes(storage.bytes)} ` +
+    `(${n.toLocaleString("en")} of ${formatBytes(storage.per_checkpoint)} each)`;
+  if (!(Number.isFinite(capBytes) && capBytes > 0)) {
+    return { ok: false, text: `Not started: the storage cap must be a number of MiB above 0. The re-run takes ${estimate}.` };
+  }
+  const cap = `the storage cap of ${formatBytes(capBytes)}`;
+  if (storage.bytes > capBytes) {
+    return { ok: false, text: `Not started: the re-run takes ${estimate}, more than ${cap}. Nothing was written.` };
+  }
+  const room = free === null ? "" : `the ${formatBytes(Math.max(free, 0))} this browser still lets this site store`;
+  if (free !== null && storage.bytes > free) {
+    return { ok: false, text: `Not started: the re-run takes ${estimate}, more than ${room}. Nothing was written.` };
+  }
+  return { ok: true, text: `The re-run takes ${estimate}: within ${cap}${room ? ` and ${room}` : ""}.` };
 }

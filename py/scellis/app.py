@@ -38,6 +38,7 @@ from scellis.plan.breakdown import CATEGORIES
 from scellis.plan.budget import GREEN_SHARE, Budget, Verdict
 from scellis.planning import ProgramPlan, judge, plan_program, timeline
 from scellis.remedies import Advice, advise, apply, device_judge
+from scellis.rerunstorage import rerun_storage
 from scellis.runtime.device import Device
 from scellis.session import PlanRefused
 from scellis.store.objects import Store, check_key
@@ -361,11 +362,16 @@ def _refusal(refused: PlanRefused) -> str:
 
 def read_link(href: str) -> str:
     """What the share link at `href` carries, for the page to show before anything runs: the program (JSON
-    text), its name, the settings and where it ran (null for a program not run yet). LinkError otherwise."""
+    text), its name, the settings, where it ran (null for a program not run yet) and, for a pinned run, the
+    storage its re-run's checkpoints take at most (rerunstorage.RerunStorage). LinkError otherwise."""
     shared = read_share_link(href)
     ran_on = shared.ran_on
+    s = shared.settings
+    train = next((v.examples for v in s.data if v.split == "train"), None)
+    storage = None if ran_on is None else rerun_storage(shared.program, s.epochs, s.steps, train).to_json()
     return json.dumps(
         {
+            "storage": storage,
             "program": json.dumps(shared.program),
             "name": shared.program.get("name", "unnamed program"),
             "settings": shared.settings.to_json(),
