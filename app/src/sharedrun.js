@@ -163,7 +163,13 @@ export class SharedRun {
       log?.compared(verdict);
       log?.settle("done");
       showSharedVerdict(verdict);
-      showSharedStatus(verdict.verified ? "Verified." : "The re-run did not reach the pinned checkpoint.");
+      showSharedStatus(
+        verdict.verified
+          ? "Verified."
+          : verdict.final === verdict.pinned
+            ? "The re-run reached the pinned checkpoint, but the link claims something else it did not: see below."
+            : "The re-run did not reach the pinned checkpoint.",
+      );
     } catch (error) {
       console.error(error);
       log?.settle("failed", errorText(error));
