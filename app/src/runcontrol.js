@@ -5,6 +5,8 @@
 // finished run), which resumes a run from any of its checkpoints through the resume form's path.
 
 import { errorText } from "./format.js";
+import { hideLoss, offerReopen } from "./gpuloss.js";
+import { isGpuLost } from "./gpulost.js";
 import { doing, showEpoch, showResults, setRunSettings, showTrainDone, showTrainPaused, showTrainRefused, showTrainStarting } from "./page.js";
 import { Driver, keyFromText, lastRun, manifestName, rememberRun, weightsName } from "./runmodel.js";
 import {
@@ -111,11 +113,13 @@ export class RunControl {
       setRunPhase("failed");
       showTrainDone(null, error);
       this.current.log?.settle("failed", errorText(error));
+      if (isGpuLost(error)) await offerReopen(this, error);
     }
   }
 
   // Opens a run with `settings` ({program, kind, level, seed, epochs, cap, resume}) and drives it.
   async start(settings) {
+    hideLoss();
     if (this.current) {
       await this.current.driver.pause();
       await this.current.pinning;

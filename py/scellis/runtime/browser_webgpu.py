@@ -1,17 +1,33 @@
 """The WebGPU device in the browser: step plans handed to the page's JS executor (app/src/executor.js)
-through Pyodide's FFI. One FFI call per step; outputs come back as promises the caller awaits later."""
+through Pyodide's FFI. One FFI call per step; outputs come back as promises the caller awaits later. A
+device the browser lost raises DeviceLost (the executor's GpuLostError), never a raw JS exception."""
 
 from __future__ import annotations
 
-from collections.abc import Generator
+from collections.abc import Generator, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import js  # only importable in Pyodide
-from pyodide.ffi import to_js
+from pyodide.ffi import JsException, to_js
 
 from scellis.lower.kernels import Schedule
 from scellis.plan.budget import Budget, DeviceLimits, probe_search
+from scellis.runtime.devices import DeviceLost
 from scellis.runtime.step_plan import step_plan
+
+GPU_LOST = "GpuLostError"  # the name of app/src/gpulost.js's error
+
+
+@contextmanager
+def _loss_named() -> Iterator[None]:
+    """The executor's GpuLostError raised as DeviceLost; every other error as it is."""
+    try:
+        yield
+    except JsException as error:
+        if str(getattr(error, "name", "")) == GPU_LOST:
+            raise DeviceLost(str(error.message)) from None
+        raise
 
 
 class Reads:
@@ -21,7 +37,8 @@ class Reads:
         self.promise = promise
 
     def __await__(self) -> Generator[Any, Any, dict[str, bytes]]:
-        result = yield from self.promise.__await__()
+        with _loss_named():
+            result = yield from self.promise.__await__()
         return _bytes(result)
 
 
@@ -36,19 +53,23 @@ class BrowserCompiled:
     async def step(self, writes: dict[str, bytes], reads: list[str]) -> dict[str, bytes]:
         """Submit one step (one FFI call); awaiting the result waits for `reads` to come back."""
         js_writes = js.Object.fromEntries(to_js([[k, to_js(v)] for k, v in writes.items()]))
-        return _bytes(await self.handle.step(js_writes, to_js(reads)))
+        with _loss_named():
+            return _bytes(await self.handle.step(js_writes, to_js(reads)))
 
     def submit(self, writes: dict[str, bytes], reads: list[str]) -> Reads:
         """Submit one step; its reads arrive whenever the caller awaits them (or never does)."""
         js_writes = js.Object.fromEntries(to_js([[k, to_js(v)] for k, v in writes.items()]))
-        return Reads(self.handle.step(js_writes, to_js(reads)))
+        with _loss_named():
+            return Reads(self.handle.step(js_writes, to_js(reads)))
 
     async def fetch(self, names: list[str]) -> dict[str, bytes]:
-        return _bytes(await self.handle.fetch(to_js(names)))
+        with _loss_named():
+            return _bytes(await self.handle.fetch(to_js(names)))
 
     def copy_into(self, other: BrowserCompiled, names: list[str]) -> None:
         """One submission of buffer-to-buffer copies in the page's executor (runtime.device)."""
-        self.handle.copyInto(other.handle, to_js(names))
+        with _loss_named():
+            self.handle.copyInto(other.handle, to_js(names))
 
 
 def _measured_when(dates: list[str]) -> str:
@@ -84,7 +105,8 @@ class BrowserWebGPU:
         dates: list[str] = []  # of answers kept from earlier; "" for one measured now
         try:
             while True:
-                answer = await self.gpu.measure(size)
+                with _loss_named():
+                    answer = await self.gpu.measure(size)
                 dates.append(str(answer.measured)[:10] if answer.stored else "")
                 size = search.send(bool(answer.fits))
         except StopIteration as done:
@@ -93,4 +115,5 @@ class BrowserWebGPU:
 
     async def compile(self, schedule: Schedule) -> BrowserCompiled:
         plan = step_plan(schedule)
-        return BrowserCompiled(await self.gpu.compile(to_js(plan, dict_converter=js.Object.fromEntries)))
+        with _loss_named():
+            return BrowserCompiled(await self.gpu.compile(to_js(plan, dict_converter=js.Object.fromEntries)))
