@@ -35,7 +35,8 @@ function standInAdapter() {{
   const scopes = [];
   const lost = new Promise((resolve) => {{ markLost = resolve; }});
   const buffer = (size) => {{
-    if (!destroyed && used + size > MEMORY && scopes.length) scopes[scopes.length - 1] ??= {{ message: "out of memory" }};
+    const full = !destroyed && used + size > MEMORY && scopes.length;
+    if (full) scopes[scopes.length - 1] ??= {{ message: "out of memory" }};
     used += size;
     return {{ size, destroy() {{ used -= size; }},
       async mapAsync() {{
@@ -85,7 +86,12 @@ def test_an_answer_measured_on_a_lost_device_is_not_kept() -> None:
 const kept = storage();
 let lost = null;
 const store = probes.probeStore(kept, identity, async () => { lost = lostInfo; return true; }, now, async () => lost);
-try { await store.measure(2 ** 36); out.answer = "answered"; } catch (e) { out.error = { name: e.name, message: e.message, lost: isGpuLost(e) }; }
+try {
+  await store.measure(2 ** 36);
+  out.answer = "answered";
+} catch (e) {
+  out.error = { name: e.name, message: e.message, lost: isGpuLost(e) };
+}
 out.kept = [...kept.items.keys()];
 const alive = probes.probeStore(kept, identity, async () => true, now, async () => null);
 out.alive = await alive.measure(64);
@@ -119,7 +125,8 @@ for (const [name, text] of Object.entries(entries)) {
   const kept = storage();
   kept.setItem(key, text);
   const calls = [];
-  const answered = await probes.probeStore(kept, identity, async (n) => { calls.push(n); return false; }, now).measure(64);
+  const probe = async (n) => { calls.push(n); return false; };
+  const answered = await probes.probeStore(kept, identity, probe, now).measure(64);
   out.results[name] = { answered, calls };
 }
 const kept = storage();
@@ -139,7 +146,12 @@ const gpu = await openDevice(standInAdapter(), kept);
 out.before = await gpu.measure(4096);
 out.lostBefore = gpu.lost ?? null;
 gpu.device.destroy();
-try {{ await gpu.measure({GIB64}); out.fits = "answered"; }} catch (e) {{ out.probe = {{ name: e.name, message: e.message }}; }}
+try {{
+  await gpu.measure({GIB64});
+  out.fits = "answered";
+}} catch (e) {{
+  out.probe = {{ name: e.name, message: e.message }};
+}}
 const [entry] = [...kept.items.values()].map((text) => JSON.parse(text));
 out.stored = entry.answers.map((a) => a.bytes);
 out.lost = gpu.lost;
@@ -173,3 +185,33 @@ try { await gpu.compile(plan); } catch (e) { out.compile = e.name; }
     assert out["during"]["message"].startswith("the GPU was lost (destroyed: Device was destroyed.)")
     assert "Acme X1" in out["during"]["message"]
     assert (out["after"], out["fetch"], out["compile"]) == ("GpuLostError",) * 3
+
+
+def test_the_run_panel_says_where_the_run_stopped_and_what_it_resumes_from() -> None:
+    out = run_node(
+        PRELUDE.replace("import * as probes", f'import * as loss from "{SRC}/gpuloss.js";\nimport * as probes'),
+        """
+const error = new GpuLostError(lostInfo, "google swiftshader", "a step");
+const state = { step: 13, checkpoints: [{ step: 4, key: "sha256:a" }, { step: 12, key: "sha256:c" }],
+  saved: [{ step: 8, key: "sha256:b" }] };
+const unsaved = "its state at step 13 could not be saved: it was on the GPU that was lost (destroyed)";
+out.from = loss.newestCheckpoint(state);
+out.savedFrom = loss.newestCheckpoint(state, "sha256:d");
+out.none = loss.newestCheckpoint({ step: 2, checkpoints: [], saved: [] });
+out.words = loss.lossWords(error, { state, saved: null, unsaved }, out.from);
+out.fresh = loss.lossWords(error, { state, saved: null, unsaved }, null);
+out.overRpc = isGpuLost({ name: error.name, message: error.message });
+""",
+    )
+    assert out["from"] == {"step": 12, "key": "sha256:c"}
+    assert out["savedFrom"] == {"step": 13, "key": "sha256:d"}  # the state saved at the loss comes first
+    assert out["none"] is None
+    assert out["words"] == (
+        "The GPU was lost (destroyed: Device was destroyed.) during a step: google swiftshader does nothing more "
+        "until it is reopened. The run stopped at step 13. Its state at step 13 could not be saved: it was on the "
+        "GPU that was lost (destroyed). It can go on from the checkpoint of step 12 (sha256:c) on a fresh GPU device."
+    )
+    assert out["fresh"].endswith(
+        "It wrote no checkpoint before the loss: on a fresh GPU device it starts again from its beginning."
+    )
+    assert out["overRpc"] is True
