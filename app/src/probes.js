@@ -36,6 +36,11 @@ export function adapterIdentity(adapter, userAgent) {
   };
 }
 
+// The adapter as the executor names it: its description, else its vendor and architecture.
+function adapterName(identity) {
+  return identity.description || [identity.vendor, identity.architecture].filter(Boolean).join(" ") || "WebGPU adapter";
+}
+
 // FNV-1a over the identity's JSON text: a short storage key (the entry holds the whole identity).
 export function storageKey(identity) {
   let hash = 0x811c9dc5;
@@ -136,7 +141,7 @@ export function probeStore(storage, identity, probe, now = () => new Date(), los
       if (known) return { ...known, stored: true };
       const fits = await probe(nbytes);
       const gone = await lost();
-      if (gone) throw new GpuLostError(gone, identity.description || identity.vendor, "the allocation probe");
+      if (gone) throw new GpuLostError(gone, adapterName(identity), "the allocation probe");
       const measured = now().toISOString();
       if (!(fits && nbytes >= ABSURD_BYTES)) recordAnswer(storage, identity, nbytes, fits, measured);
       return { fits, measured, stored: false };
