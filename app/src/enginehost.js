@@ -220,7 +220,15 @@ class Engine {
       browser: run.browser,
       resume: run.resume ?? undefined,
     };
-    return this.keep(await this.python(PYTHON.run, values, await this.files(data)), run.kind);
+    const gpu = run.kind === "webgpu" ? globalThis.scellisGpu : null;
+    let opened;
+    try {
+      opened = await this.python(PYTHON.run, values, await this.files(data));
+    } catch (error) {
+      if (gpu?.lost) throw new GpuLostError(gpu.lost, gpu.name, "opening the run");
+      throw error;
+    }
+    return this.keep(opened, run.kind);
   }
 
   async openReplay(data, kind, href, browser) {
