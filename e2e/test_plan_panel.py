@@ -219,7 +219,7 @@ def test_the_probe_is_kept_across_visits_and_measured_again_on_request(loaded: L
     wait_plan(loaded.page, "green")
     [entry] = stored_probes(loaded.page)
     identity = entry["identity"]  # SwiftShader names itself by vendor and architecture
-    assert entry["format"] == "scellis-probes/1" and identity["vendor"] == "google"
+    assert entry["format"] == "scellis-probes/2" and identity["vendor"] == "google"
     assert identity["limits"]["maxBufferSize"] > 0 and "Chrome" in identity["userAgent"]
     key = loaded.page.evaluate(PROBE_KEY)
     entry["answers"] = [{**a, "measured": EARLIER} for a in entry["answers"]]  # kept from a visit long ago
@@ -236,13 +236,13 @@ def test_the_probe_is_kept_across_visits_and_measured_again_on_request(loaded: L
     [entry] = stored_probes(page)
     assert all(a["measured"] != EARLIER for a in entry["answers"])  # the old answers were dropped
     # a corrupt entry is not trusted: the next visit probes again and replaces it
-    page.evaluate('(key) => localStorage.setItem(key, \'{"format": "scellis-probes/1", "answers": [\')', key)
+    page.evaluate('(key) => localStorage.setItem(key, \'{"format": "scellis-probes/2", "answers": [\')', key)
     page.reload()
     wait_ready(page)
     page.select_option("#train-level", "prod")
     shown = wait_plan(page, "green")
     assert shown["budget"].endswith("measured now"), shown["budget"]
-    assert json.loads(page.evaluate("(key) => localStorage.getItem(key)", key))["format"] == "scellis-probes/1"
+    assert json.loads(page.evaluate("(key) => localStorage.getItem(key)", key))["format"] == "scellis-probes/2"
     page.close()
 
 

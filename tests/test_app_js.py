@@ -112,7 +112,7 @@ out.trusted = await probes.probeStore(kept, identity, counting(() => false), now
     for name, result in out["results"].items():
         assert result["calls"] == 1, name  # not trusted: the probe runs
         assert result["answer"] == {"fits": False, "measured": "2025-03-04T05:06:07.000Z", "stored": False}, name
-        assert result["replaced"]["format"] == "scellis-probes/1", name
+        assert result["replaced"]["format"] == "scellis-probes/2", name
         assert result["replaced"]["answers"] == [{"bytes": 64, "fits": False, "measured": "2025-03-04T05:06:07.000Z"}]
     assert out["trusted"] == {"fits": True, "measured": "2025-01-01T00:00:00.000Z", "stored": True}
 

@@ -1,9 +1,11 @@
 // The engine in its Web Worker: Pyodide, the scellis wheel, the WebGPU executor and the IndexedDB store
 // live here, off the page's main thread, so the page stays responsive while a run computes. Every call
 // the page makes (rpc.js) is a handler below; answers are data (JSON text or plain values). Runs the
-// page drives are kept here by id and reached through `advance`, `checkpoint`, and so on.
+// page drives are kept here by id and reached through `advance`, `checkpoint`, and so on. A run whose
+// WebGPU device is lost fails with a GpuLostError (gpulost.js) whatever Python made of the loss.
 
 import { openDevice } from "./executor.js";
+import { GpuLostError } from "./gpulost.js";
 import { mirroredStorage, serve } from "./rpc.js";
 import { openStore } from "./store.js";
 import { importFiles } from "./userdata.js";
@@ -48,6 +50,7 @@ class Engine {
   constructor(base) {
     this.base = base;
     this.runs = new Map(); // id -> PyProxy of scellis.app.Driven
+    this.gpus = new Map(); // id -> the WebGPU device (executor.openDevice's) a run is on
     this.nextRun = 1;
     this.siteFiles = null;
     this.kept = new KeptData(); // the user's imported data sets, by id
@@ -99,20 +102,48 @@ class Engine {
     return { source: "site", files: this.siteFiles };
   }
 
-  // Opens the WebGPU device the engine's executor uses (a fresh one for each run; kept for planning).
+  // Opens the WebGPU device the engine's executor uses (a fresh one for each run; kept for planning
+  // until it is lost). Never another kind: without an adapter, the error says so.
   async prepareDevice(kind, fresh = true) {
-    if (kind !== "webgpu" || (!fresh && globalThis.scellisGpu)) return;
-    const adapter = await navigator.gpu.requestAdapter();
-    if (!adapter) throw new Error("the WebGPU adapter went away");
+    if (kind !== "webgpu" || (!fresh && globalThis.scellisGpu && !globalThis.scellisGpu.lost)) return;
+    const adapter = await navigator.gpu?.requestAdapter();
+    if (!adapter) throw new Error("no WebGPU adapter is available now: the GPU cannot be opened");
     globalThis.scellisGpu = await openDevice(adapter, this.storage);
   }
 
-  // A run opened in Python: kept by id, or its refusal / failure answered as is.
-  keep(opened) {
+  // A run opened in Python: kept by id (with its device, when WebGPU), or its refusal answered as is.
+  keep(opened, kind) {
     if (typeof opened === "string") return { opened: JSON.parse(opened) };
     const id = this.nextRun++;
     this.runs.set(id, opened);
+    if (kind === "webgpu") this.gpus.set(id, globalThis.scellisGpu);
     return { id, state: JSON.parse(opened.state()) };
+  }
+
+  // `work(run)` for the run `id`; when it fails and the run's device is lost, the loss is the error.
+  async onRun(id, work, during) {
+    const run = this.run(id);
+    try {
+      return await work(run);
+    } catch (error) {
+      const gpu = this.gpus.get(id);
+      if (gpu?.lost) throw new GpuLostError(gpu.lost, gpu.name, during);
+      throw error;
+    }
+  }
+
+  // After a run's device was lost: where the run stands ({state}) and its state saved as a checkpoint
+  // ({saved: key}) where it can still be read, else why not ({unsaved}).
+  async afterLoss(id) {
+    const run = this.run(id);
+    const state = JSON.parse(run.state()); // kept in Python, not on the device
+    try {
+      return { state, saved: await run.checkpoint(), unsaved: null };
+    } catch (error) {
+      const gpu = this.gpus.get(id);
+      const why = gpu?.lost ? `it was on the GPU that was lost (${gpu.lost.reason})` : error.message;
+      return { state, saved: null, unsaved: `its state at step ${state.step} could not be saved: ${why}` };
+    }
   }
 
   run(id) {
@@ -146,13 +177,19 @@ class Engine {
       dataInfo: async (data) => JSON.parse(await this.python(PYTHON.data, {}, await this.files(data))),
       starter: async (data) => this.python(PYTHON.starter, {}, await this.files(data)),
       openRun: (data, run) => this.openRun(data, run),
-      advance: (id, steps) => this.run(id).advance(steps),
+      advance: (id, steps) => this.onRun(id, (run) => run.advance(steps), "a step"),
       state: (id) => this.run(id).state(),
-      checkpoint: (id) => this.run(id).checkpoint(),
-      manifest: (id, base) => this.run(id).manifest(base),
+      checkpoint: (id) => this.onRun(id, (run) => run.checkpoint(), "saving a checkpoint"),
+      manifest: (id, base) => this.onRun(id, (run) => run.manifest(base), "saving the final checkpoint"),
+      afterLoss: (id) => this.afterLoss(id),
+      // a fresh WebGPU device after a loss: its name
+      reopenGpu: async () => {
+        await this.prepareDevice("webgpu", true);
+        return globalThis.scellisGpu.name;
+      },
       verdict: (id) => this.run(id).verdict(),
       weights: async (id) => {
-        const bytes = await this.run(id).weights(); // Python bytes
+        const bytes = await this.onRun(id, (run) => run.weights(), "reading the weights"); // Python bytes
         const copy = bytes.toJs();
         bytes.destroy();
         return copy;
@@ -160,6 +197,7 @@ class Engine {
       closeRun: (id) => {
         this.runs.get(id)?.destroy();
         this.runs.delete(id);
+        this.gpus.delete(id);
       },
       readLink: async (href) => JSON.parse(await this.python(PYTHON.link, { href })),
       openReplay: (data, kind, href, browser) => this.openReplay(data, kind, href, browser),
@@ -182,7 +220,15 @@ class Engine {
       browser: run.browser,
       resume: run.resume ?? undefined,
     };
-    return this.keep(await this.python(PYTHON.run, values, await this.files(data)));
+    const gpu = run.kind === "webgpu" ? globalThis.scellisGpu : null;
+    let opened;
+    try {
+      opened = await this.python(PYTHON.run, values, await this.files(data));
+    } catch (error) {
+      if (gpu?.lost) throw new GpuLostError(gpu.lost, gpu.name, "opening the run");
+      throw error;
+    }
+    return this.keep(opened, run.kind);
   }
 
   async openReplay(data, kind, href, browser) {
@@ -191,7 +237,7 @@ class Engine {
     const pair = await this.python(PYTHON.replay, values, await this.files(data));
     const [opened, note] = pair.toJs({ depth: 1 });
     pair.destroy();
-    return { ...this.keep(opened), note: note ?? null };
+    return { ...this.keep(opened, kind), note: note ?? null };
   }
 
   // For tests and benchmarks: Python run in the engine as the page's own calls are (after opening the

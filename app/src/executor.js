@@ -1,15 +1,41 @@
 // The WebGPU executor: replays a step plan built in Python (buffers, WGSL kernels,
 // bindings, workgroup counts, carry copies). One call per step records every dispatch into one
 // command encoder; scalar outputs come back through a ring of mappable staging buffers, so the
-// next step is submitted before the previous step's loss is read.
+// next step is submitted before the previous step's loss is read. A lost device (`device.lost`) is
+// named: every call after the loss, and every read the loss cut short, fails with a GpuLostError saying
+// what GPUDeviceLostInfo said, never with the raw AbortError of the mapping it interrupted.
 
+import { GpuLostError, lossOf } from "./gpulost.js";
 import { adapterIdentity, pageStorage, probeStore } from "./probes.js";
 
 const STORAGE = () => GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST;
 
+// Whether `device` (named `name`) is lost: `lost` is its GPUDeviceLostInfo as data once it is, `check`
+// throws the loss, `explain(error)` is the error a failed call becomes. A mapping the loss cut short
+// rejects with an AbortError, and `device.lost` may settle a task later: that error waits for it.
+export function watchLoss(device, name) {
+  const watch = {
+    lost: null,
+    check(during) {
+      if (watch.lost) throw new GpuLostError(watch.lost, name, during);
+    },
+    async explain(error, during) {
+      if (watch.lost) return new GpuLostError(watch.lost, name, during);
+      if (error?.name === "AbortError") return new GpuLostError(lossOf(await device.lost), name, during);
+      return error;
+    },
+  };
+  device.lost.then((info) => {
+    watch.lost = lossOf(info);
+  });
+  return watch;
+}
+
 export class CompiledStep {
-  constructor(device, plan, pipelines) {
+  // `watch`: watchLoss's, for the device the step runs on
+  constructor(device, plan, pipelines, watch) {
     this.device = device;
+    this.watch = watch;
     this.names = plan.names;
     this.buffers = plan.buffers.map((size) => device.createBuffer({ size, usage: STORAGE() }));
     this.allocated = this.buffers.reduce((sum, buffer) => sum + buffer.size, 0);
@@ -30,6 +56,7 @@ export class CompiledStep {
   // writes: {name: Uint8Array}; reads: names of outputs to bring back. Returns a Promise of
   // {name: ArrayBuffer} that settles after the GPU finishes; the caller need not wait for it.
   step(writes, reads) {
+    this.watch.check("a step");
     for (const [name, bytes] of Object.entries(writes)) this.write(name, bytes);
     const encoder = this.device.createCommandEncoder();
     const pass = encoder.beginComputePass();
@@ -44,20 +71,22 @@ export class CompiledStep {
     }
     const copies = this.stage(encoder, reads);
     this.device.queue.submit([encoder.finish()]);
-    return this.collect(copies);
+    return this.collect(copies, "a step");
   }
 
   // Bring outputs back without running anything.
   fetch(reads) {
+    this.watch.check("reading the state back");
     const encoder = this.device.createCommandEncoder();
     const copies = this.stage(encoder, reads);
     this.device.queue.submit([encoder.finish()]);
-    return this.collect(copies);
+    return this.collect(copies, "reading the state back");
   }
 
   // Copy the named buffers into `other`'s buffers of the same names (another step on this device), with
   // no round trip through the page: queued after every step submitted before.
   copyInto(other, names) {
+    this.watch.check("a copy between steps");
     const encoder = this.device.createCommandEncoder();
     for (const name of names) {
       const source = this.buffers[this.names[name]];
@@ -81,10 +110,15 @@ export class CompiledStep {
     });
   }
 
-  collect(copies) {
+  collect(copies, during) {
     return Promise.all(
       copies.map(async ([name, staging]) => {
-        await staging.mapAsync(GPUMapMode.READ);
+        try {
+          await staging.mapAsync(GPUMapMode.READ);
+        } catch (error) {
+          staging.destroy();
+          throw await this.watch.explain(error, during);
+        }
         const data = new Uint8Array(staging.getMappedRange().slice(0));
         staging.destroy();
         return [name, data];
@@ -134,9 +168,28 @@ async function probe(device, nbytes) {
   return !thrown && error === null;
 }
 
+// GPUDeviceLostInfo as data when `device` is lost by the time a round trip through it ends, else null.
+// A lost device reports no error for anything, so a probe's answer means something only if this is null.
+async function lostAfterRoundTrip(device, watch) {
+  if (watch.lost) return watch.lost;
+  const buffer = device.createBuffer({ size: 4, usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST });
+  try {
+    await buffer.mapAsync(GPUMapMode.READ);
+  } catch (error) {
+    const explained = await watch.explain(error, "the allocation probe");
+    if (explained instanceof GpuLostError) return watch.lost ?? { reason: explained.reason, message: explained.lostMessage };
+    throw new Error(`the allocation probe's answer could not be confirmed: ${explained.message}`);
+  } finally {
+    buffer.destroy();
+  }
+  return watch.lost;
+}
+
 // The page's WebGPU device, opened once. Nothing fails silently: compiling a plan checks every
 // pipeline and bind group under a validation error scope, and any later uncaptured error is kept
-// and thrown by the next call. The probe's answers are kept per adapter in `storage` (probes.js).
+// and thrown by the next call; once the device is lost (`lost`: GPUDeviceLostInfo as data, else null)
+// every call throws a GpuLostError. The probe's answers are kept per adapter in `storage` (probes.js),
+// and only those measured on a device still alive after the probe.
 export async function openDevice(adapter, storage = pageStorage()) {
   // the optional features the fast level can use, enabled when the adapter has them
   const features = ["shader-f16"].filter((f) => adapter.features.has(f));
@@ -151,35 +204,46 @@ export async function openDevice(adapter, storage = pageStorage()) {
   device.addEventListener("uncapturederror", (event) => {
     failure = failure ?? event.error;
   });
-  const check = () => {
+  const info = adapter.info ?? {};
+  const name = info.description || [info.vendor, info.architecture].filter(Boolean).join(" ") || "WebGPU adapter";
+  const watch = watchLoss(device, name);
+  const check = (during) => {
+    watch.check(during);
     if (failure) throw new Error(`WebGPU error: ${failure.message}`);
   };
-  const info = adapter.info ?? {};
   const identity = adapterIdentity(adapter, globalThis.navigator?.userAgent);
-  const probes = probeStore(storage, identity, (nbytes) => probe(device, nbytes));
+  const measured = (nbytes) => {
+    watch.check("the allocation probe");
+    return probe(device, nbytes);
+  };
+  const probes = probeStore(storage, identity, measured, undefined, () => lostAfterRoundTrip(device, watch));
   return {
     device,
+    name,
+    get lost() {
+      return watch.lost;
+    },
     features,
     limits: {
       max_buffer_size: device.limits.maxBufferSize,
       max_storage_binding: device.limits.maxStorageBufferBindingSize,
       max_storage_buffers: device.limits.maxStorageBuffersPerShaderStage,
     },
-    name: info.description || [info.vendor, info.architecture].filter(Boolean).join(" ") || "WebGPU adapter",
-    probe: (nbytes) => probe(device, nbytes),
+    probe: measured,
     // the probe's answer for `nbytes` as {fits, measured, stored}: from an earlier visit when kept
     measure: (nbytes) => probes.measure(nbytes),
     // "measure again": the next plan probes instead of reusing kept answers
     forgetProbes: () => probes.forget(),
     async compile(plan) {
-      check();
+      check(`compiling ${plan.name}`);
       device.pushErrorScope("validation");
-      const step = new CompiledStep(device, plan, pipelines);
+      const step = new CompiledStep(device, plan, pipelines, watch);
       const error = await device.popErrorScope();
+      watch.check(`compiling ${plan.name}`); // a lost device reports no validation error
       if (error) throw new Error(`compiling ${plan.name} for WebGPU failed: ${error.message}`);
       const run = step.step.bind(step);
       step.step = (writes, reads) => {
-        check();
+        check("a step");
         return run(writes, reads);
       };
       return step;

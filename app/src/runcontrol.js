@@ -7,6 +7,8 @@
 // finished run), which resumes a run from any of its checkpoints through the resume form's path.
 
 import { errorText } from "./format.js";
+import { hideLoss, offerReopen } from "./gpuloss.js";
+import { isGpuLost } from "./gpulost.js";
 import { doing, showEpoch, showResults, setRunSettings, showTrainDone, showTrainPaused, showTrainRefused, showTrainStarting } from "./page.js";
 import { Driver, LAST_RUN, checkLastRun, forgetLastRun, keyFromText, lastRun, manifestName, weightsName } from "./runmodel.js";
 import {
@@ -129,11 +131,13 @@ export class RunControl {
       setRunPhase("failed");
       showTrainDone(null, error);
       this.current.log?.settle("failed", errorText(error));
+      if (isGpuLost(error)) await offerReopen(this, error);
     }
   }
 
   // Opens a run with `settings` ({program, kind, level, seed, epochs, cap, resume}) and drives it.
   async start(settings) {
+    hideLoss();
     if (this.current) {
       await this.current.driver.pause();
       await this.current.pinning;

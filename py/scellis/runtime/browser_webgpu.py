@@ -1,19 +1,35 @@
 """The WebGPU device in the browser: step plans handed to the page's JS executor (app/src/executor.js)
 through Pyodide's FFI. One FFI call per step; outputs come back as promises the caller awaits later. The
-index checks' records (runtime.index_checks) are one more named output, read with the others."""
+index checks' records (runtime.index_checks) are one more named output, read with the others. A device
+the browser lost raises DeviceLost (the executor's GpuLostError), never a raw JS exception."""
 
 from __future__ import annotations
 
-from collections.abc import Generator
+from collections.abc import Generator, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import js  # only importable in Pyodide
-from pyodide.ffi import to_js
+from pyodide.ffi import JsException, to_js
 
 from scellis.lower.kernels import Schedule
 from scellis.plan.budget import Budget, DeviceLimits, probe_search
+from scellis.runtime.devices import DeviceLost
 from scellis.runtime.index_checks import IndexChecks
 from scellis.runtime.step_plan import step_plan
+
+GPU_LOST = "GpuLostError"  # the name of app/src/gpulost.js's error
+
+
+@contextmanager
+def _loss_named() -> Iterator[None]:
+    """The executor's GpuLostError raised as DeviceLost; every other error as it is."""
+    try:
+        yield
+    except JsException as error:
+        if str(getattr(error, "name", "")) == GPU_LOST:
+            raise DeviceLost(str(error.message)) from None
+        raise
 
 
 class Reads:
@@ -24,7 +40,8 @@ class Reads:
         self.promise, self.checks, self.names = promise, checks, names
 
     def __await__(self) -> Generator[Any, Any, dict[str, bytes]]:
-        result = yield from self.promise.__await__()
+        with _loss_named():
+            result = yield from self.promise.__await__()
         return self.checks.verify(_bytes(result), self.names)
 
 
@@ -43,14 +60,18 @@ class BrowserCompiled:
     def submit(self, writes: dict[str, bytes], reads: list[str]) -> Reads:
         """Submit one step; its reads arrive whenever the caller awaits them (or never does)."""
         js_writes = js.Object.fromEntries(to_js([[k, to_js(v)] for k, v in writes.items()]))
-        return Reads(self.handle.step(js_writes, to_js(self.checks.reads(reads))), self.checks, reads)
+        with _loss_named():
+            return Reads(self.handle.step(js_writes, to_js(self.checks.reads(reads))), self.checks, reads)
 
     async def fetch(self, names: list[str]) -> dict[str, bytes]:
-        return await Reads(self.handle.fetch(to_js(self.checks.reads(names))), self.checks, names)
+        with _loss_named():
+            promise = self.handle.fetch(to_js(self.checks.reads(names)))
+        return await Reads(promise, self.checks, names)
 
     def copy_into(self, other: BrowserCompiled, names: list[str]) -> None:
         """One submission of buffer-to-buffer copies in the page's executor (runtime.device)."""
-        self.handle.copyInto(other.handle, to_js(names))
+        with _loss_named():
+            self.handle.copyInto(other.handle, to_js(names))
 
 
 def _measured_when(dates: list[str]) -> str:
@@ -86,7 +107,8 @@ class BrowserWebGPU:
         dates: list[str] = []  # of answers kept from earlier; "" for one measured now
         try:
             while True:
-                answer = await self.gpu.measure(size)
+                with _loss_named():
+                    answer = await self.gpu.measure(size)
                 dates.append(str(answer.measured)[:10] if answer.stored else "")
                 size = search.send(bool(answer.fits))
         except StopIteration as done:
@@ -95,5 +117,6 @@ class BrowserWebGPU:
 
     async def compile(self, schedule: Schedule) -> BrowserCompiled:
         plan = step_plan(schedule)
-        handle = await self.gpu.compile(to_js(plan, dict_converter=js.Object.fromEntries))
+        with _loss_named():
+            handle = await self.gpu.compile(to_js(plan, dict_converter=js.Object.fromEntries))
         return BrowserCompiled(handle, IndexChecks(schedule))

@@ -60,6 +60,11 @@ class Selection:
         return {"device": self.device.to_json(), "reason": self.reason, "cpu_fallback": self.cpu_fallback}
 
 
+class DeviceLost(RuntimeError):
+    """The GPU a run was on is lost (WebGPU's `device.lost`): nothing on it can run or be read back any more.
+    The message says what the browser said (GPUDeviceLostInfo's reason and message) and names the device."""
+
+
 def _size(n: int) -> str:
     """Bytes in binary units, 4 significant digits: 2147483648 -> '2 GiB'."""
     value, unit = float(n), 0
