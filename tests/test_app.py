@@ -26,8 +26,8 @@ from scellis.app import (
     plan_example,
     running_engine,
 )
-from scellis.datasets import digits_csv, from_files, read_digits, to_files
 from scellis.assets import WASM_NAME, read_asset
+from scellis.datasets import digits_csv, from_files, read_digits, to_files
 from scellis.engine import engine_files, installed_engine_version
 from scellis.examples import digits_mlp
 from scellis.levels import Level
@@ -247,7 +247,7 @@ LYING_BUILD = json.dumps(
     {
         "package_version": "9.9.9",
         "engine_version": "9.9.9+000000000000",
-        "engine_files": {name: "0" * 64 for name in engine_files()},
+        "engine_files": dict.fromkeys(engine_files(), "0" * 64),
         "tools": {"pyodide": "0.0.0"},
     }
 )

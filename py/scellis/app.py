@@ -12,6 +12,7 @@ import json
 import time
 from typing import Any
 
+from scellis import __version__
 from scellis.datafit import fit_problems, starter_program
 from scellis.datasets import (
     CANCER_INFO,
@@ -26,15 +27,13 @@ from scellis.datasets import (
     words,
     zen_of_python,
 )
+from scellis.engine import engine_files
 from scellis.examples import catalogue, digits_mlp
 from scellis.graph import ProgramError, palette
 from scellis.levels import parse_level
 from scellis.lower import Schedule
-from scellis import __version__
-from scellis.engine import engine_files
 from scellis.manifest import Engine, read_share_link
-from scellis.manifest.pins import engine_of
-from scellis.manifest.pins import data_versions
+from scellis.manifest.pins import data_versions, engine_of
 from scellis.manifest.replay import Pins
 from scellis.pagerun import PageRun
 from scellis.pipeline import Compiled, compile_program
