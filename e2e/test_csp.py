@@ -107,6 +107,26 @@ def test_the_app_starts_and_trains_with_no_violation(shipped: Watched, served: t
     assert shipped.app.errors == []
 
 
+# what each page shows once its script has run
+SHOWN = {
+    "start.html": "main",
+    "limits.html": "#storage-live[data-state=ready]",
+    "correctness.html": "body[data-state=ready], body[data-state=error]",
+}
+
+
+@pytest.mark.parametrize("name", sorted(SHOWN))
+def test_every_other_page_shows_with_no_violation(shipped: Watched, served: tuple[str, list[str]], name: str) -> None:
+    page = shipped.app.page.context.new_page()
+    try:
+        page.goto(served[0] + name)
+        page.wait_for_selector(SHOWN[name])
+        seen = page.evaluate("() => window.__violations")
+    finally:
+        page.close()
+    assert seen == [] and shipped.violations(served[1]) == []
+
+
 def test_the_watch_sees_a_violation_when_there_is_one(shipped: Watched, served: tuple[str, list[str]]) -> None:
     """An inline script (what the policy forbids) is refused, and both the page's event and the server's
     report say so: "no violation" above proves something."""
