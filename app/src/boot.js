@@ -14,10 +14,9 @@ async function fetchText(url) {
 
 async function start(onStage) {
   const base = new URL(".", location.href);
-  onStage(0, "Reading the build manifest…");
+  onStage(0, "Reading the build manifest and checking the app's files against it…");
   const buildText = await fetchText(new URL("build.json", base));
   const build = readBuild(buildText);
-  onStage(0, "Checking the app's files against it…");
   await checkFiles(base, build);
   const { engine, report } = await startEngine(base, buildText, onStage);
   checkEngine(build, report);
