@@ -111,7 +111,7 @@ async function fromNewestBuild(url) {
     const files = (await build.json()).files;
     const why = file in files ? await differs(files[file], bytes) : null;
     if (!why) return cached;
-    return new Response(`${file}: the saved copy is damaged (${why})`, { status: 500, statusText: "Damaged copy" });
+    return new Response(`${file}: the saved copy is damaged (${why})`, { status: 500, statusText: "saved copy damaged" });
   }
   return undefined;
 }

@@ -158,3 +158,28 @@ def test_the_service_worker_keeps_no_copy_of_a_mixed_build(browser: Browser, cop
                          return names.length === 1 && names; }""",
     )
     assert len(complete) == 1
+
+
+def test_a_damaged_saved_copy_is_named_offline_not_served(browser: Browser, copy: Path) -> None:
+    """Offline, the service worker checks each saved file against its build.json again: a copy damaged in
+    the browser's cache is answered as an error naming it, and the page refuses to start, naming it."""
+    httpd = make_server(copy, port=0, quiet=True)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{httpd.server_address[1]}/"
+    try:
+        app = open_app(browser, url)
+        app.page.wait_for_selector("body[data-offline=yes]")
+        app.page.evaluate(
+            """async () => {
+              const name = (await caches.keys()).find((n) => n.startsWith("scellis-build-"));
+              await (await caches.open(name)).put("style.css", new Response("body { color: red }"));
+            }"""
+        )
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+    app.page.reload()
+    wait_ready(app.page)
+    shown = refused(app)
+    assert shown["mismatch"] == "style.css" and "style.css (HTTP 500 saved copy damaged)" in shown["error"]
+    assert not shown["started"] and not shown["train"]

@@ -59,7 +59,7 @@ def test_each_differing_file_is_named_with_why(tmp_path: Path) -> None:
     const build = integrity.readBuild(JSON.stringify(inputs.build));
     const serve = (files) => async (url) => {
       const name = new URL(url).pathname.slice(1);
-      if (!(name in files)) return new Response("", { status: 404 });
+      if (!(name in files)) return new Response("", { status: 404, statusText: "Not Found" });
       return new Response(new Uint8Array(files[name]));
     };
     globalThis.fetch = serve(inputs.whole);
@@ -88,7 +88,7 @@ def test_each_differing_file_is_named_with_why(tmp_path: Path) -> None:
     assert sorted(out["files"]) == ["data/x.f32", "main.js", "scellis-0.1.0-py3-none-any.whl"]
     assert "main.js (its SHA-256 is not the one build.json lists)" in out["message"]
     assert "data/x.f32 (8 bytes, build.json says 16)" in out["message"]
-    assert "scellis-0.1.0-py3-none-any.whl (HTTP 404)" in out["message"]
+    assert "scellis-0.1.0-py3-none-any.whl (HTTP 404 Not Found)" in out["message"]
     assert out["wheelRefused"] == ["scellis-0.1.0-py3-none-any.whl"]
 
 

@@ -70,7 +70,7 @@ async function fetchChecked(base, build, name) {
   } catch (error) {
     return { name, why: `it could not be fetched (${error.message})` };
   }
-  if (!response.ok) return { name, why: `HTTP ${response.status}` };
+  if (!response.ok) return { name, why: `HTTP ${response.status}${response.statusText ? ` ${response.statusText}` : ""}` };
   const bytes = new Uint8Array(await response.arrayBuffer());
   const why = await differs(build, name, bytes);
   return why === null ? bytes : { name, why };
