@@ -3,7 +3,7 @@
 // even where a static host sends no such headers.
 //
 // Online, every request goes to the network first, so a rebuilt site is never mixed with old
-// files. Once started, the page sends its build.json; every file it lists is fetched, checked against
+// files (the page checks what it fetched against build.json itself: integrity.js). Once started, the page sends its build.json; every file it lists is fetched, checked against
 // build.json's SHA-256 and size, and cached under a name made from build.json's hash (unless done
 // already): a file that differs is named to the page and nothing of that build is kept. A cache counts
 // only once build.json itself is in it (it is put last). Offline, files come from the newest complete

@@ -9,6 +9,8 @@ violation (of pages, the engine's worker and the service worker alike) to it; th
 
 from __future__ import annotations
 
+import functools
+import http.server
 import json
 import threading
 import time
@@ -17,10 +19,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-from appdriver import RUN_MS, WAIT_MS, LoadedApp, launch, open_app, start_over, wait_until
+from appdriver import RUN_MS, WAIT_MS, LoadedApp, launch, open_app, start_over, wait_ready, wait_until
 from playwright.sync_api import BrowserContext, Page, Playwright
 
-from scellis.serve import Handler, make_server
+from scellis.serve import PAGE_CSP, WORKER_CSP, Handler, make_server
 
 REPORTS = "/csp-report"
 WATCH = """
@@ -170,3 +172,41 @@ def test_the_shipped_page_and_worker_have_no_test_hooks(shipped: Watched, produc
         'the engine has no call named "script"',
     ]
     assert json.loads((production_dist / "build.json").read_text())["variant"] == "production"
+
+
+class PlainHandler(Handler):
+    """A static host that sends no policy and no isolation headers (the service worker adds them)."""
+
+    def end_headers(self) -> None:
+        http.server.SimpleHTTPRequestHandler.end_headers(self)
+
+    def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - base signature
+        pass
+
+
+def test_the_service_worker_sets_the_policy_on_a_plain_static_host(
+    playwright: Playwright, production_dist: Path
+) -> None:
+    server = http.server.ThreadingHTTPServer(
+        ("127.0.0.1", 0), functools.partial(PlainHandler, directory=str(production_dist))
+    )
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    browser = launch(playwright, webgpu=False)
+    try:
+        app = open_app(browser, f"http://127.0.0.1:{server.server_address[1]}/")
+        app.page.wait_for_selector("body[data-offline=yes]")
+        app.page.reload()
+        wait_ready(app.page)
+        policies = app.page.evaluate(
+            """async () => {
+              const policy = async (name) => (await fetch(name)).headers.get("Content-Security-Policy");
+              return [navigator.serviceWorker.controller !== null, await policy("index.html"),
+                      await policy("engine_worker.js")];
+            }"""
+        )
+        assert policies == [True, f"{PAGE_CSP}; frame-ancestors 'none'", f"{WORKER_CSP}; frame-ancestors 'none'"]
+        assert app.page.get_attribute("body", "data-state") == "ready"
+    finally:
+        browser.close()
+        server.shutdown()
+        server.server_close()
