@@ -415,7 +415,7 @@ def build() -> list[str]:
     return ran
 
 
-def test_steps(tools: dict[str, str]) -> list[Step]:
+def variant_steps(tools: dict[str, str]) -> list[Step]:
     """The test variant's own step: the bundles with the test hooks (everything else is dist/'s)."""
     return [
         Step(
@@ -446,12 +446,12 @@ def build_test() -> list[str]:
     """Bring dist/ and then dist-test/ up to date; return the names of the steps that ran."""
     ran = build()
     tools = tool_versions()
-    for step in test_steps(tools):
+    for step in variant_steps(tools):
         if step.stale():
             print(f"[build] {step.name} ...", flush=True)
             step.run()
             ran.append(step.name)
-    bundles = {p for step in test_steps(tools) for p in step.outputs()}
+    bundles = {p for step in variant_steps(tools) for p in step.outputs()}
     if mirror_into_test(bundles):
         ran.append("mirror-test")
     expected = bundles | {DIST_TEST / p.relative_to(DIST) for p in files_under(DIST) if p.name != "build.json"}
