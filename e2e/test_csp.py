@@ -68,7 +68,8 @@ class Watched:
 
     def violations(self, reports: list[str]) -> list[str]:
         seen = list(self.app.page.evaluate("() => window.__violations"))
-        seen += [line for line in self.console if "Content Security Policy" in line]
+        # the engine's worker's console reaches the context's too (Chromium words it "Content Security policy")
+        seen += [line for line in self.console if "content security policy" in line.lower()]
         return seen + reports
 
 
