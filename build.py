@@ -1,14 +1,20 @@
 """Build the static Scellis app into dist/, incrementally and reproducibly; serve it.
 
     python build.py            build what is stale
+    python build.py --test     also build the test variant, dist-test/ (see below)
     python build.py serve      build what is stale, then serve dist/ on 127.0.0.1
-    python build.py clean      remove build/ and dist/
+    python build.py clean      remove build/, dist/ and dist-test/
 
 Steps, in order: the CPU-path module (wasm/*.c -> scellis_cpu.wasm, zig cc), the scellis
 wheel (hatchling; it carries the module and the WGSL sources), Pyodide (from node_modules),
 the app bundle (esbuild), the correctness matrix's records as the test suite last wrote them
 (build/correctness/ -> correctness.json), and dist/build.json (every shipped file's SHA-256, tool versions,
 engine version). A step runs only when the hash of its inputs changed or an output is gone.
+
+The test variant, dist-test/, is dist/ with the app bundled again with SCELLIS_TEST_HOOKS true: its page and
+engine worker answer the test suite's `python` and `script` calls (window.scellis.python, .inWorker), and
+its build.json says `"variant": "test"` (the server then lets its worker evaluate a test's JavaScript).
+dist/ holds none of that code: esbuild drops it as dead code where SCELLIS_TEST_HOOKS is false.
 """
 
 from __future__ import annotations
@@ -27,6 +33,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent
 BUILD = ROOT / "build"
 DIST = ROOT / "dist"
+DIST_TEST = ROOT / "dist-test"
 NODE_MODULES = ROOT / "node_modules"
 WASM_OUT = BUILD / "wasm" / "scellis_cpu.wasm"
 # Debug info would embed the checkout's path; the name section (function names) stays.
@@ -192,8 +199,9 @@ def build_pyodide() -> None:
         shutil.copyfile(NODE_MODULES / "pyodide" / name, target / name)
 
 
-def build_app() -> None:
-    DIST.mkdir(exist_ok=True)
+def bundle(outdir: Path, test_hooks: bool) -> None:
+    """The app's entries bundled by esbuild into `outdir`; the test hooks compiled in or left out."""
+    outdir.mkdir(exist_ok=True)
     esbuild = NODE_MODULES / ".bin" / "esbuild"
     run(
         [
@@ -209,12 +217,26 @@ def build_app() -> None:
             # the editor (app/src/editor/*.jsx) is React: JSX to react/jsx-runtime calls, React's production build
             "--jsx=automatic",
             '--define:process.env.NODE_ENV="production"',
+            f"--define:SCELLIS_TEST_HOOKS={'true' if test_hooks else 'false'}",
+            *(f"--define:{name}={json.dumps(value)}" for name, value in csp_defines().items()),
             "--minify",
             "--legal-comments=none",
-            f"--outdir={DIST}",
+            f"--outdir={outdir}",
         ],
         "esbuild",
     )
+
+
+def csp_defines() -> dict[str, str]:
+    """The Content-Security-Policy texts the service worker sets where a static host sends none: the
+    server's own (scellis.serve), so the page is held to one policy wherever it is served from."""
+    from scellis.serve import PAGE_CSP, TEST_WORKER_CSP, WORKER_CSP
+
+    return {"SCELLIS_PAGE_CSP": PAGE_CSP, "SCELLIS_WORKER_CSP": WORKER_CSP, "SCELLIS_TEST_WORKER_CSP": TEST_WORKER_CSP}
+
+
+def build_app() -> None:
+    bundle(DIST, test_hooks=False)
     for name in APP_STATIC:
         shutil.copyfile(ROOT / "app" / name, DIST / name)
     shutil.copyfile(WASM_OUT, DIST / WASM_OUT.name)
@@ -293,18 +315,19 @@ def build_correctness() -> None:
     (DIST / "correctness.json").write_text(json.dumps(merged, indent=1, sort_keys=True) + "\n")
 
 
-def write_manifest(tools: dict[str, str]) -> None:
+def write_manifest(tools: dict[str, str], dist: Path = DIST, variant: str = "production") -> None:
     engine = engine_of_checkout()
-    shipped = [p for p in files_under(DIST) if p.name != "build.json"]
+    shipped = [p for p in files_under(dist) if p.name != "build.json"]
     wheel = next(p for p in shipped if p.suffix == ".whl")
     manifest = {
         "format": "scellis.build/1",
+        "variant": variant,
         **engine,
         "wheel": wheel.name,
         "tools": tools,
-        "files": {str(p.relative_to(DIST)): {"sha256": sha256(p), "bytes": p.stat().st_size} for p in shipped},
+        "files": {str(p.relative_to(dist)): {"sha256": sha256(p), "bytes": p.stat().st_size} for p in shipped},
     }
-    (DIST / "build.json").write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n")
+    (dist / "build.json").write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n")
 
 
 def package_sources() -> list[Path]:
@@ -353,21 +376,21 @@ def steps(tools: dict[str, str]) -> list[Step]:
             lambda: [*files_under(ROOT / "app"), ROOT / "package-lock.json", WASM_OUT],
             lambda: [DIST / n for n in (*APP_BUNDLES, WASM_OUT.name, *APP_STATIC)],
             build_app,
-            f"esbuild {tools['esbuild']}",
+            f"esbuild {tools['esbuild']} {csp_defines()}",
         ),
         Step("correctness", correctness_records, lambda: [DIST / "correctness.json"], build_correctness, "1"),
     ]
 
 
-def remove_strays(expected: set[Path]) -> list[str]:
-    """Delete files in dist/ that no step made (left by an older build), so nothing unlisted ships."""
-    strays = [p for p in files_under(DIST) if p not in expected and p.name != "build.json"]
+def remove_strays(expected: set[Path], dist: Path = DIST) -> list[str]:
+    """Delete files in `dist` that no step made (left by an older build), so nothing unlisted ships."""
+    strays = [p for p in files_under(dist) if p not in expected and p.name != "build.json"]
     for path in strays:
         path.unlink()
-    for folder in sorted((p for p in DIST.rglob("*") if p.is_dir()), reverse=True):
+    for folder in sorted((p for p in dist.rglob("*") if p.is_dir()), reverse=True):
         if not any(folder.iterdir()):
             folder.rmdir()
-    return [str(p.relative_to(DIST)) for p in strays]
+    return [str(p.relative_to(dist)) for p in strays]
 
 
 def build() -> list[str]:
@@ -392,16 +415,69 @@ def build() -> list[str]:
     return ran
 
 
+def variant_steps(tools: dict[str, str]) -> list[Step]:
+    """The test variant's own step: the bundles with the test hooks (everything else is dist/'s)."""
+    return [
+        Step(
+            "app-test",
+            lambda: [*files_under(ROOT / "app"), ROOT / "package-lock.json"],
+            lambda: [DIST_TEST / n for n in APP_BUNDLES],
+            lambda: bundle(DIST_TEST, test_hooks=True),
+            f"esbuild {tools['esbuild']} {csp_defines()}",
+        )
+    ]
+
+
+def mirror_into_test(bundles: set[Path]) -> bool:
+    """dist/'s files (but its bundles) copied into dist-test/ where they differ; True when any did."""
+    changed = False
+    for source in files_under(DIST):
+        target = DIST_TEST / source.relative_to(DIST)
+        if source.name == "build.json" or target in bundles:
+            continue
+        if not target.is_file() or sha256(target) != sha256(source):
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, target)
+            changed = True
+    return changed
+
+
+def build_test() -> list[str]:
+    """Bring dist/ and then dist-test/ up to date; return the names of the steps that ran."""
+    ran = build()
+    tools = tool_versions()
+    for step in variant_steps(tools):
+        if step.stale():
+            print(f"[build] {step.name} ...", flush=True)
+            step.run()
+            ran.append(step.name)
+    bundles = {p for step in variant_steps(tools) for p in step.outputs()}
+    if mirror_into_test(bundles):
+        ran.append("mirror-test")
+    expected = bundles | {DIST_TEST / p.relative_to(DIST) for p in files_under(DIST) if p.name != "build.json"}
+    if remove_strays(expected, DIST_TEST):
+        ran.append("strays-test")
+    if ran or not (DIST_TEST / "build.json").is_file():
+        write_manifest(tools, DIST_TEST, variant="test")
+        ran.append("manifest-test")
+    print(f"[build] dist-test/ is up to date (the test variant; ran: {', '.join(ran) or 'nothing'})", flush=True)
+    return ran
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="build.py", description=__doc__.split("\n\n")[0])
     parser.add_argument("command", nargs="?", default="build", choices=["build", "serve", "clean"])
     parser.add_argument("--port", type=int, default=8000, help="serve: port on 127.0.0.1 (0 picks a free one)")
+    parser.add_argument("--test", action="store_true", help="also build dist-test/, the app with the test hooks")
     args = parser.parse_args(argv)
     if args.command == "clean":
-        shutil.rmtree(BUILD, ignore_errors=True)
-        shutil.rmtree(DIST, ignore_errors=True)
+        for folder in (BUILD, DIST, DIST_TEST):
+            shutil.rmtree(folder, ignore_errors=True)
         return
-    build()
+    if args.test:
+        build_test()
+    else:
+        build()
     if args.command == "serve":
         from scellis.serve import serve
 

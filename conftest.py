@@ -1,4 +1,4 @@
-"""Fixtures shared by tests/ and e2e/: build.py as a module and an up-to-date dist/."""
+"""Fixtures shared by tests/ and e2e/: build.py as a module, an up-to-date dist/ and dist-test/."""
 
 from __future__ import annotations
 
@@ -35,10 +35,23 @@ def build_script() -> ModuleType:
 
 
 @pytest.fixture(scope="session")
-def dist(build_script: ModuleType) -> Path:
-    """dist/, brought up to date once per test session (the build is incremental)."""
+def production_dist(build_script: ModuleType) -> Path:
+    """dist/, the build the site ships, brought up to date once per test session (the build is incremental)."""
     build_script.build()
     return build_script.DIST
+
+
+@pytest.fixture(scope="session")
+def dist(production_dist: Path) -> Path:
+    """The build under test: dist/ here; e2e/conftest.py makes it dist-test/ (the app with the test hooks)."""
+    return production_dist
+
+
+@pytest.fixture(scope="session")
+def test_dist(build_script: ModuleType) -> Path:
+    """dist-test/, the test build (`build.py --test`: the app with the test suite's hooks), up to date."""
+    build_script.build_test()
+    return build_script.DIST_TEST
 
 
 FAULTS = ROOT / "build" / "faults"

@@ -238,10 +238,13 @@ async function enableOffline(buildText) {
 boot(showStage)
   .then((session) => {
     const readyMs = performance.now(); // since navigation began
-    // for tests and benchmarks: Python run in the engine's worker (after opening WebGPU when `kind` says)
-    const python = (code, values = {}, kind = undefined) => session.engine.call("python", code, values, kind);
-    const inWorker = (source, arg) => session.engine.call("script", source, arg);
-    window.scellis = { report: session.report, build: session.build, readyMs, stages: stagesSeen, python, inWorker };
+    window.scellis = { report: session.report, build: session.build, readyMs, stages: stagesSeen };
+    if (SCELLIS_TEST_HOOKS) {
+      // the test build's (build.py --test): Python run in the engine's worker (after opening WebGPU when
+      // `kind` says), and a JS function's source called there
+      window.scellis.python = (code, values = {}, kind = undefined) => session.engine.call("python", code, values, kind);
+      window.scellis.inWorker = (source, arg) => session.engine.call("script", source, arg);
+    }
     window.scellis.charts = RunCharts; // bench/charts.py feeds the run panel's charts synthetic states
     const choice = chooseDevice(session.report, storedDevice(() => localStorage));
     showReady(session, readyMs, choice);

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import shutil
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -70,13 +70,20 @@ def wait_ready(page: Page) -> None:
     page.wait_for_selector("body[data-state=ready], body[data-state=error]")
 
 
-def open_app(browser: Browser, base_url: str, device: str | None = "webgpu") -> LoadedApp:
+def open_app(
+    browser: Browser,
+    base_url: str,
+    device: str | None = "webgpu",
+    prepare: Callable[[BrowserContext], None] | None = None,
+) -> LoadedApp:
     """A new browser context (no cache, no service worker yet) with the app started in it. `device`: the
     device choice the context starts with, as a user's earlier visit would have kept it. The page trains
     on a software adapter (SwiftShader, the only WebGPU here) only when the user chose it, so the WebGPU
     variant chooses it; without an adapter the choice names none and the page takes the CPU path. None:
-    no choice kept, the page's own default."""
+    no choice kept, the page's own default. `prepare` (when given) sets the context up before the page opens."""
     context = patient(browser.new_context())
+    if prepare is not None:
+        prepare(context)
     if device is not None:
         context.add_init_script(
             f"if (localStorage.getItem('scellis.device') === null) localStorage.setItem('scellis.device', '{device}')"

@@ -1,4 +1,4 @@
-"""End-to-end fixtures: dist/ served on 127.0.0.1, Debian's Chromium driven by Playwright."""
+"""End-to-end fixtures: the test build (dist-test/) served on 127.0.0.1, Debian's Chromium driven by Playwright."""
 
 from __future__ import annotations
 
@@ -11,6 +11,13 @@ from appdriver import LoadedApp, launch, open_app
 from playwright.sync_api import Playwright, sync_playwright
 
 from scellis.serve import make_server
+
+
+@pytest.fixture(scope="session")
+def dist(test_dist: Path) -> Path:
+    """The e2e suite drives the test build (dist-test/: window.scellis.python and .inWorker answer); a test
+    of the build the site ships takes `production_dist`."""
+    return test_dist
 
 
 @pytest.fixture(scope="session")

@@ -4,6 +4,7 @@ wasmtime."""
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import itertools
 import json
 import tempfile
@@ -23,9 +24,11 @@ from scellis.app import (
     open_run,
     palette_json,
     plan_example,
+    running_engine,
 )
+from scellis.assets import WASM_NAME, read_asset
 from scellis.datasets import digits_csv, from_files, read_digits, to_files
-from scellis.engine import engine_files
+from scellis.engine import engine_files, installed_engine_version
 from scellis.examples import digits_mlp
 from scellis.levels import Level
 from scellis.pipeline import compile_program
@@ -237,3 +240,52 @@ def test_the_guide_of_the_page_program_links_nodes_and_shows_buffer_lifetimes() 
         spans = sorted((b["first"], b["last"]) for b in shared if b["first"] is not None)
         assert len(spans) == len(shared) or len(shared) == 1
         assert all(a[1] < b[0] for a, b in itertools.pairwise(spans))
+
+
+# dist/build.json as a mixed or doctored build would have it: another package version, other engine files
+LYING_BUILD = json.dumps(
+    {
+        "package_version": "9.9.9",
+        "engine_version": "9.9.9+000000000000",
+        "engine_files": dict.fromkeys(engine_files(), "0" * 64),
+        "tools": {"pyodide": "0.0.0"},
+    }
+)
+
+
+def test_the_manifest_pins_the_engine_that_ran_not_what_build_json_says(tmp_path: Path) -> None:
+    files = to_files(*read_digits(digits_csv().read_bytes()))
+
+    async def manifest_of_a_run() -> dict:
+        run = await open_run(
+            "site",
+            files,
+            example_program(),
+            device_kind="cpu",
+            level="debug",
+            seed="1",
+            epochs=1,
+            build=LYING_BUILD,
+            store=DirectoryStore(tmp_path),
+        )
+        assert isinstance(run, Driven)
+        await run.advance(2)
+        return json.loads(json.loads(await run.manifest("http://127.0.0.1/"))["manifest"])
+
+    engine = asyncio.run(manifest_of_a_run())["engine"]
+    ran = running_engine()
+    assert engine == ran.to_json()
+    assert engine["package_version"] == __version__ and engine["engine_version"] == installed_engine_version()
+    assert engine["wasm"] == "sha256:" + hashlib.sha256(read_asset(WASM_NAME)).hexdigest()
+    assert engine["pyodide"] is None  # CPython runs no Pyodide, whatever build.json says
+
+
+def test_the_pin_follows_the_engine_files_as_loaded(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The pin is computed from what the interpreter loads: another CPU-path module (as a mixed build would
+    install) is another pin, whatever build.json claims."""
+    before = running_engine()
+    loaded = {**engine_files(), WASM_NAME: "ab" * 32}
+    monkeypatch.setattr("scellis.app.engine_files", lambda: loaded)
+    after = running_engine()
+    assert after.wasm == "sha256:" + "ab" * 32 and after.wasm != before.wasm
+    assert after.engine_version != before.engine_version and after.wgsl == before.wgsl

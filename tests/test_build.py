@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -177,3 +178,46 @@ def test_unpacked_wheel_is_self_contained(dist: Path, tmp_path: Path) -> None:
     report = json.loads(done.stdout)
     assert report["engine_version"] == data["engine_version"]
     assert report["cpu_check"]["n"] > 0
+
+
+EVAL = re.compile(r"(?<![-\w])eval\b")  # a call of eval; not 'unsafe-eval' in a policy, nor 'evaluated'
+HOOKS = re.compile(r"inWorker|testHooks|\bpython:|\bscript:|SCELLIS_TEST_HOOKS")
+
+
+def test_the_shipped_bundles_hold_no_test_hook_and_no_eval(dist: Path, test_dist: Path) -> None:
+    shipped = {p.name: p.read_text() for p in dist.glob("*.js")}
+    assert {"main.js", "engine_worker.js", "sw.js"} <= set(shipped)
+    for name, text in shipped.items():
+        assert not EVAL.search(text), f"{name} calls eval"
+        assert not HOOKS.search(text), f"{name} carries a test hook: {HOOKS.search(text)}"
+    # the same search finds them in the test build, so it would find them in dist/
+    assert EVAL.search((test_dist / "engine_worker.js").read_text())
+    assert (
+        HOOKS.search((test_dist / "engine_worker.js").read_text()) and "inWorker" in (test_dist / "main.js").read_text()
+    )
+
+
+def test_the_test_build_is_dist_with_other_bundles(build_script: ModuleType, dist: Path, test_dist: Path) -> None:
+    ours, theirs = manifest(dist), manifest(test_dist)
+    assert (ours["variant"], theirs["variant"]) == ("production", "test")
+    assert set(theirs["files"]) == set(ours["files"])
+    differ = {name for name in ours["files"] if ours["files"][name] != theirs["files"][name]}
+    assert differ <= set(build_script.APP_BUNDLES) and {"main.js", "engine_worker.js"} <= differ
+    for name, entry in theirs["files"].items():
+        assert hashlib.sha256((test_dist / name).read_bytes()).hexdigest() == entry["sha256"], name
+    assert {k: v for k, v in theirs.items() if k not in ("variant", "files")} == {
+        k: v for k, v in ours.items() if k not in ("variant", "files")
+    }
+
+
+def test_second_test_build_does_nothing(build_script: ModuleType, test_dist: Path) -> None:
+    build_script.build_test()
+    assert build_script.build_test() == []
+
+
+def test_the_service_worker_carries_the_servers_policies(dist: Path) -> None:
+    from scellis.serve import PAGE_CSP, TEST_WORKER_CSP, WORKER_CSP
+
+    worker = (dist / "sw.js").read_text()
+    assert PAGE_CSP in worker and WORKER_CSP in worker
+    assert TEST_WORKER_CSP not in worker  # the production service worker never allows eval

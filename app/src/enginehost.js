@@ -6,6 +6,7 @@
 
 import { openDevice } from "./executor.js";
 import { GpuLostError } from "./gpulost.js";
+import { verifiedWheel } from "./integrity.js";
 import { mirroredStorage, serve } from "./rpc.js";
 import { openStore } from "./store.js";
 import { importFiles } from "./userdata.js";
@@ -66,7 +67,9 @@ class Engine {
     const { loadPyodide } = await import(new URL("pyodide/pyodide.mjs", this.base).href);
     this.pyodide = await loadPyodide({ indexURL: new URL("pyodide/", this.base).href });
     this.rpc.emit("stage", [2, `Installing the engine (${build.wheel})…`]);
-    await this.pyodide.loadPackage(new URL(build.wheel, this.base).href, { messageCallback: () => {} });
+    // the wheel's bytes checked against build.json, and exactly those installed
+    const purelib = this.pyodide.runPython("import sysconfig; sysconfig.get_path('purelib')");
+    this.pyodide.unpackArchive(await verifiedWheel(this.base, build), "wheel", { extractDir: purelib });
     this.rpc.emit("stage", [3, "Finding devices and checking the CPU path…"]);
     return JSON.parse(await this.pyodide.runPythonAsync(REPORT_PY));
   }
@@ -201,9 +204,7 @@ class Engine {
       },
       readLink: async (href) => JSON.parse(await this.python(PYTHON.link, { href })),
       openReplay: (data, kind, href, browser) => this.openReplay(data, kind, href, browser),
-      python: (code, values, kind) => this.testPython(code, values, kind),
-      // for tests: a JS function (its source) called with `arg` in the worker, where the device lives
-      script: (source, arg) => (0, eval)(`(${source})`)(arg),
+      ...(SCELLIS_TEST_HOOKS ? testHooks(this) : {}), // the test build's only (build.py --test)
     };
   }
 
@@ -239,21 +240,28 @@ class Engine {
     pair.destroy();
     return { ...this.keep(opened, kind), note: note ?? null };
   }
+}
 
-  // For tests and benchmarks: Python run in the engine as the page's own calls are (after opening the
-  // device of `kind` when it is WebGPU); the answer must be data (text, a number, or None).
-  // Names persist from call to call in one namespace, as in a Python session; `values` are set in it.
-  async testPython(code, values = {}, kind = undefined) {
-    if (kind) await this.prepareDevice(kind);
-    for (const [name, value] of Object.entries(values)) this.pyodide.globals.set(name, this.pyodide.toPy(value));
-    const result = await this.pyodide.runPythonAsync(code);
-    if (result && typeof result === "object" && typeof result.toJs === "function") {
-      const plain = result.toJs({ dict_converter: Object.fromEntries });
-      result.destroy();
-      return plain;
-    }
-    return result;
-  }
+// The test build's calls (build.py --test; SCELLIS_TEST_HOOKS is false in dist/, where esbuild drops this):
+// `python`: Python run in the engine as the page's own calls are (after opening the device of `kind` when it
+// is WebGPU); the answer must be data (text, a number, or None). Names persist from call to call in one
+// namespace, as in a Python session; `values` are set in it. `script`: a JS function (its source) called
+// with `arg` in the worker, where the device lives.
+function testHooks(engine) {
+  return {
+    python: async (code, values = {}, kind = undefined) => {
+      if (kind) await engine.prepareDevice(kind);
+      for (const [name, value] of Object.entries(values)) engine.pyodide.globals.set(name, engine.pyodide.toPy(value));
+      const result = await engine.pyodide.runPythonAsync(code);
+      if (result && typeof result === "object" && typeof result.toJs === "function") {
+        const plain = result.toJs({ dict_converter: Object.fromEntries });
+        result.destroy();
+        return plain;
+      }
+      return result;
+    },
+    script: (source, arg) => (0, eval)(`(${source})`)(arg),
+  };
 }
 
 // The worker's entry calls this once: `port` is the worker's global scope.

@@ -12,6 +12,7 @@ import json
 import time
 from typing import Any
 
+from scellis import __version__
 from scellis.datafit import fit_problems, starter_program, vocabulary
 from scellis.datasets import (
     CANCER_INFO,
@@ -25,12 +26,13 @@ from scellis.datasets import (
     read_chars,
     zen_of_python,
 )
+from scellis.engine import engine_files
 from scellis.examples import catalogue, digits_mlp
 from scellis.graph import ProgramError, palette
 from scellis.levels import parse_level
 from scellis.lower import Schedule
-from scellis.manifest import engine_from_build, read_share_link
-from scellis.manifest.pins import data_versions
+from scellis.manifest import Engine, read_share_link
+from scellis.manifest.pins import data_versions, engine_of
 from scellis.manifest.replay import Pins
 from scellis.pagerun import PageRun
 from scellis.pipeline import Compiled, compile_program
@@ -40,6 +42,7 @@ from scellis.planning import ProgramPlan, judge, plan_program, timeline
 from scellis.remedies import Advice, advise, apply, device_judge
 from scellis.rerunstorage import rerun_storage
 from scellis.runtime.device import Device
+from scellis.runtime.host import pyodide_version
 from scellis.session import PlanRefused
 from scellis.store.objects import Store, check_key
 
@@ -324,7 +327,8 @@ async def open_run(
 ) -> Driven | str:
     """A run of `program` (JSON) on the page's device at `level` and `seed` for `epochs`, under the memory
     cap `cap` (bytes, or None), from init or from the stored checkpoint `resume` (its key); `build` is
-    dist/build.json's text (the engine the manifest pins). When the memory plan is red: JSON
+    dist/build.json's text, which the page checked its files against; the manifest pins the engine that
+    runs (running_engine), not what `build` says. When the memory plan is red: JSON
     `{"refused": why, "memory": ...}`, and nothing reached the device. A program that does not fit the
     data is a DataMismatch."""
     train, test, info = load_data(source, files)
@@ -345,13 +349,22 @@ async def open_run(
             level=parsed,
             seed=chosen,
             epochs=int(epochs),
-            engine=engine_from_build(json.loads(build)),
+            engine=running_engine(),
             browser=browser,
             resume=resume,
         )
     except PlanRefused as refused:
         return _refusal(refused)
     return Driven(run)
+
+
+def running_engine() -> Engine:
+    """The engine this interpreter runs, as loaded: its package's own version, the SHA-256 of every engine
+    file it reads (the Python sources, the WGSL, and the CPU-path module, whose bytes are the ones the CPU
+    path instantiates: both read the installed asset) and the running Pyodide's version (None under
+    CPython). Nothing of it is taken from dist/build.json, which a mixed build or a doctored file can make
+    say another engine."""
+    return engine_of(__version__, engine_files(), pyodide_version())
 
 
 def _refusal(refused: PlanRefused) -> str:
@@ -420,7 +433,7 @@ async def open_replay(
             test,
             pins=pins,
             device_kind=kind,
-            engine=engine_from_build(json.loads(build)),
+            engine=running_engine(),
             browser=browser,
         )
     except PlanRefused as refused:
