@@ -89,7 +89,7 @@ def chromium_rows(sizes: list[int], runs: int) -> list[dict]:
     from appdriver import served_app
 
     code = f"MiB = {MiB}\nSIZES = {sizes}\nRUNS = {runs}\n{TIMING}\n{PAGE}"
-    with served_app(ROOT / "dist", webgpu=False) as app:
+    with served_app(ROOT / "dist-test", webgpu=False) as app:
         return json.loads(app.page.evaluate("(code) => window.scellis.python(code)", code))
 
 

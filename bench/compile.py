@@ -4,7 +4,7 @@ for programs of 10, 100 and 1,000 nodes, in CPython here and in Pyodide in headl
     .venv/bin/python bench/compile.py [--runs 5]
 
 The same Python code is timed in both (it is sent to the page as text). Target: 1,000 nodes in at
-most 1 s in Pyodide. The app in dist/ must be built (`python build.py`).
+most 1 s in Pyodide. The test build in dist-test/ must be built (`python build.py --test`).
 """
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ def in_cpython(runs: int) -> dict:
 
 
 def in_pyodide(runs: int) -> dict:
-    with served_app(ROOT / "dist", webgpu=False) as app:
+    with served_app(ROOT / "dist-test", webgpu=False) as app:
         code = f"RUNS = {runs}\nSIZES = {SIZES!r}\n{TIMING}"
         result = app.page.evaluate("(code) => window.scellis.python(code)", code)
     return {int(k): v for k, v in json.loads(result).items()}

@@ -60,7 +60,7 @@ def in_cpython(steps: int, runs: int) -> dict[str, dict[str, list[float]]]:
 def in_chromium(steps: int, runs: int) -> dict[str, dict[str, list[float]]]:
     from appdriver import served_app
 
-    with served_app(ROOT / "dist", webgpu=True) as app:
+    with served_app(ROOT / "dist-test", webgpu=True) as app:
         code = f"STEPS = {steps}\nRUNS = {runs}\n{STEP_TIMING}\n{PROGRAMS}\n{PAGE_DEVICES}\n{PAGE}"
         return json.loads(app.page.evaluate(PAGE_SCRIPT, code))
 

@@ -61,7 +61,7 @@ def in_cpython(steps: int, runs: int, programs: dict, gpu_only: bool) -> dict:
 def in_chromium(steps: int, runs: int, programs: dict) -> dict:
     from appdriver import served_app
 
-    with served_app(ROOT / "dist", webgpu=True) as app:
+    with served_app(ROOT / "dist-test", webgpu=True) as app:
         setup = f"STEPS = {steps}\nRUNS = {runs}\nPROGRAMS = {programs!r}\n"
         code = setup + f"{STEP_TIMING}\n{LEVELS}\n{PAGE_DEVICES}\n{PAGE}"
         answer = json.loads(app.page.evaluate(PAGE_SCRIPT, code))

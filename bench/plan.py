@@ -64,7 +64,7 @@ def in_cpython(runs: int, sizes: tuple[int, ...]) -> dict:
 def in_pyodide(runs: int, sizes: tuple[int, ...]) -> dict:
     from appdriver import served_app
 
-    with served_app(ROOT / "dist", webgpu=False) as app:
+    with served_app(ROOT / "dist-test", webgpu=False) as app:
         code = f"RUNS = {runs}\nSIZES = {sizes!r}\n{TIMING}"
         app.page.set_default_timeout(0)  # 10,000 nodes take minutes in Pyodide
         result = app.page.evaluate("(code) => window.scellis.python(code)", code)

@@ -79,7 +79,7 @@ def chromium_rates(draws: int, runs: int) -> dict[str, float]:
 
     from appdriver import served_app
 
-    with served_app(ROOT / "dist", webgpu=True) as app:
+    with served_app(ROOT / "dist-test", webgpu=True) as app:
         code = f"import json\nDRAWS = {draws}\nRUNS = {runs}\nKEY = {KEY}\n{PAGE}"
         script = """async (code) => window.scellis.python(code, {}, "webgpu")"""
         return json.loads(app.page.evaluate(script, code))

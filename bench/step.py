@@ -52,7 +52,7 @@ def in_cpython(steps: int) -> dict:
 
 
 def in_chromium(steps: int) -> dict:
-    with served_app(ROOT / "dist", webgpu=True) as app:
+    with served_app(ROOT / "dist-test", webgpu=True) as app:
         code = f"STEPS = {steps}\n{STEP_TIMING}\n{PROGRAMS}\n{PAGE_DEVICES}\n{PAGE}"
         result = app.page.evaluate(PAGE_SCRIPT, code)
     return json.loads(result)

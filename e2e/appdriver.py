@@ -6,6 +6,7 @@ Every request to another origin than the app's is blocked and recorded.
 
 from __future__ import annotations
 
+import json
 import shutil
 import threading
 from collections.abc import Callable, Iterator
@@ -110,7 +111,14 @@ def open_app(
 
 @contextmanager
 def served_app(dist: Path, webgpu: bool) -> Iterator[LoadedApp]:
-    """dist/ served on 127.0.0.1 and the app started in a fresh Chromium (for benchmarks and scripts)."""
+    """A test build (`python build.py --test` writes dist-test/: it has the `python` and `script` calls
+    benchmarks use) served on 127.0.0.1 and the app started in a fresh Chromium."""
+    try:
+        variant = json.loads((dist / "build.json").read_text()).get("variant")
+    except (OSError, ValueError):
+        variant = None
+    if variant != "test":
+        raise SystemExit(f"{dist} is not a test build: run `.venv/bin/python build.py --test` first")
     server = make_server(dist, port=0, quiet=True)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
