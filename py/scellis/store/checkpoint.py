@@ -9,16 +9,18 @@ checkpoint the run expects or raises ResumeError saying what differs: there is n
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
+from scellis.jsontext import JsonTextError, parse
 from scellis.levels import Level
 from scellis.rng import RngState
+from scellis.store.history import History, LogRef, read_history
 from scellis.store.objects import BadKey, CorruptObject, MissingObject, Store, StoreError, check_key, settle
 from scellis.store.tensorfile import FormatError, Tensor, decode, encode
 
-FORMAT = "scellis.checkpoint/1"
-FIELDS = ("format", "program", "level", "device", "step", "epoch", "cursor", "rng", "loop")
+FORMAT = "scellis.checkpoint/2"
+FIELDS = ("format", "program", "level", "device", "step", "epoch", "cursor", "rng", "loop", "log")
 
 
 class ResumeError(RuntimeError):
@@ -40,7 +42,10 @@ class Checkpoint:
     (what the loop counts there: examples or batches taken).
     rng: the seed and each substream's next position. loop: the loop's own state (learning rate,
     plateau counters, best metric...), a JSON object kept as given.
-    tensors: parameters and optimizer state by input name."""
+    tensors: parameters and optimizer state by input name.
+    history: the decision log and earlier checkpoints (store.history), kept as objects of their own: the
+    metadata holds only its reference, so its size does not grow with the run. A checkpoint read from
+    bytes alone holds that reference (a LogRef); `load` reads the history itself."""
 
     program: str
     level: Level
@@ -51,6 +56,7 @@ class Checkpoint:
     rng: RngState
     loop: dict[str, Any] = field(default_factory=dict)
     tensors: dict[str, Tensor] = field(default_factory=dict)
+    history: History | LogRef = field(default_factory=History)
 
     def __post_init__(self) -> None:
         try:
@@ -71,6 +77,8 @@ class Checkpoint:
             raise ValueError(f"rng must be an RngState, not {self.rng!r}")
         if not isinstance(self.loop, dict):
             raise ValueError(f"loop must be a JSON object, not {self.loop!r}")
+        if not isinstance(self.history, History | LogRef):
+            raise ValueError(f"history must be a History or a LogRef, not {self.history!r}")
 
     def metadata(self) -> dict[str, str]:
         values = {
@@ -83,6 +91,7 @@ class Checkpoint:
             "cursor": self.cursor,
             "rng": self.rng.to_json(),
             "loop": self.loop,
+            "log": self.history.reference().to_json(),
         }
         return {name: _json(name, value) for name, value in values.items()}
 
@@ -98,12 +107,14 @@ class Checkpoint:
             raise FormatError(f"checkpoint metadata: missing {missing}, unexpected {extra}")
         values = {name: _parse(name, metadata[name]) for name in FIELDS}
         if values["format"] != FORMAT:
-            raise FormatError(f"checkpoint metadata 'format' is {values['format']!r}, expected {FORMAT!r}")
+            raise FormatError(f"checkpoint metadata 'format' is {_shown(values['format'])}, expected {FORMAT!r}")
         levels = {level.value: level for level in Level}
-        if values["level"] not in levels:
-            raise FormatError(f"checkpoint metadata 'level' is {values['level']!r}, not one of {', '.join(levels)}")
+        if not isinstance(values["level"], str) or values["level"] not in levels:
+            raise FormatError(
+                f"checkpoint metadata 'level' is {_shown(values['level'])}, not one of {', '.join(levels)}"
+            )
         if not isinstance(values["rng"], dict):
-            raise FormatError(f"checkpoint metadata 'rng' must be a JSON object, not {values['rng']!r}")
+            raise FormatError(f"checkpoint metadata 'rng' must be a JSON object, not {_shown(values['rng'])}")
         try:
             return cls(
                 program=values["program"],
@@ -115,13 +126,17 @@ class Checkpoint:
                 rng=RngState.from_json(values["rng"]),
                 loop=values["loop"],
                 tensors=tensors,
+                history=LogRef.from_json(values["log"]),
             )
         except ValueError as error:
-            raise FormatError(f"checkpoint metadata: {error}") from None
+            raise FormatError(f"checkpoint metadata: {_shown(str(error), 300)}") from None
 
 
 async def save(store: Store, checkpoint: Checkpoint) -> str:
-    """Store `checkpoint` and return its key (the same state always has the same key)."""
+    """Store `checkpoint` and return its key (the same state always has the same key). Its history's
+    segment is stored first, so no stored checkpoint ever names a segment that is not there."""
+    if isinstance(checkpoint.history, History):
+        await settle(store.put(checkpoint.history.segment()))
     return await settle(store.put(checkpoint.to_bytes()))
 
 
@@ -138,6 +153,7 @@ async def load(store: Store, key: str, *, expect_program: str, expect_level: Lev
         checkpoint = Checkpoint.from_bytes(data)
     except FormatError as error:
         raise ResumeError(key, ["not a checkpoint"], [f"the object is not a checkpoint ({error})"]) from error
+    checkpoint = await _with_history(store, key, checkpoint)
     reasons, details = [], []
     if checkpoint.program != expect_program:
         reasons.append("program")
@@ -150,6 +166,19 @@ async def load(store: Store, key: str, *, expect_program: str, expect_level: Lev
     return checkpoint
 
 
+async def _with_history(store: Store, key: str, checkpoint: Checkpoint) -> Checkpoint:
+    """`checkpoint` with its history read from `store`; ResumeError naming the segment at fault."""
+    ref = checkpoint.history.reference()
+    by_rule = checkpoint.loop.get("by_rule") is True
+    try:
+        return replace(checkpoint, history=await read_history(store, ref, by_rule=by_rule))
+    except StoreError as error:
+        reason = {MissingObject: "missing", CorruptObject: "corrupt"}.get(type(error), "store")
+        raise ResumeError(key, [reason], [f"its history cannot be read: {error}"]) from error
+    except FormatError as error:
+        raise ResumeError(key, ["not a checkpoint"], [f"its history is not valid: {error}"]) from error
+
+
 def _json(name: str, value: object) -> str:
     try:
         return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
@@ -159,6 +188,12 @@ def _json(name: str, value: object) -> str:
 
 def _parse(name: str, text: str) -> Any:
     try:
-        return json.loads(text)
-    except ValueError as error:
-        raise FormatError(f"checkpoint metadata {name!r} is not JSON: {error}") from None
+        return parse(text, what=f"checkpoint metadata {name!r}")
+    except JsonTextError as error:
+        raise FormatError(str(error)) from None
+
+
+def _shown(value: object, limit: int = 80) -> str:
+    """`value` as an error message quotes it: its repr, cut short (forged metadata may be huge)."""
+    text = value if isinstance(value, str) and limit > 80 else repr(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
