@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import inspect
+import math
 import struct
 import time
 from collections.abc import Awaitable, Callable
@@ -118,7 +119,13 @@ def _f32(data: bytes) -> float:
     return float(struct.unpack_from("<f", data)[0])
 
 
-LOOP_FIELDS = {"state": dict, "order_drawn": bool, "by_rule": bool, "best": (list, type(None))}
+LOOP_FIELDS = {
+    "state": dict,
+    "order_drawn": bool,
+    "by_rule": bool,
+    "best": (list, type(None)),
+    "loss": (float, int, type(None)),
+}
 
 
 def _checked_loop(checkpoint: Checkpoint) -> tuple[History, Best | None]:
@@ -130,7 +137,7 @@ def _checked_loop(checkpoint: Checkpoint) -> tuple[History, Best | None]:
         return ResumeError(key_of(checkpoint.to_bytes()), ["not a checkpoint"], [f"its loop state {why}"])
 
     for name, kind in LOOP_FIELDS.items():
-        if not isinstance(loop.get(name), kind):
+        if name not in loop or not isinstance(loop[name], kind):
             raise refuse(f"has no valid {name!r}")
     if not isinstance(history, History):
         raise refuse("names a history that was not read (load checkpoints with store.checkpoint.load)")
@@ -482,8 +489,13 @@ class Session:
 
     def _best_after(self, key: str) -> Best | None:
         """The best rule checkpoint once `key` is written now (by the latest held-out loss)."""
-        loss = self.last_metrics.get("loss") if self.trains else None
+        loss = self._loss()
         return Best.first(loss, self.steps, key) if self.best is None else self.best.after(loss, self.steps, key)
+
+    def _loss(self) -> float | None:
+        """The latest held-out loss, when there is one and it is finite (what retention ranks by)."""
+        loss = self.last_metrics.get("loss") if self.trains else None
+        return loss if loss is not None and math.isfinite(loss) else None
 
     def retired_by(self, key: str, keep: int) -> list[str]:
         """The earlier rule checkpoints the retention rule (store.retention) stops keeping once `key` is
@@ -551,6 +563,7 @@ class Session:
         del state["events"]  # in the history, with the earlier checkpoints: the metadata's size stays put
         best = None if self.best is None else [self.best.loss, self.best.step, self.best.key]
         loop = {"state": state, "order_drawn": self.order is not None, "by_rule": self.by_rule, "best": best}
+        loop["loss"] = self._loss()  # a rule checkpoint's own claim to be the best (store.retention)
         program = self.compiled.key(self.level, self.device.features)
         rng = RngState(self.rng.seed, dict(self.rng.positions))
         return Checkpoint(
@@ -585,7 +598,14 @@ class Session:
         self.checkpoints, self.best = list(history.written), best
         self.log_base = (history.base, history.base_events, history.base_written)
         if checkpoint.loop["by_rule"]:  # one of the loop program's own: the run's list holds it too
-            self.checkpoints.append((checkpoint.step, key_of(checkpoint.to_bytes())))
+            ref = history.reference()  # and its history is the base the next one extends
+            self.log_base = (ref.key, ref.events, ref.written)
+            key = key_of(checkpoint.to_bytes())
+            loss = checkpoint.loop["loss"]
+            self.best = (
+                Best.first(loss, checkpoint.step, key) if best is None else best.after(loss, checkpoint.step, key)
+            )
+            self.checkpoints.append((checkpoint.step, key))
         self.order = None
         if checkpoint.loop.get("order_drawn") and train is not None:  # the epoch under way: its order again
             shuffled = self.compiled.program.loop.shuffle

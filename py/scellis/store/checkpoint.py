@@ -168,10 +168,8 @@ async def load(store: Store, key: str, *, expect_program: str, expect_level: Lev
 
 async def _with_history(store: Store, key: str, checkpoint: Checkpoint) -> Checkpoint:
     """`checkpoint` with its history read from `store`; ResumeError naming the segment at fault."""
-    ref = checkpoint.history.reference()
-    by_rule = checkpoint.loop.get("by_rule") is True
     try:
-        return replace(checkpoint, history=await read_history(store, ref, by_rule=by_rule))
+        return replace(checkpoint, history=await read_history(store, checkpoint.history.reference()))
     except StoreError as error:
         reason = {MissingObject: "missing", CorruptObject: "corrupt"}.get(type(error), "store")
         raise ResumeError(key, [reason], [f"its history cannot be read: {error}"]) from error

@@ -82,11 +82,10 @@ class History:
         return LogRef(key_of(self.segment()), len(self.events), len(self.written))
 
 
-async def read_history(store: Store, ref: LogRef, *, by_rule: bool) -> History:
-    """The history `ref` names, read segment by segment from `store` and checked against its counts;
-    StoreError for a segment missing or corrupt, FormatError for one that is not a segment or a chain that
-    disagrees with `ref`. `by_rule`: whether the checkpoint is a rule's (its segment is then the base a
-    resumed run extends; otherwise that segment's own base is)."""
+async def read_history(store: Store, ref: LogRef) -> History:
+    """The history `ref` names, read segment by segment from `store` and checked against it (its
+    reference() is `ref`); StoreError for a segment missing or corrupt, FormatError for one that is not a
+    segment (in its canonical form) or a chain that disagrees with `ref`."""
     segments: list[dict[str, Any]] = []
     key: str | None = ref.key
     while key is not None:
@@ -106,11 +105,11 @@ async def read_history(store: Store, ref: LogRef, *, by_rule: bool) -> History:
     if steps != sorted(steps):
         raise FormatError(f"the history {ref.key} lists its checkpoints out of step order")
     head = segments[0]
-    if by_rule:
-        return History(events, written, ref.key, len(events), len(written))
-    return History(
-        events, written, head["previous"], len(events) - len(head["events"]), len(written) - len(head["checkpoints"])
-    )
+    covered = (len(events) - len(head["events"]), len(written) - len(head["checkpoints"]))
+    history = History(events, written, head["previous"], *covered)
+    if history.reference() != ref:
+        raise FormatError(f"the history segment {ref.key} is not in its canonical form")
+    return history
 
 
 def segment_references(data: bytes) -> str | None:
