@@ -16,7 +16,7 @@ from scellis.jsontext import JsonTextError, parse
 from scellis.levels import Level
 from scellis.rng import RngState
 from scellis.store.history import History, LogRef, read_history
-from scellis.store.objects import BadKey, CorruptObject, MissingObject, Store, StoreError, check_key, settle
+from scellis.store.objects import BadKey, CorruptObject, MissingObject, Store, StoreError, check_key, key_of, settle
 from scellis.store.tensorfile import FormatError, Tensor, decode, encode
 
 FORMAT = "scellis.checkpoint/2"
@@ -153,6 +153,9 @@ async def load(store: Store, key: str, *, expect_program: str, expect_level: Lev
         checkpoint = Checkpoint.from_bytes(data)
     except FormatError as error:
         raise ResumeError(key, ["not a checkpoint"], [f"the object is not a checkpoint ({error})"]) from error
+    if key_of(checkpoint.to_bytes()) != key:  # what resuming reads must be what the run would write again
+        detail = "the object is a tensor file, but not a checkpoint in its canonical form"
+        raise ResumeError(key, ["not a checkpoint"], [detail])
     checkpoint = await _with_history(store, key, checkpoint)
     reasons, details = [], []
     if checkpoint.program != expect_program:
