@@ -128,7 +128,7 @@ LOOP_FIELDS = {
 }
 
 
-def _checked_loop(checkpoint: Checkpoint) -> tuple[History, Best | None]:
+def checked_loop(checkpoint: Checkpoint) -> tuple[History, Best | None]:
     """The history (read by store.checkpoint.load) and the best rule checkpoint of a checkpoint a session
     wrote; ResumeError ('not a checkpoint') naming what is missing or malformed."""
     loop, history = checkpoint.loop, checkpoint.history
@@ -583,7 +583,7 @@ class Session:
         """Start from `checkpoint` instead of from init: the run goes on exactly where it was written
         (its program and level were checked when it was loaded: store.checkpoint.load). A checkpoint
         written on another device is taken, and the log says so."""
-        history, best = _checked_loop(checkpoint)
+        history, best = checked_loop(checkpoint)
         await self.start(train)
         names = {input_name(n) for n in self.step_fn.inputs if input_role(n) in (Role.PARAM, Role.STATE)}
         if set(checkpoint.tensors) != names:

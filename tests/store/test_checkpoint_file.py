@@ -154,7 +154,7 @@ def metadata_with(**change: str) -> bytes:
         ({"loop": "[]"}, r"loop must be a JSON object, not \[\]"),
         ({"loop": "{"}, "checkpoint metadata 'loop': Expecting property name"),
         ({"loop": "[" * 100_000 + "]" * 100_000}, "checkpoint metadata 'loop': nested deeper than 64 levels"),
-        ({"log": '{"key": "sha256:12", "events": 0, "written": 0}'}, "checkpoint metadata 'log.key': not an object key"),
+        ({"log": '{"key": "sha256:12", "events": 0, "written": 0}'}, "metadata 'log.key': not an object key"),
         ({"log": '{"key": null}'}, "checkpoint metadata 'log' must be an object of key, events, written"),
         ({"extra": '"1"'}, r"unexpected \['extra'\]"),
     ],

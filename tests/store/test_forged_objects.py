@@ -23,8 +23,8 @@ from safetensors.numpy import load as reference_load
 from scellis.levels import Level
 from scellis.loop import LoopState
 from scellis.rng import RngState
-from scellis.session import _checked_loop
-from scellis.store import Checkpoint, FormatError, ResumeError, StoreError, Tensor, decode, key_of, load, save
+from scellis.session import checked_loop
+from scellis.store import Checkpoint, FormatError, ResumeError, StoreError, Tensor, decode, load, save
 from scellis.store.history import History
 
 PROGRAM = "sha256:" + "ab" * 32
@@ -87,31 +87,54 @@ def mutate_value(value: Any, rng: random.Random, depth: int = 0) -> Any:
     return rng.choice([*VALUES, "[" * 5000 + "]" * 5000])
 
 
-def forge(data: bytes, rng: random.Random) -> bytes:
+def flipped(data: bytes, rng: random.Random) -> bytes:
+    out = bytearray(data)
+    for _ in range(rng.randint(1, 4)):
+        out[rng.randrange(len(out))] ^= 1 << rng.randrange(8)
+    return bytes(out)
+
+
+def resized(data: bytes, rng: random.Random) -> bytes:
+    return data[: rng.randrange(len(data))] if rng.random() < 0.6 else data + rng.randbytes(rng.randint(1, 64))
+
+
+def lying_length(data: bytes, rng: random.Random) -> bytes:
+    n = rng.choice([0, 1, 7, len(data), 2**40, 2**64 - 1, rng.randrange(len(data))])
+    return struct.pack("<Q", n) + data[8:]
+
+
+def new_structure(data: bytes, rng: random.Random) -> bytes:
     header, body = header_of(data)
-    kind = rng.randrange(7)
-    if kind == 0:  # bit flips
-        out = bytearray(data)
-        for _ in range(rng.randint(1, 4)):
-            out[rng.randrange(len(out))] ^= 1 << rng.randrange(8)
-        return bytes(out)
-    if kind == 1:  # cut short or grown
-        return data[: rng.randrange(len(data))] if rng.random() < 0.6 else data + rng.randbytes(rng.randint(1, 64))
-    if kind == 2:  # a header length that lies
-        n = rng.choice([0, 1, 7, len(data), 2**40, 2**64 - 1, rng.randrange(len(data))])
-        return struct.pack("<Q", n) + data[8:]
-    if kind == 3:  # the header's structure (offsets, shapes, dtypes, metadata)
-        return with_header(mutate_value(header, rng), body, rng)
-    if kind == 4:  # one metadata field's JSON text replaced by other text
-        field = rng.choice(sorted(header["__metadata__"]))
-        texts = ["[" * 100_000, "NaN", "1e999", '"\\ud800"', "{}", "null", "-1", '{"a":', json.dumps(VALUES[7])]
-        return with_header({**header, "__metadata__": {**header["__metadata__"], field: rng.choice(texts)}}, body, rng)
-    if kind == 5:  # one metadata field's value changed, still JSON
-        meta = header["__metadata__"]
-        field = rng.choice(sorted(meta))
-        text = json.dumps(mutate_value(json.loads(meta[field]), rng), sort_keys=True, separators=(",", ":"))
-        return with_header({**header, "__metadata__": {**meta, field: text}}, body, rng)
-    return data[:8] + data[8 : 8 + len(data) // 3][::-1] + data[8 + len(data) // 3 :]  # scrambled header
+    return with_header(mutate_value(header, rng), body, rng)
+
+
+def new_text(data: bytes, rng: random.Random) -> bytes:
+    header, body = header_of(data)
+    field = rng.choice(sorted(header["__metadata__"]))
+    texts = ["[" * 100_000, "NaN", "1e999", '"\\ud800"', "{}", "null", "-1", '{"a":', json.dumps(VALUES[7])]
+    return with_header({**header, "__metadata__": {**header["__metadata__"], field: rng.choice(texts)}}, body, rng)
+
+
+def new_value(data: bytes, rng: random.Random) -> bytes:
+    header, body = header_of(data)
+    meta = header["__metadata__"]
+    field = rng.choice(sorted(meta))
+    text = json.dumps(mutate_value(json.loads(meta[field]), rng), sort_keys=True, separators=(",", ":"))
+    return with_header({**header, "__metadata__": {**meta, field: text}}, body, rng)
+
+
+def scrambled(data: bytes, rng: random.Random) -> bytes:
+    cut = rng.randrange(9, len(data))
+    return data[:8] + data[8:cut][::-1] + data[cut:]
+
+
+# bit flips; cut short or grown; a header length that lies; the header's structure (offsets, shapes, dtypes,
+# metadata) changed; a metadata field's text replaced (deep nesting, NaN, not JSON); its value changed
+FORGERS = (flipped, resized, lying_length, new_structure, new_text, new_value, scrambled)
+
+
+def forge(data: bytes, rng: random.Random) -> bytes:
+    return rng.choice(FORGERS)(data, rng)
 
 
 def forge_segment(store: MemoryStore, checkpoint: Checkpoint, rng: random.Random) -> bytes:
@@ -179,7 +202,7 @@ def test_forged_tensor_files_and_checkpoints(fault_log: Callable[..., None]) -> 
 
             def read_checkpoint(forged: bytes = forged) -> bool:
                 got = asyncio.run(load(store, store.put(forged), **program))
-                loop_state, _ = _checked_loop(got)
+                loop_state, _ = checked_loop(got)
                 LoopState.from_json((), {**got.loop["state"], "events": [list(e) for e in loop_state.events]})
                 return got.to_bytes() == forged
 
