@@ -189,9 +189,11 @@ def _json(name: str, value: object) -> str:
 
 def _parse(name: str, text: str) -> Any:
     try:
-        return parse(text, what=f"checkpoint metadata {name!r}")
-    except JsonTextError as error:
-        raise FormatError(str(error)) from None
+        value = parse(text, what=f"checkpoint metadata {name!r}")
+        _json(name, value).encode()  # an escaped lone surrogate parses, but is no text a checkpoint can hold
+    except (JsonTextError, ValueError) as error:  # UnicodeEncodeError is a ValueError
+        raise FormatError(_shown(str(error), 300)) from None
+    return value
 
 
 def _shown(value: object, limit: int = 80) -> str:
