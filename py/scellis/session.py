@@ -209,6 +209,7 @@ class Session:
         self.log_base: tuple[str | None, int, int] = (None, 0, 0)
         self.best: Best | None = None  # the rule checkpoint with the lowest held-out loss
         self.pinned: set[str] = set()  # keys retention never deletes (kept by a manifest or a record)
+        self.held_out_loss: float | None = None  # the latest held-out loss a resumed checkpoint held
         step_inputs = {input_name(n) for n in step_fn.inputs}
         self.counts_skips, self.scales_lr = SKIPPED in step_inputs, LR_SCALE in step_inputs
         self.lr_scale_written: float | None = None
@@ -493,8 +494,9 @@ class Session:
         return Best.first(loss, self.steps, key) if self.best is None else self.best.after(loss, self.steps, key)
 
     def _loss(self) -> float | None:
-        """The latest held-out loss, when there is one and it is finite (what retention ranks by)."""
-        loss = self.last_metrics.get("loss") if self.trains else None
+        """The latest held-out loss, when there is one and it is finite (what retention ranks by); a
+        checkpoint keeps it, so a resumed run ranks its next checkpoints as an unbroken one does."""
+        loss = self.last_metrics.get("loss", self.held_out_loss) if self.trains else None
         return loss if loss is not None and math.isfinite(loss) else None
 
     def retired_by(self, key: str, keep: int) -> list[str]:
@@ -585,6 +587,7 @@ class Session:
         written on another device is taken, and the log says so."""
         history, best = checked_loop(checkpoint)
         await self.start(train)
+        self.held_out_loss = None if checkpoint.loop["loss"] is None else float(checkpoint.loop["loss"])
         names = {input_name(n) for n in self.step_fn.inputs if input_role(n) in (Role.PARAM, Role.STATE)}
         if set(checkpoint.tensors) != names:
             missing, extra = sorted(names - set(checkpoint.tensors)), sorted(set(checkpoint.tensors) - names)
