@@ -119,7 +119,7 @@ def _f32(data: bytes) -> float:
     return float(struct.unpack_from("<f", data)[0])
 
 
-LOOP_FIELDS = {
+LOOP_FIELDS: dict[str, type | tuple[type, ...]] = {
     "state": dict,
     "order_drawn": bool,
     "by_rule": bool,
