@@ -18,15 +18,15 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent / "devices"))
 sys.path.insert(0, str(Path(__file__).parent / "store"))
 
-from memstore import MemoryStore  # noqa: E402
-from splits import random_split  # noqa: E402
+from memstore import MemoryStore
+from splits import random_split
 
-from scellis.examples import mlp  # noqa: E402
-from scellis.levels import Level  # noqa: E402
-from scellis.runtime.cpu_device import CpuDevice  # noqa: E402
-from scellis.session import Session, checkpoints_to  # noqa: E402
-from scellis.store import Checkpoint, ResumeError, decode, load, save  # noqa: E402
-from scellis.store.history import History  # noqa: E402
+from scellis.examples import mlp
+from scellis.levels import Level
+from scellis.runtime.cpu_device import CpuDevice
+from scellis.session import Session, checkpoints_to
+from scellis.store import Checkpoint, ResumeError, decode, load, save
+from scellis.store.history import History
 
 TRAIN, TEST = random_split(40, 1), random_split(8, 2)  # ten steps an epoch
 
