@@ -14,7 +14,7 @@ import pytest
 from scellis import cli
 from scellis.levels import Level
 from scellis.rng import RngState
-from scellis.store import Checkpoint, CorruptObject, DirectoryStore, Tensor, Unreadable, key_of, save
+from scellis.store import Checkpoint, CorruptObject, DirectoryStore, Tensor, Unreadable, encode, key_of, save
 from scellis.store.fsck import check, collect
 from scellis.store.history import History
 
@@ -95,6 +95,7 @@ def test_collect_keeps_checkpoints_and_their_histories(store: DirectoryStore) ->
     second = asyncio.run(save(store, checkpoint(20, ((10, first),))))
     orphan = store.put(History(((5, 1, "lost"),)).segment())  # a segment whose checkpoint never landed
     stray = store.put(b"nothing refers to this")
+    earlier = store.put(encode({"w": Tensor("F32", (1,), bytes(4))}, {"format": '"scellis.checkpoint/1"'}))
     corrupt = store.put(b"corrupt one")
     store.path(corrupt).write_bytes(b"corrupt 1")
     folder = store.path(first).parent
@@ -109,6 +110,7 @@ def test_collect_keeps_checkpoints_and_their_histories(store: DirectoryStore) ->
     assert removed == listed and not old.exists() and new.exists()
     assert not store.has(orphan) and not store.has(stray)
     assert store.has(first) and store.has(second) and store.has(corrupt)  # damage is fsck's to report
+    assert store.has(earlier)  # a checkpoint of an earlier format is kept: it is no garbage
     kept = {checkpoint(10).history.reference().key, checkpoint(20, ((10, first),)).history.reference().key}
     assert kept <= set(store.keys())
     assert collect(store, now=5000.0) == []

@@ -4,8 +4,9 @@
 (its bytes hash to another key), one the medium will not read (a folder in its place, a permission), a
 misnamed entry (a name no key gives), a stray temporary (`.tmp-…`, what a write cut short leaves).
 
-`collect` deletes what nothing keeps: the roots are every checkpoint in the store (retention, not the
-collector, decides which checkpoints go: store.retention) unless the caller names them; an object is kept
+`collect` deletes what nothing keeps: the roots are every tensor file in the store, checkpoints of any
+format (retention, not the collector, decides which checkpoints go: store.retention), unless the caller
+names them; an object is kept
 when it is a root or the history a root names (store.history: its chain of segments). Temporaries older
 than `min_age_s` go too (a younger one may be a write under way). Damaged objects are left for `check` to
 report: the collector deletes only objects it has read whole.
@@ -23,7 +24,7 @@ from scellis.store.checkpoint import Checkpoint
 from scellis.store.directory import DirectoryStore
 from scellis.store.history import segment_references
 from scellis.store.objects import PREFIX, StoreError, key_of
-from scellis.store.tensorfile import FormatError
+from scellis.store.tensorfile import FormatError, decode
 
 _FOLDER = re.compile(r"[0-9a-f]{2}")
 _REST = re.compile(r"[0-9a-f]{62}")
@@ -85,12 +86,19 @@ def check(store: DirectoryStore) -> tuple[int, list[Damage]]:
 
 
 def references(data: bytes) -> tuple[bool, list[str]]:
-    """Whether an object is a checkpoint, and the objects it keeps: a checkpoint its history's last
-    segment, a segment the one before it; anything else keeps nothing."""
+    """Whether an object is a tensor file (a checkpoint of this format or an earlier one: a root unless
+    the caller names the roots), and the objects it keeps: a checkpoint its history's last segment, a
+    segment the one before it; anything else keeps nothing."""
     try:
         return True, [Checkpoint.from_bytes(data).history.reference().key]
     except FormatError:
         pass
+    try:
+        decode(data)
+    except FormatError:
+        pass
+    else:
+        return True, []
     try:
         previous = segment_references(data)
     except FormatError:
