@@ -8,6 +8,7 @@ loop state without its fields, are refused by name."""
 from __future__ import annotations
 
 import asyncio
+import json
 import sys
 from dataclasses import replace
 from pathlib import Path
@@ -25,7 +26,7 @@ from scellis.examples import mlp
 from scellis.levels import Level
 from scellis.runtime.cpu_device import CpuDevice
 from scellis.session import Session, checkpoints_to
-from scellis.store import Checkpoint, ResumeError, decode, load, save
+from scellis.store import Checkpoint, ResumeError, decode, encode, load, save
 from scellis.store.history import History
 
 TRAIN, TEST = random_split(40, 1), random_split(8, 2)  # ten steps an epoch
@@ -175,3 +176,33 @@ def test_a_loop_state_without_its_fields_is_refused_by_name(device: CpuDevice) -
     with pytest.raises(ResumeError, match="names a history that was not read"):
         bare = Checkpoint.from_bytes(store.get(key))
         asyncio.run(new_session(device, store).resume(bare, TRAIN))
+
+
+def as_format_1(checkpoint: Checkpoint) -> bytes:
+    """`checkpoint` as the earlier format wrote it: its log and earlier keys inside its loop state."""
+    assert isinstance(checkpoint.history, History)
+    tensors, metadata = decode(checkpoint.to_bytes())
+    state = {**checkpoint.loop["state"], "events": [list(e) for e in checkpoint.history.events]}
+    loop = {"state": state, "order_drawn": checkpoint.loop["order_drawn"], "by_rule": checkpoint.loop["by_rule"]}
+    loop["checkpoints"] = [list(w) for w in checkpoint.history.written]
+    del metadata["log"]
+    metadata.update(format='"scellis.checkpoint/1"', loop=json.dumps(loop, sort_keys=True, separators=(",", ":")))
+    return encode(tensors, metadata)
+
+
+def test_a_checkpoint_of_the_earlier_format_still_resumes(device: CpuDevice) -> None:
+    """Stored before the history moved out of the metadata: it resumes as a saved state, its log and
+    earlier checkpoints carried on, and the run decides as an unbroken one."""
+    store = MemoryStore()
+    whole_session = new_session(device, store, every=7)
+    asyncio.run(run_to(whole_session, store, 60))
+    first = new_session(device, store, every=7)
+    middle = asyncio.run(run_to(first, store, 33))
+    program_key = first.compiled.key(Level.DEBUG, first.device.features)
+    checkpoint = asyncio.run(load(store, middle, expect_program=program_key, expect_level=Level.DEBUG))
+    old = store.put(as_format_1(checkpoint))
+    second = new_session(device, store, every=7)
+    asyncio.run(run_to(second, store, 60, resume=old))
+    assert [s for s, _ in second.checkpoints] == [s for s, _ in whole_session.checkpoints]
+    assert second.checkpoints[:4] == whole_session.checkpoints[:4]  # those written before, by their keys
+    assert [str(e) for e in second.loop.events] == [str(e) for e in whole_session.loop.events]

@@ -15,12 +15,15 @@ from typing import Any
 from scellis.jsontext import JsonTextError, parse
 from scellis.levels import Level
 from scellis.rng import RngState
-from scellis.store.history import History, LogRef, read_history
+from scellis.store.history import History, LogRef, legacy_history, read_history
 from scellis.store.objects import BadKey, CorruptObject, MissingObject, Store, StoreError, check_key, key_of, settle
 from scellis.store.tensorfile import FormatError, Tensor, decode, encode
 
 FORMAT = "scellis.checkpoint/2"
 FIELDS = ("format", "program", "level", "device", "step", "epoch", "cursor", "rng", "loop", "log")
+# Read, never written: its loop state held the decision log and the earlier keys, growing with the run.
+# It resumes as a saved state: with its log and earlier checkpoints, as a history of its own (no base).
+LEGACY = "scellis.checkpoint/1"
 
 
 class ResumeError(RuntimeError):
@@ -102,10 +105,17 @@ class Checkpoint:
     def from_bytes(cls, data: bytes) -> Checkpoint:
         """The checkpoint in a tensor file; FormatError naming the field that is wrong otherwise."""
         tensors, metadata = decode(data)
-        if set(metadata) != set(FIELDS):
-            missing, extra = sorted(set(FIELDS) - set(metadata)), sorted(set(metadata) - set(FIELDS))
+        legacy = "log" not in metadata and _parse("format", metadata.get("format", "null")) == LEGACY
+        fields = tuple(name for name in FIELDS if name != "log") if legacy else FIELDS
+        if set(metadata) != set(fields):
+            missing, extra = sorted(set(fields) - set(metadata)), sorted(set(metadata) - set(fields))
             raise FormatError(f"checkpoint metadata: missing {missing}, unexpected {extra}")
-        values = {name: _parse(name, metadata[name]) for name in FIELDS}
+        values = {name: _parse(name, metadata[name]) for name in fields}
+        history: History | LogRef
+        if legacy:
+            values["format"], (values["loop"], history) = FORMAT, _upgraded(values["loop"])
+        else:
+            history = LogRef.from_json(values["log"])
         if values["format"] != FORMAT:
             raise FormatError(f"checkpoint metadata 'format' is {_shown(values['format'])}, expected {FORMAT!r}")
         levels = {level.value: level for level in Level}
@@ -126,7 +136,7 @@ class Checkpoint:
                 rng=RngState.from_json(values["rng"]),
                 loop=values["loop"],
                 tensors=tensors,
-                history=LogRef.from_json(values["log"]),
+                history=history,
             )
         except ValueError as error:
             raise FormatError(f"checkpoint metadata: {_shown(str(error), 300)}") from None
@@ -153,10 +163,12 @@ async def load(store: Store, key: str, *, expect_program: str, expect_level: Lev
         checkpoint = Checkpoint.from_bytes(data)
     except FormatError as error:
         raise ResumeError(key, ["not a checkpoint"], [f"the object is not a checkpoint ({error})"]) from error
-    if key_of(checkpoint.to_bytes()) != key:  # what resuming reads must be what the run would write again
+    legacy = isinstance(checkpoint.history, History)  # an earlier format's, its history inside it
+    if not legacy and key_of(checkpoint.to_bytes()) != key:  # resuming reads what the run would write again
         detail = "the object is a tensor file, but not a checkpoint in its canonical form"
         raise ResumeError(key, ["not a checkpoint"], [detail])
-    checkpoint = await _with_history(store, key, checkpoint)
+    if not legacy:
+        checkpoint = await _with_history(store, key, checkpoint)
     reasons, details = [], []
     if checkpoint.program != expect_program:
         reasons.append("program")
@@ -178,6 +190,18 @@ async def _with_history(store: Store, key: str, checkpoint: Checkpoint) -> Check
         raise ResumeError(key, [reason], [f"its history cannot be read: {error}"]) from error
     except FormatError as error:
         raise ResumeError(key, ["not a checkpoint"], [f"its history is not valid: {error}"]) from error
+
+
+def _upgraded(loop: object) -> tuple[dict[str, Any], History]:
+    """A LEGACY checkpoint's loop state as this format's (no best or loss known; not a rule's, since its key
+    in this format is another), and its history; FormatError naming what is malformed."""
+    state = loop.get("state") if isinstance(loop, dict) else None
+    if not isinstance(loop, dict) or not isinstance(state, dict):
+        raise FormatError("checkpoint metadata 'loop' (format 1) has no 'state' object")
+    history = legacy_history(state.get("events"), loop.get("checkpoints", []))
+    state = {k: v for k, v in state.items() if k != "events"}
+    order = loop.get("order_drawn") is True
+    return {"state": state, "order_drawn": order, "by_rule": False, "best": None, "loss": None}, history
 
 
 def _json(name: str, value: object) -> str:

@@ -112,6 +112,15 @@ async def read_history(store: Store, ref: LogRef) -> History:
     return history
 
 
+def legacy_history(events: object, written: object) -> History:
+    """The history a checkpoint of format 1 held in its loop state (its log entries, its earlier keys)."""
+    if not isinstance(events, list) or not all(_entry(e) for e in events):
+        raise FormatError("checkpoint metadata 'loop.state.events' (format 1) must be a list of [step, epoch, text]")
+    if not isinstance(written, list) or not all(_written(w) for w in written):
+        raise FormatError("checkpoint metadata 'loop.checkpoints' (format 1) must be a list of [step, key]")
+    return History(tuple((e[0], e[1], e[2]) for e in events), tuple((w[0], w[1]) for w in written))
+
+
 def segment_references(data: bytes) -> str | None:
     """The segment a segment's bytes extend (None for the first); FormatError when they are not a segment."""
     return _segment("(the object)", data)["previous"]
