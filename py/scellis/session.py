@@ -34,7 +34,7 @@ from scellis.rng import RngState, permutation, position_substream
 from scellis.runtime.device import CompiledStep, Device
 from scellis.store.checkpoint import Checkpoint, ResumeError, save
 from scellis.store.history import History
-from scellis.store.objects import MissingObject, Store, check_key, key_of, settle
+from scellis.store.objects import Store, StoreError, check_key, key_of, settle
 from scellis.store.retention import KEEP, Best, check_keep, retained
 from scellis.store.tensorfile import Tensor
 
@@ -50,7 +50,7 @@ def checkpoints_to(store: Store, keep: int | None = KEEP) -> Checkpointer:
         key = await save(store, await session.checkpoint())
         if keep is not None and session.by_rule:
             for gone in session.retired_by(key, keep):
-                with contextlib.suppress(MissingObject):  # deleted already (another run of the same states)
+                with contextlib.suppress(StoreError):  # gone already, or left for gc: never fails the run
                     await settle(store.delete(gone))
         return key
 
