@@ -26,6 +26,7 @@ import { RunControl } from "./src/runcontrol.js";
 import { RunsCard } from "./src/runs.js";
 import { trains } from "./src/runmodel.js";
 import { SharedRun } from "./src/sharedrun.js";
+import { StorageCheck } from "./src/storagecheck.js";
 import { applyRemedy, exampleProgram, forgetProbes, planProgram } from "./src/train.js";
 
 const EDITED = "edited"; // `applied` of a program changed in the editor (remedies included)
@@ -200,6 +201,7 @@ async function showRun(session, choice) {
     return runs.resumeFrom(record, key);
   };
   const history = await RunsCard.open({ device: choice.device.name, onResume });
+  StorageCheck.mount();
   const runs = new RunControl(session.engine, controller, history);
   runs.wire();
   // Another device chosen: kept for later visits; the plan, the Guide and the runs follow it.

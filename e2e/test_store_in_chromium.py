@@ -1,7 +1,8 @@
 """The object store in the page: IndexedDB through app/src/store.js, driven from the engine's Python
 (runtime.browser_store) in Chromium. Round trip and idempotence, a checkpoint saved and resumed by its
-key, a record changed behind the store's back refused on read, objects kept across a reload, and a full
-quota (forced through the DevTools protocol) refused by name with every earlier object intact."""
+key, a record changed behind the store's back refused on read and repaired by the next put of its bytes,
+objects kept across a reload, a full quota (forced through the DevTools protocol) refused by name with
+every earlier object intact, and the Storage card listing and deleting damaged and unused objects."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from appdriver import LoadedApp, launch, open_app, wait_ready
+from appdriver import LoadedApp, launch, open_app, wait_ready, wait_until
 from playwright.sync_api import Browser, Playwright
 
 MiB = 1 << 20
@@ -203,3 +204,54 @@ def test_a_full_quota_is_refused_by_name_and_earlier_objects_stay(browser: Brows
     )
     assert 1 <= len(out["stored"]) <= 4
     assert out["intact"] == [True] * len(out["stored"]) and out["keys"] == out["stored"]
+
+
+def test_a_put_over_a_changed_record_repairs_it(app: LoadedApp) -> None:
+    """A damaged object is not reported saved: putting its bytes again replaces it."""
+    key = python(app, PUT, db="e2e-repair")
+    app.page.evaluate(TAMPER, ["e2e-repair", key])
+    assert python(app, GET, db="e2e-repair", key=key)["error"] == "CorruptObject"
+    assert python(app, PUT, db="e2e-repair") == key
+    assert python(app, GET, db="e2e-repair", key=key) == {"sha": key, "size": 4096}
+
+
+STRAYS = """
+import json, struct
+from scellis.levels import Level
+from scellis.rng import RngState
+from scellis.runtime.browser_store import BrowserStore
+from scellis.store import Checkpoint, Tensor, save
+store = await BrowserStore.open("scellis")
+checkpoint = Checkpoint("sha256:" + "cd" * 32, Level.DEBUG, "cpu", 3, 0, 3, RngState(4), {"by_rule": False},
+                        {"w": Tensor("F32", (1,), struct.pack("<f", 2.5))})
+key = await save(store, checkpoint)
+json.dumps({"checkpoint": key, "history": checkpoint.history.reference().key,
+            "damaged": await store.put(bytes(range(256)) * 16)})
+"""
+
+
+def storage_step(page: Any, button: str, state: str) -> list[str]:
+    """Click a Storage card button; wait for its `state`; the list's lines."""
+    page.click(button)
+    wait_until(page, "async (s) => document.getElementById('storage').dataset.state === s", state)
+    return page.locator("#storage-list li").all_inner_texts()
+
+
+def test_the_storage_card_lists_and_deletes_damage_and_unused_objects(app: LoadedApp) -> None:
+    """With no Runs record in this browser, a checkpoint and its history are unused; a damaged object is
+    listed as such (never as unused) until deleted."""
+    page = app.page
+    keys = python(app, STRAYS)
+    page.evaluate(TAMPER, ["scellis", keys["damaged"]])
+    lines = storage_step(page, "#storage-check", "checked")
+    assert page.get_attribute("#storage", "data-damaged") == "1"
+    assert lines == [f"{keys['damaged']}: 4096 bytes that hash to " + lines[0].split(" hash to ")[1]]
+    assert "is damaged:" in page.inner_text("#storage-status")
+    unused = storage_step(page, "#storage-unused", "found")
+    assert sorted(line.split(" ")[0] for line in unused) == sorted([keys["checkpoint"], keys["history"]])
+    storage_step(page, "#storage-delete", "deleted")
+    assert python(app, GET, db="scellis", key=keys["checkpoint"])["error"] == "MissingObject"
+    storage_step(page, "#storage-check", "checked")
+    storage_step(page, "#storage-delete", "deleted")
+    assert storage_step(page, "#storage-check", "checked") == []
+    assert page.inner_text("#storage-status").endswith(": every one is whole.")

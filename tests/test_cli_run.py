@@ -19,10 +19,10 @@ from scellis.datasets import digits_csv, read_digits, to_files
 from scellis.examples import digits_mlp
 from scellis.levels import Level
 from scellis.manifest import Settings, Shared, read_manifest, read_share_link, share_link
+from scellis.manifest.replay import checkpoints_as, new_session
 from scellis.runtime.cpu_device import CpuDevice
 from scellis.session import Session, checkpoints_to
 from scellis.store import DirectoryStore, key_of
-from scellis.store.checkpoint import Checkpoint, load
 
 RULES = [{"on": "step", "if": {"every": 10}, "then": ["checkpoint"]}]
 
@@ -87,7 +87,8 @@ def test_run_prints_progress_and_decisions_and_pins_the_run(folder: Path, capsys
     manifest = json.loads((folder / "printed.json").read_text())
     assert out[8] == f"final checkpoint {manifest['final']} in {folder / 'store'}"
     store = DirectoryStore(folder / "store")
-    assert all(store.has(c["key"]) for c in manifest["checkpoints"]) and store.has(manifest["final"])
+    kept = manifest["checkpoints"][-3:]  # retention: the last 3 (and the best, none before an evaluation)
+    assert all(store.has(c["key"]) for c in kept) and store.has(manifest["final"])
     assert [c["step"] for c in manifest["checkpoints"]] == [10, 20, 30, 40]
     assert (manifest["level"], manifest["seed"], manifest["device"], manifest["steps"]) == ("debug", 7, "cpu", 44)
 
@@ -120,22 +121,23 @@ def test_a_manifest_from_another_cpu_path_verifies(
     """The browser's CPU path names itself otherwise: its manifest's keys are those of checkpoints that carry
     its name, and the re-run here writes under that name, so equal states still have equal keys."""
     browser = "CPU path (WebAssembly) via browser WebAssembly"
-    store = DirectoryStore(folder / "store")
-    keys: dict[str, str] = {}  # each checkpoint's key -> its key had the browser written it
+    train, test = read_digits(digits_csv().read_bytes())
+    program = json.loads((folder / "mlp.json").read_text())
+    session = new_session(program, asyncio.run(CpuDevice.open()), level=Level.DEBUG, seed=7, train=train, test=test)
+    session.checkpointer = checkpoints_as(DirectoryStore(folder / "browser-store"), browser)
 
-    def renamed(key: str) -> str:
-        """Checkpoints in the order written: each lists the keys of those before it, which change too."""
-        checkpoint = asyncio.run(load(store, key, expect_program=pinned["program"]["key"], expect_level=Level.DEBUG))
-        earlier = [[step, keys[k]] for step, k in checkpoint.loop["checkpoints"]]
-        loop = {**checkpoint.loop, "checkpoints": earlier}
-        keys[key] = key_of(Checkpoint.to_bytes(replace(checkpoint, device=browser, loop=loop)))
-        return keys[key]
+    async def as_the_browser() -> str:
+        """The run again, each checkpoint (and the history that names the earlier ones) under its name."""
+        await session.start(train)
+        await session.run(train, test, epochs=2)
+        assert session.checkpointer is not None
+        return await session.checkpointer(session, "the final state")
 
     manifest = json.loads(json.dumps(pinned))
     manifest["environment"].update(device=browser, adapter=None, browser="Mozilla/5.0 (X11; Linux) Chrome/139")
-    for written in manifest["checkpoints"]:
-        written["key"] = renamed(written["key"])
-    manifest["final"] = renamed(pinned["final"])
+    manifest["final"] = asyncio.run(as_the_browser())
+    manifest["checkpoints"] = [{"step": step, "key": key} for step, key in session.checkpoints]
+    assert manifest["final"] != pinned["final"] and len(manifest["checkpoints"]) == len(pinned["checkpoints"])
     status, out, err = verify(folder, manifest, capsys)
     assert status == 0, err
     assert f"the run's was '{browser}'; the re-run's checkpoints carry the run's device name" in out

@@ -1,6 +1,7 @@
 // The content-addressed object store in the page: one IndexedDB database holding one object store of
 // byte arrays keyed by "sha256:" and the hex SHA-256 of their bytes. Writing is idempotent (an object
-// already there is left as it is); every read hashes the bytes again and refuses them if they differ.
+// already there whole is left as it is; one whose stored bytes differ is replaced, in the same
+// transaction); every read hashes the bytes again and refuses them if they differ.
 // Errors carry the name and a `detail` object that the engine (runtime/browser_store.py) reads.
 
 const OBJECTS = "objects";
@@ -42,6 +43,15 @@ export function committed(transaction) {
   });
 }
 
+// Whether `stored` (what IndexedDB holds: any value) is an ArrayBuffer of exactly `value`'s bytes.
+export function sameBytes(stored, value) {
+  if (!(stored instanceof ArrayBuffer) || stored.byteLength !== value.byteLength) return false;
+  const a = new Uint8Array(stored);
+  const b = new Uint8Array(value);
+  for (let i = 0; i < a.length; i += 1) if (a[i] !== b[i]) return false;
+  return true;
+}
+
 function isQuotaError(error) {
   return error?.name === "QuotaExceededError";
 }
@@ -52,8 +62,10 @@ class ObjectStore {
     this.where = `IndexedDB database "${name}"`;
   }
 
-  // Stores `bytes` unless its key is already there; resolves to the key. A write the origin's quota
-  // cannot hold aborts its own transaction only: every object stored before stays as it was.
+  // Stores `bytes` unless the object under its key already holds exactly them (a damaged one is
+  // replaced); resolves to the key. The comparison runs inside the write's transaction, so the object
+  // is whole when the put resolves. A write the origin's quota cannot hold aborts its own transaction
+  // only: every object stored before stays as it was.
   async put(bytes) {
     // Our own copy: a view's memory (Pyodide's heap) may move or change while the hash is computed.
     const value = ArrayBuffer.isView(bytes)
@@ -62,9 +74,9 @@ class ObjectStore {
     const key = await keyOf(value);
     const transaction = this.db.transaction(OBJECTS, "readwrite", { durability: "strict" });
     const objects = transaction.objectStore(OBJECTS);
-    const count = objects.count(key);
-    count.onsuccess = () => {
-      if (count.result === 0) objects.add(value, key);
+    const found = objects.get(key);
+    found.onsuccess = () => {
+      if (!sameBytes(found.result, value)) objects.put(value, key);
     };
     try {
       await committed(transaction);
@@ -93,6 +105,19 @@ class ObjectStore {
       throw storeError("CorruptObject", `object ${key} in ${this.where} is corrupt: its bytes hash to ${hash}`, detail);
     }
     return bytes;
+  }
+
+  // Whatever is stored under `key` (any key, any value: undefined when none), unverified: for the
+  // storage check (storagecheck.js), which says what is wrong with it.
+  async raw(key) {
+    return settled(this.db.transaction(OBJECTS, "readonly").objectStore(OBJECTS).get(key));
+  }
+
+  // Deletes whatever is stored under `key`, well-formed or not (the storage check's damaged objects).
+  async remove(key) {
+    const transaction = this.db.transaction(OBJECTS, "readwrite");
+    transaction.objectStore(OBJECTS).delete(key);
+    await committed(transaction);
   }
 
   async has(key) {

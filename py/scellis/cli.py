@@ -1,7 +1,7 @@
 """The `scellis` command: `info` (devices here), `check` (the correctness matrix on them), `examples` (the
 example programs), `compile` (a program's stages), `plan` (its memory on a device), `run` (train it, or run
 a simulation or analysis, and pin the run in a manifest), `verify` (re-run a manifest and compare),
-`serve` (the app)."""
+`fsck` and `gc` (check a checkpoint store, collect its garbage), `serve` (the app)."""
 
 from __future__ import annotations
 
@@ -327,7 +327,7 @@ def run_cmd(args: argparse.Namespace) -> int:
     from scellis.manifest.replay import NotedDevice, new_session
     from scellis.ops.indices import IndexRangeError
     from scellis.session import PlanRefused, checkpoints_to
-    from scellis.store import DirectoryStore, save
+    from scellis.store import DirectoryStore, ResumeError, StoreError, load, save
 
     raw = _read_program_json(args.program, "run")
     data = None if raw is None else _data_for(args.data, raw, "run", args.program)
@@ -344,12 +344,16 @@ def run_cmd(args: argparse.Namespace) -> int:
         print(f"scellis run: {args.program}: {err}", file=sys.stderr)
         return 2
     store = DirectoryStore(args.store)
-    session.checkpointer = checkpoints_to(store)
+    session.checkpointer = checkpoints_to(store, args.keep_checkpoints)
     doing = "training" if compiled.program.trains else "running"
     print(f"{doing} {compiled.program.name} on {device.name} at level {level.value}, seed {args.seed}, {epochs} epochs")
 
     async def train_and_save() -> str:
-        await session.start(train)
+        if args.resume is None:
+            await session.start(train)
+        else:
+            key = session.compiled.key(level, device.features)
+            await session.resume(await load(store, args.resume, expect_program=key, expect_level=level), train)
         await _drive(session, train, test, epochs, sys.stderr if sys.stderr.isatty() else None)
         return await save(store, await session.checkpoint())
 
@@ -360,6 +364,9 @@ def run_cmd(args: argparse.Namespace) -> int:
         return 1
     except IndexRangeError as err:  # an index the data fit check could not see (e.g. one the program computes)
         print(f"scellis run: {args.program}: {err}", file=sys.stderr)
+        return 2
+    except (ResumeError, StoreError) as err:
+        print(f"scellis run: {err}", file=sys.stderr)
         return 2
     engine = installed_engine(CHECKOUT / "dist" / "build.json")
     manifest = build_manifest(
@@ -466,6 +473,80 @@ def serve(args: argparse.Namespace) -> int:
     return 0
 
 
+KEEP_HELP = (3, "loop-program checkpoints kept: the last N (default 3), the best by held-out loss, the final")
+
+
+def _keep(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"keep at least 1 checkpoint, not {text!r}")
+    return int(text)
+
+
+def fsck_cmd(args: argparse.Namespace) -> int:
+    """Verify every object of a store; list the damage (exit 1 when there is any)."""
+    from scellis.store import DirectoryStore
+    from scellis.store.fsck import check
+
+    store = DirectoryStore(args.store)
+    if not store.objects.is_dir():
+        print(f"scellis fsck: {args.store} is not an object store (it has no objects/ folder)", file=sys.stderr)
+        return 2
+    whole, damage = check(store)
+    for item in damage:
+        print(item)
+    print(f"{whole} objects whole, {len(damage)} damaged" + ("" if damage else f": {args.store} is sound"))
+    if damage and args.delete_damaged:
+        for item in damage:
+            _remove(item.path)
+        print(f"deleted the {len(damage)} damaged entries")
+    return 1 if damage else 0
+
+
+def _remove(path: Path) -> None:
+    if path.is_dir() and not path.is_symlink():
+        import shutil
+
+        shutil.rmtree(path)
+    else:
+        path.unlink(missing_ok=True)
+
+
+def gc_cmd(args: argparse.Namespace) -> int:
+    """Delete what no checkpoint keeps (store.fsck.collect) and stale temporaries; say what and how much."""
+    from scellis.store import DirectoryStore
+    from scellis.store.fsck import collect
+
+    store = DirectoryStore(args.store)
+    if not store.objects.is_dir():
+        print(f"scellis gc: {args.store} is not an object store (it has no objects/ folder)", file=sys.stderr)
+        return 2
+    removed = collect(store, dry_run=args.dry_run, min_age_s=args.older_than)
+    verb = "would remove" if args.dry_run else "removed"
+    for item in removed:
+        print(f"{verb} {item.kind} {item.path} ({item.size:,} bytes)")
+    freed = sum(item.size for item in removed)
+    print(f"{verb} {len(removed)} entries, {freed:,} bytes {'to free' if args.dry_run else 'freed'}")
+    return 0
+
+
+def _store_commands(sub: Any, p_run: argparse.ArgumentParser) -> None:
+    """`run`'s store options, and the `fsck` and `gc` commands."""
+    p_run.add_argument("--resume", default=None, help="go on from this checkpoint (its key) in the store")
+    p_run.add_argument("--keep-checkpoints", type=_keep, default=KEEP_HELP[0], help=KEEP_HELP[1])
+    p_run.set_defaults(func=run_cmd)
+    p_fsck = sub.add_parser("fsck", help="verify every object in a checkpoint store and list any damage")
+    p_fsck.add_argument("store", nargs="?", default="scellis-store", help="the store folder (default scellis-store)")
+    p_fsck.add_argument("--delete-damaged", action="store_true", help="also delete every damaged entry found")
+    p_fsck.set_defaults(func=fsck_cmd)
+    p_gc = sub.add_parser("gc", help="delete objects no checkpoint keeps, and temporaries of cut-short writes")
+    p_gc.add_argument("store", nargs="?", default="scellis-store", help="the store folder (default scellis-store)")
+    p_gc.add_argument("--dry-run", action="store_true", help="only list what would be removed")
+    p_gc.add_argument(
+        "--older-than", type=float, default=600.0, help="seconds a temporary must be old to count as stale (600)"
+    )
+    p_gc.set_defaults(func=gc_cmd)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="scellis", description="Scellis: training in the browser, on WebGPU or the CPU path."
@@ -512,7 +593,7 @@ def main(argv: list[str] | None = None) -> int:
     p_run.add_argument("--store", default="scellis-store", help="object store folder for the checkpoints")
     p_run.add_argument("--manifest", default=None, help="where to write it (default: <program>.manifest.json)")
     p_run.add_argument("--epochs", type=_epochs, default=None, help="epochs (default: the program's loop setting)")
-    p_run.set_defaults(func=run_cmd)
+    _store_commands(sub, p_run)
     p_verify = sub.add_parser(
         "verify", help="re-run a manifest on its data and compare the final checkpoint", description=VERIFY_EXITS
     )

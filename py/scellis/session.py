@@ -9,7 +9,9 @@ runs in the browser (async FFI) and in CPython (wgpu-py, wasmtime).
 
 from __future__ import annotations
 
+import contextlib
 import inspect
+import math
 import struct
 import time
 from collections.abc import Awaitable, Callable
@@ -30,16 +32,27 @@ from scellis.plan.budget import Verdict
 from scellis.planning import judge, plan_program
 from scellis.rng import RngState, permutation, position_substream
 from scellis.runtime.device import CompiledStep, Device
-from scellis.store.checkpoint import Checkpoint, save
-from scellis.store.objects import Store, check_key, key_of
+from scellis.store.checkpoint import Checkpoint, ResumeError, save
+from scellis.store.history import History
+from scellis.store.objects import Store, StoreError, check_key, key_of, settle
+from scellis.store.retention import KEEP, Best, check_keep, retained
 from scellis.store.tensorfile import Tensor
 
 
-def checkpoints_to(store: Store) -> Checkpointer:
-    """A checkpointer writing the session's checkpoints to `store` (set it as session.checkpointer)."""
+def checkpoints_to(store: Store, keep: int | None = KEEP) -> Checkpointer:
+    """A checkpointer writing the session's checkpoints to `store` (set it as session.checkpointer). With
+    `keep`, a rule checkpoint also deletes the earlier rule checkpoints the retention rule stops keeping
+    (store.retention: the last `keep`, the best, `session.pinned`); None keeps every one."""
+    if keep is not None:
+        check_keep(keep)
 
     async def write(session: Session, why: str) -> str:
-        return await save(store, await session.checkpoint())
+        key = await save(store, await session.checkpoint())
+        if keep is not None and session.by_rule:
+            for gone in session.retired_by(key, keep):
+                with contextlib.suppress(StoreError):  # gone already, or left for gc: never fails the run
+                    await settle(store.delete(gone))
+        return key
 
     return write
 
@@ -106,17 +119,37 @@ def _f32(data: bytes) -> float:
     return float(struct.unpack_from("<f", data)[0])
 
 
-def _written(value: Any, step: int) -> list[tuple[int, str]]:
-    """The (step, key) of each checkpoint the run wrote before `step`, as a checkpoint's loop state keeps them."""
-    if not isinstance(value, list):
-        raise ValueError(f"the checkpoint's loop.checkpoints is not a list: {value!r}")
-    out: list[tuple[int, str]] = []
-    for i, entry in enumerate(value):
-        ok = isinstance(entry, list) and len(entry) == 2 and type(entry[0]) is int and isinstance(entry[1], str)
-        if not ok or not 0 <= entry[0] <= step or (out and entry[0] < out[-1][0]):
-            raise ValueError(f"the checkpoint's loop.checkpoints[{i}] is not a [step, key] pair in order: {entry!r}")
-        out.append((entry[0], check_key(entry[1])))
-    return out
+LOOP_FIELDS: dict[str, type | tuple[type, ...]] = {
+    "state": dict,
+    "order_drawn": bool,
+    "by_rule": bool,
+    "best": (list, type(None)),
+    "loss": (float, int, type(None)),
+}
+
+
+def checked_loop(checkpoint: Checkpoint) -> tuple[History, Best | None]:
+    """The history (read by store.checkpoint.load) and the best rule checkpoint of a checkpoint a session
+    wrote; ResumeError ('not a checkpoint') naming what is missing or malformed."""
+    loop, history = checkpoint.loop, checkpoint.history
+
+    def refuse(why: str) -> ResumeError:
+        return ResumeError(key_of(checkpoint.to_bytes()), ["not a checkpoint"], [f"its loop state {why}"])
+
+    for name, kind in LOOP_FIELDS.items():
+        if name not in loop or not isinstance(loop[name], kind):
+            raise refuse(f"has no valid {name!r}")
+    if not isinstance(history, History):
+        raise refuse("names a history that was not read (load checkpoints with store.checkpoint.load)")
+    if any(step > checkpoint.step for step, _ in history.written):
+        raise refuse(f"lists a checkpoint after its own step {checkpoint.step}")
+    best = loop["best"]
+    if best is None:
+        return history, None
+    ok = len(best) == 3 and isinstance(best[0], int | float) and type(best[1]) is int and isinstance(best[2], str)
+    if not ok or not 0 <= best[1] <= checkpoint.step:
+        raise refuse(f"has a malformed 'best': {best!r}"[:200])
+    return history, Best(float(best[0]), best[1], check_key(best[2]))
 
 
 class Session:
@@ -172,6 +205,11 @@ class Session:
         self.checkpointer: Checkpointer | None = None
         self.checkpoints: list[tuple[int, str]] = []  # (step, key) of each checkpoint the run's rules wrote
         self.by_rule = False  # whether the checkpoint being taken is one a rule asked for
+        # the history segment of the latest rule checkpoint, and the log entries and keys it covers
+        self.log_base: tuple[str | None, int, int] = (None, 0, 0)
+        self.best: Best | None = None  # the rule checkpoint with the lowest held-out loss
+        self.pinned: set[str] = set()  # keys retention never deletes (kept by a manifest or a record)
+        self.held_out_loss: float | None = None  # the latest held-out loss a resumed checkpoint held
         step_inputs = {input_name(n) for n in step_fn.inputs}
         self.counts_skips, self.scales_lr = SKIPPED in step_inputs, LR_SCALE in step_inputs
         self.lr_scale_written: float | None = None
@@ -436,11 +474,37 @@ class Session:
                 "to write it to (set session.checkpointer)"
             )
         self.by_rule = True  # the checkpoint says so: resuming from it lists its own key with the others
+        base = self.history().reference()
         try:
             key = await self.checkpointer(self, action)
         finally:
             self.by_rule = False
+        self.best = self._best_after(key)
         self.checkpoints.append((self.steps, key))
+        self.log_base = (base.key, base.events, base.written)
+
+    def history(self) -> History:
+        """The decision log and the rule checkpoints so far, extending the latest rule checkpoint's."""
+        events = tuple((e.step, e.epoch, e.text) for e in self.loop.events)
+        return History(events, tuple(self.checkpoints), *self.log_base)
+
+    def _best_after(self, key: str) -> Best | None:
+        """The best rule checkpoint once `key` is written now (by the latest held-out loss)."""
+        loss = self._loss()
+        return Best.first(loss, self.steps, key) if self.best is None else self.best.after(loss, self.steps, key)
+
+    def _loss(self) -> float | None:
+        """The latest held-out loss, when there is one and it is finite (what retention ranks by); a
+        checkpoint keeps it, so a resumed run ranks its next checkpoints as an unbroken one does."""
+        loss = self.last_metrics.get("loss", self.held_out_loss) if self.trains else None
+        return loss if loss is not None and math.isfinite(loss) else None
+
+    def retired_by(self, key: str, keep: int) -> list[str]:
+        """The earlier rule checkpoints the retention rule (store.retention) stops keeping once `key` is
+        written now by a rule."""
+        before = retained(self.checkpoints, keep, self.best, self.pinned)
+        after = retained([*self.checkpoints, (self.steps, key)], keep, self._best_after(key), self.pinned)
+        return sorted(before - after)
 
     async def evaluate(self, test: Split) -> dict[str, float]:
         """Loss and metrics on all of `test`, in batches of the evaluation's rows: each batch's values
@@ -497,24 +561,33 @@ class Session:
         values = await self.step.fetch(names)
         nodes = {input_name(n): n for n in self.step_fn.inputs}
         tensors = {name: Tensor.from_device(nodes[name].dtype, nodes[name].shape, values[name]) for name in names}
-        written = [[step, key] for step, key in self.checkpoints]  # a resumed run's manifest lists them all
-        loop = {
-            "state": self.loop.to_json(),
-            "order_drawn": self.order is not None,
-            "checkpoints": written,
-            "by_rule": self.by_rule,
-        }
+        state = self.loop.to_json()
+        del state["events"]  # in the history, with the earlier checkpoints: the metadata's size stays put
+        best = None if self.best is None else [self.best.loss, self.best.step, self.best.key]
+        loop = {"state": state, "order_drawn": self.order is not None, "by_rule": self.by_rule, "best": best}
+        loop["loss"] = self._loss()  # a rule checkpoint's own claim to be the best (store.retention)
         program = self.compiled.key(self.level, self.device.features)
         rng = RngState(self.rng.seed, dict(self.rng.positions))
         return Checkpoint(
-            program, self.level, self.device.name, self.steps, self.epoch, self.cursor, rng, loop, tensors
+            program,
+            self.level,
+            self.device.name,
+            self.steps,
+            self.epoch,
+            self.cursor,
+            rng,
+            loop,
+            tensors,
+            self.history(),
         )
 
     async def resume(self, checkpoint: Checkpoint, train: Split | None = None) -> None:
         """Start from `checkpoint` instead of from init: the run goes on exactly where it was written
         (its program and level were checked when it was loaded: store.checkpoint.load). A checkpoint
         written on another device is taken, and the log says so."""
+        history, best = checked_loop(checkpoint)
         await self.start(train)
+        self.held_out_loss = None if checkpoint.loop["loss"] is None else float(checkpoint.loop["loss"])
         names = {input_name(n) for n in self.step_fn.inputs if input_role(n) in (Role.PARAM, Role.STATE)}
         if set(checkpoint.tensors) != names:
             missing, extra = sorted(names - set(checkpoint.tensors)), sorted(set(checkpoint.tensors) - names)
@@ -523,10 +596,19 @@ class Session:
             self.step.write(name, tensor.device_bytes())
         self.rng = RngState(checkpoint.rng.seed, dict(checkpoint.rng.positions))
         self.steps, self.epoch, self.cursor = checkpoint.step, checkpoint.epoch, checkpoint.cursor
-        self.loop = LoopState.from_json(self.compiled.program.loop.rules, checkpoint.loop["state"])
-        self.checkpoints = _written(checkpoint.loop.get("checkpoints", []), checkpoint.step)
-        if checkpoint.loop.get("by_rule") is True:  # one of the loop program's own: the run's list holds it too
-            self.checkpoints.append((checkpoint.step, key_of(checkpoint.to_bytes())))
+        state = {**checkpoint.loop["state"], "events": [list(e) for e in history.events]}
+        self.loop = LoopState.from_json(self.compiled.program.loop.rules, state)
+        self.checkpoints, self.best = list(history.written), best
+        self.log_base = (history.base, history.base_events, history.base_written)
+        if checkpoint.loop["by_rule"]:  # one of the loop program's own: the run's list holds it too
+            ref = history.reference()  # and its history is the base the next one extends
+            self.log_base = (ref.key, ref.events, ref.written)
+            key = key_of(checkpoint.to_bytes())
+            loss = checkpoint.loop["loss"]
+            self.best = (
+                Best.first(loss, checkpoint.step, key) if best is None else best.after(loss, checkpoint.step, key)
+            )
+            self.checkpoints.append((checkpoint.step, key))
         self.order = None
         if checkpoint.loop.get("order_drawn") and train is not None:  # the epoch under way: its order again
             shuffled = self.compiled.program.loop.shuffle

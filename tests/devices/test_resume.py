@@ -2,7 +2,7 @@
 its key and 50 more give checkpoints with the same key (weights, optimizer state, RNG state, loop state),
 at debug on lavapipe and on the CPU path (wasmtime), for the digits CNN (dropout and shuffling on: the
 RNG state matters). Resuming from a corrupted, another program's or another level's checkpoint is a
-clear error, never a fresh start."""
+clear error, never a fresh start. Retention keeps the last three rule checkpoints (all of them here)."""
 
 from __future__ import annotations
 
@@ -21,6 +21,7 @@ from scellis.runtime.wgpu_native import WgpuDevice
 from scellis.session import Session, checkpoints_to
 from scellis.store import DirectoryStore
 from scellis.store.checkpoint import ResumeError, load, save
+from scellis.store.history import History
 
 ROWS, HELD_OUT = 640, 64  # ten steps an epoch
 RULES = [
@@ -118,22 +119,20 @@ def test_resume_refuses_what_it_cannot_continue(devices: dict[str, object], tmp_
     assert missing.value.reasons == ["missing"]
 
 
-def test_a_checkpoint_with_a_bad_list_of_earlier_checkpoints_is_refused(
-    devices: dict[str, object], tmp_path: Path
-) -> None:
+def test_a_checkpoint_with_a_bad_history_is_refused(devices: dict[str, object], tmp_path: Path) -> None:
+    """The earlier checkpoints are in the history a checkpoint names (store.history), not in its metadata: one
+    listing a checkpoint after its own step, or a loop state without its fields, is a ResumeError."""
     store = DirectoryStore(tmp_path)
     train, test = random_split(ROWS, 1), random_split(HELD_OUT, 2)
     first = new_session(devices["wasmtime"], store)
     asyncio.run(first.start(train))
     asyncio.run(first.run(train, test, steps=31))
     checkpoint = asyncio.run(first.checkpoint())
-    assert checkpoint.loop["checkpoints"] == [[30, first.checkpoints[0][1]]]
-    bad = {
-        "a number": (5, "is not a list"),
-        "a later step": ([[40, first.checkpoints[0][1]]], r"loop.checkpoints\[0\] is not a \[step, key\] pair"),
-        "no key": ([[30, "sha256:12"]], "sha256"),
-    }
-    for value, message in bad.values():
-        changed = replace(checkpoint, loop={**checkpoint.loop, "checkpoints": value})
-        with pytest.raises(ValueError, match=message):
-            asyncio.run(new_session(devices["wasmtime"], store).resume(changed, train))
+    assert isinstance(checkpoint.history, History) and checkpoint.history.written == ((30, first.checkpoints[0][1]),)
+    assert "checkpoints" not in checkpoint.loop and "events" not in checkpoint.loop["state"]
+    later = replace(checkpoint.history, written=((40, first.checkpoints[0][1]),))
+    with pytest.raises(ResumeError, match="lists a checkpoint after its own step 31"):
+        asyncio.run(new_session(devices["wasmtime"], store).resume(replace(checkpoint, history=later), train))
+    without = {k: v for k, v in checkpoint.loop.items() if k != "state"}
+    with pytest.raises(ResumeError, match="its loop state has no valid 'state'"):
+        asyncio.run(new_session(devices["wasmtime"], store).resume(replace(checkpoint, loop=without), train))

@@ -51,14 +51,14 @@ def store(tmp_path: Path) -> DirectoryStore:
 def test_every_field_round_trips() -> None:
     original = checkpoint()
     back = Checkpoint.from_bytes(original.to_bytes())
-    assert back == original
+    assert back == dataclasses.replace(original, history=original.history.reference())  # the history: by key
     assert back.rng.positions == {"dropout": 200, "init": 1, "shuffle": 3}
 
 
 def test_fields_are_json_text_in_the_metadata() -> None:
     _, metadata = decode(checkpoint().to_bytes())
     assert sorted(metadata) == sorted(FIELDS)
-    assert metadata["format"] == '"scellis.checkpoint/1"'
+    assert metadata["format"] == '"scellis.checkpoint/2"'
     assert metadata["program"] == json.dumps(PROGRAM) and metadata["level"] == '"debug"'
     assert metadata["step"] == "200" and metadata["cursor"] == "40"
     assert json.loads(metadata["rng"]) == {
@@ -82,7 +82,7 @@ def test_the_same_state_has_the_same_key(store: DirectoryStore) -> None:
     assert run(save(store, shuffled)) == a
     assert run(save(store, checkpoint(step=201))) != a
     assert run(save(store, checkpoint(rng=RngState(1234, {"shuffle": 3, "dropout": 201, "init": 1})))) != a
-    assert len(store.keys()) == 3
+    assert len(store.keys()) == 4  # three checkpoints and the one (empty) history they share
 
 
 def test_load_returns_the_checkpoint_saved(store: DirectoryStore) -> None:
@@ -142,7 +142,7 @@ def metadata_with(**change: str) -> bytes:
 @pytest.mark.parametrize(
     ("change", "message"),
     [
-        ({"format": '"scellis.checkpoint/2"'}, "'format' is 'scellis.checkpoint/2', expected 'scellis.checkpoint/1'"),
+        ({"format": '"scellis.checkpoint/1"'}, "'format' is 'scellis.checkpoint/1', expected 'scellis.checkpoint/2'"),
         ({"level": '"turbo"'}, "'level' is 'turbo', not one of debug, prod, fast"),
         ({"program": '"sha256:abc"'}, "program must be a program key"),
         ({"step": "-1"}, "step must be a non-negative integer, not -1"),
@@ -152,7 +152,10 @@ def metadata_with(**change: str) -> bytes:
         ({"rng": "[]"}, r"'rng' must be a JSON object, not \[\]"),
         ({"rng": '{"format": "x"}'}, "not an RNG state"),
         ({"loop": "[]"}, r"loop must be a JSON object, not \[\]"),
-        ({"loop": "{"}, "checkpoint metadata 'loop' is not JSON"),
+        ({"loop": "{"}, "checkpoint metadata 'loop': Expecting property name"),
+        ({"loop": "[" * 100_000 + "]" * 100_000}, "checkpoint metadata 'loop': nested deeper than 64 levels"),
+        ({"log": '{"key": "sha256:12", "events": 0, "written": 0}'}, "metadata 'log.key': not an object key"),
+        ({"log": '{"key": null}'}, "checkpoint metadata 'log' must be an object of key, events, written"),
         ({"extra": '"1"'}, r"unexpected \['extra'\]"),
     ],
 )

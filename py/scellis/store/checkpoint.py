@@ -9,16 +9,21 @@ checkpoint the run expects or raises ResumeError saying what differs: there is n
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
+from scellis.jsontext import JsonTextError, parse
 from scellis.levels import Level
 from scellis.rng import RngState
-from scellis.store.objects import BadKey, CorruptObject, MissingObject, Store, StoreError, check_key, settle
+from scellis.store.history import History, LogRef, legacy_history, read_history
+from scellis.store.objects import BadKey, CorruptObject, MissingObject, Store, StoreError, check_key, key_of, settle
 from scellis.store.tensorfile import FormatError, Tensor, decode, encode
 
-FORMAT = "scellis.checkpoint/1"
-FIELDS = ("format", "program", "level", "device", "step", "epoch", "cursor", "rng", "loop")
+FORMAT = "scellis.checkpoint/2"
+FIELDS = ("format", "program", "level", "device", "step", "epoch", "cursor", "rng", "loop", "log")
+# Read, never written: its loop state held the decision log and the earlier keys, growing with the run.
+# It resumes as a saved state: with its log and earlier checkpoints, as a history of its own (no base).
+LEGACY = "scellis.checkpoint/1"
 
 
 class ResumeError(RuntimeError):
@@ -40,7 +45,10 @@ class Checkpoint:
     (what the loop counts there: examples or batches taken).
     rng: the seed and each substream's next position. loop: the loop's own state (learning rate,
     plateau counters, best metric...), a JSON object kept as given.
-    tensors: parameters and optimizer state by input name."""
+    tensors: parameters and optimizer state by input name.
+    history: the decision log and earlier checkpoints (store.history), kept as objects of their own: the
+    metadata holds only its reference, so its size does not grow with the run. A checkpoint read from
+    bytes alone holds that reference (a LogRef); `load` reads the history itself."""
 
     program: str
     level: Level
@@ -51,6 +59,7 @@ class Checkpoint:
     rng: RngState
     loop: dict[str, Any] = field(default_factory=dict)
     tensors: dict[str, Tensor] = field(default_factory=dict)
+    history: History | LogRef = field(default_factory=History)
 
     def __post_init__(self) -> None:
         try:
@@ -71,6 +80,8 @@ class Checkpoint:
             raise ValueError(f"rng must be an RngState, not {self.rng!r}")
         if not isinstance(self.loop, dict):
             raise ValueError(f"loop must be a JSON object, not {self.loop!r}")
+        if not isinstance(self.history, History | LogRef):
+            raise ValueError(f"history must be a History or a LogRef, not {self.history!r}")
 
     def metadata(self) -> dict[str, str]:
         values = {
@@ -83,6 +94,7 @@ class Checkpoint:
             "cursor": self.cursor,
             "rng": self.rng.to_json(),
             "loop": self.loop,
+            "log": self.history.reference().to_json(),
         }
         return {name: _json(name, value) for name, value in values.items()}
 
@@ -93,17 +105,26 @@ class Checkpoint:
     def from_bytes(cls, data: bytes) -> Checkpoint:
         """The checkpoint in a tensor file; FormatError naming the field that is wrong otherwise."""
         tensors, metadata = decode(data)
-        if set(metadata) != set(FIELDS):
-            missing, extra = sorted(set(FIELDS) - set(metadata)), sorted(set(metadata) - set(FIELDS))
+        legacy = "log" not in metadata and _parse("format", metadata.get("format", "null")) == LEGACY
+        fields = tuple(name for name in FIELDS if name != "log") if legacy else FIELDS
+        if set(metadata) != set(fields):
+            missing, extra = sorted(set(fields) - set(metadata)), sorted(set(metadata) - set(fields))
             raise FormatError(f"checkpoint metadata: missing {missing}, unexpected {extra}")
-        values = {name: _parse(name, metadata[name]) for name in FIELDS}
+        values = {name: _parse(name, metadata[name]) for name in fields}
+        history: History | LogRef
+        if legacy:
+            values["format"], (values["loop"], history) = FORMAT, _upgraded(values["loop"])
+        else:
+            history = LogRef.from_json(values["log"])
         if values["format"] != FORMAT:
-            raise FormatError(f"checkpoint metadata 'format' is {values['format']!r}, expected {FORMAT!r}")
+            raise FormatError(f"checkpoint metadata 'format' is {_shown(values['format'])}, expected {FORMAT!r}")
         levels = {level.value: level for level in Level}
-        if values["level"] not in levels:
-            raise FormatError(f"checkpoint metadata 'level' is {values['level']!r}, not one of {', '.join(levels)}")
+        if not isinstance(values["level"], str) or values["level"] not in levels:
+            raise FormatError(
+                f"checkpoint metadata 'level' is {_shown(values['level'])}, not one of {', '.join(levels)}"
+            )
         if not isinstance(values["rng"], dict):
-            raise FormatError(f"checkpoint metadata 'rng' must be a JSON object, not {values['rng']!r}")
+            raise FormatError(f"checkpoint metadata 'rng' must be a JSON object, not {_shown(values['rng'])}")
         try:
             return cls(
                 program=values["program"],
@@ -115,13 +136,17 @@ class Checkpoint:
                 rng=RngState.from_json(values["rng"]),
                 loop=values["loop"],
                 tensors=tensors,
+                history=history,
             )
         except ValueError as error:
-            raise FormatError(f"checkpoint metadata: {error}") from None
+            raise FormatError(f"checkpoint metadata: {_shown(str(error), 300)}") from None
 
 
 async def save(store: Store, checkpoint: Checkpoint) -> str:
-    """Store `checkpoint` and return its key (the same state always has the same key)."""
+    """Store `checkpoint` and return its key (the same state always has the same key). Its history's
+    segment is stored first, so no stored checkpoint ever names a segment that is not there."""
+    if isinstance(checkpoint.history, History):
+        await settle(store.put(checkpoint.history.segment()))
     return await settle(store.put(checkpoint.to_bytes()))
 
 
@@ -138,6 +163,12 @@ async def load(store: Store, key: str, *, expect_program: str, expect_level: Lev
         checkpoint = Checkpoint.from_bytes(data)
     except FormatError as error:
         raise ResumeError(key, ["not a checkpoint"], [f"the object is not a checkpoint ({error})"]) from error
+    legacy = isinstance(checkpoint.history, History)  # an earlier format's, its history inside it
+    if not legacy and key_of(checkpoint.to_bytes()) != key:  # resuming reads what the run would write again
+        detail = "the object is a tensor file, but not a checkpoint in its canonical form"
+        raise ResumeError(key, ["not a checkpoint"], [detail])
+    if not legacy:
+        checkpoint = await _with_history(store, key, checkpoint)
     reasons, details = [], []
     if checkpoint.program != expect_program:
         reasons.append("program")
@@ -150,6 +181,29 @@ async def load(store: Store, key: str, *, expect_program: str, expect_level: Lev
     return checkpoint
 
 
+async def _with_history(store: Store, key: str, checkpoint: Checkpoint) -> Checkpoint:
+    """`checkpoint` with its history read from `store`; ResumeError naming the segment at fault."""
+    try:
+        return replace(checkpoint, history=await read_history(store, checkpoint.history.reference()))
+    except StoreError as error:
+        reason = {MissingObject: "missing", CorruptObject: "corrupt"}.get(type(error), "store")
+        raise ResumeError(key, [reason], [f"its history cannot be read: {error}"]) from error
+    except FormatError as error:
+        raise ResumeError(key, ["not a checkpoint"], [f"its history is not valid: {error}"]) from error
+
+
+def _upgraded(loop: object) -> tuple[dict[str, Any], History]:
+    """A LEGACY checkpoint's loop state as this format's (no best or loss known; not a rule's, since its key
+    in this format is another), and its history; FormatError naming what is malformed."""
+    state = loop.get("state") if isinstance(loop, dict) else None
+    if not isinstance(loop, dict) or not isinstance(state, dict):
+        raise FormatError("checkpoint metadata 'loop' (format 1) has no 'state' object")
+    history = legacy_history(state.get("events"), loop.get("checkpoints", []))
+    state = {k: v for k, v in state.items() if k != "events"}
+    order = loop.get("order_drawn") is True
+    return {"state": state, "order_drawn": order, "by_rule": False, "best": None, "loss": None}, history
+
+
 def _json(name: str, value: object) -> str:
     try:
         return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
@@ -159,6 +213,14 @@ def _json(name: str, value: object) -> str:
 
 def _parse(name: str, text: str) -> Any:
     try:
-        return json.loads(text)
-    except ValueError as error:
-        raise FormatError(f"checkpoint metadata {name!r} is not JSON: {error}") from None
+        value = parse(text, what=f"checkpoint metadata {name!r}")
+        _json(name, value).encode()  # an escaped lone surrogate parses, but is no text a checkpoint can hold
+    except (JsonTextError, ValueError) as error:  # UnicodeEncodeError is a ValueError
+        raise FormatError(_shown(str(error), 300)) from None
+    return value
+
+
+def _shown(value: object, limit: int = 80) -> str:
+    """`value` as an error message quotes it: its repr, cut short (forged metadata may be huge)."""
+    text = value if isinstance(value, str) and limit > 80 else repr(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"

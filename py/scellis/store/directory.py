@@ -10,7 +10,7 @@ import re
 import tempfile
 from pathlib import Path
 
-from scellis.store.objects import PREFIX, MissingObject, StoreFull, check_key, key_of, verified
+from scellis.store.objects import PREFIX, MissingObject, StoreFull, Unreadable, check_key, key_of, verified
 
 _FOLDER = re.compile(r"[0-9a-f]{2}")
 _REST = re.compile(r"[0-9a-f]{62}")
@@ -32,23 +32,37 @@ class DirectoryStore:
         return self.objects / hexdigits[:2] / hexdigits[2:]
 
     def put(self, data: bytes) -> str:
-        """The key of `data`, stored unless an object of that key already is (objects are write-once)."""
+        """The key of `data`, once the object under it holds exactly `data`: an object already stored whole
+        is left as it is; a damaged one (other bytes, a short file) is replaced atomically."""
         key = key_of(data)
         path = self.path(key)
-        if not path.exists():
-            try:
-                _write_atomically(path, data)
-            except OSError as error:
-                if error.errno in _FULL:
-                    raise StoreFull(key, len(data), self.where, os.strerror(error.errno)) from error
-                raise
+        if self._holds(key, path, data):
+            return key
+        try:
+            _write_atomically(path, data)
+        except OSError as error:
+            if error.errno in _FULL:
+                raise StoreFull(key, len(data), self.where, os.strerror(error.errno)) from error
+            raise Unreadable(key, self.where, _why(error, path)) from error
         return key
 
-    def get(self, key: str) -> bytes:
+    def _holds(self, key: str, path: Path, data: bytes) -> bool:
         try:
-            data = self.path(key).read_bytes()
+            with path.open("rb") as file:  # reads no further than one byte past `data`
+                return file.read(len(data) + 1) == data
+        except FileNotFoundError:
+            return False
+        except OSError as error:
+            raise Unreadable(key, self.where, _why(error, path)) from error
+
+    def get(self, key: str) -> bytes:
+        path = self.path(key)
+        try:
+            data = path.read_bytes()
         except FileNotFoundError:
             raise MissingObject(key, self.where) from None
+        except OSError as error:
+            raise Unreadable(key, self.where, _why(error, path)) from error
         return verified(key, data, self.where)
 
     def has(self, key: str) -> bool:
@@ -64,10 +78,20 @@ class DirectoryStore:
         return sorted(found)
 
     def delete(self, key: str) -> None:
+        path = self.path(key)
         try:
-            self.path(key).unlink()
+            path.unlink()
         except FileNotFoundError:
             raise MissingObject(key, self.where) from None
+        except OSError as error:
+            raise Unreadable(key, self.where, _why(error, path)) from error
+
+
+def _why(error: OSError, path: Path) -> str:
+    """An OSError in words, naming the path (IsADirectoryError: a folder stands where the object belongs)."""
+    if isinstance(error, IsADirectoryError) or (error.errno == errno.EISDIR):
+        return f"{path} is a folder, not an object file (scellis fsck lists such damage)"
+    return f"{path}: {error.strerror or error}"
 
 
 def _write_atomically(path: Path, data: bytes) -> None:

@@ -39,6 +39,15 @@ class CorruptObject(StoreError):
         self.key, self.found = key, found
 
 
+class Unreadable(StoreError):
+    """The medium refused to read or write an object for a reason of its own (not lack of space): a folder
+    where the object's file belongs, a permission, an I/O error. `why` says which."""
+
+    def __init__(self, key: str, where: str, why: str) -> None:
+        super().__init__(f"object {key} in {where} cannot be read or written: {why}")
+        self.key, self.why = key, why
+
+
 class StoreFull(StoreError):
     """The medium refused a write for lack of space; the object was not stored and nothing else changed."""
 
@@ -71,8 +80,10 @@ class Store(Protocol):
     awaitable of it (BrowserStore: IndexedDB answers asynchronously); callers that serve both `await
     settle(...)` the result, as they do a Device's.
 
-    put(data) -> key, idempotent: an object already stored is left as it is.
-    get(key) -> bytes, verified: MissingObject, or CorruptObject when the bytes no longer hash to the key.
+    put(data) -> key, idempotent: an object already stored whole is left as it is; one whose stored bytes
+    differ (corrupt, truncated) is replaced, atomically, so a put that returns has the object whole.
+    get(key) -> bytes, verified: MissingObject, or CorruptObject when the bytes no longer hash to the key;
+    Unreadable when the medium refuses the read (a folder in the object's place, a permission).
     has(key) -> bool; keys() -> sorted list; delete(key), only when asked (MissingObject if absent).
     A malformed key raises BadKey; a write the medium has no room for raises StoreFull and leaves every
     other object as it was."""

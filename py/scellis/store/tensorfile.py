@@ -150,7 +150,7 @@ def _span(name: str, entry: object, size: int) -> tuple[int, int]:
 
 
 def _check_tensor(name: str, dtype: object, shape: object, nbytes: int) -> None:
-    if dtype not in ITEMSIZE:
+    if not isinstance(dtype, str) or dtype not in ITEMSIZE:
         raise FormatError(f"tensor {name!r}: dtype {dtype!r} is not one of {', '.join(ITEMSIZE)}")
     if not isinstance(shape, list | tuple) or not all(_natural(n) for n in shape):
         raise FormatError(f"tensor {name!r}: shape must be a list of non-negative integers, not {shape!r}")
