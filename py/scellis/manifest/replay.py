@@ -302,13 +302,23 @@ def stored_claims(pins: Pins) -> list[StoredClaim]:
 async def check_store(store: Store, pins: Pins) -> tuple[list[Difference] | None, str]:
     """What `store` holds otherwise than the run pins (claims.check_stored), and a line saying what was
     checked. A store holding none of the pinned objects is not the run's store: nothing in it is checked
-    (None, and the line says so); one holding some of them has lost the others (each named)."""
+    (None, and the line says so). In the run's store every object held is read and checked, and the final
+    state must be held; a listed checkpoint that is absent is named as not checked, not as a difference,
+    since a run keeps only its last few checkpoints and its best (store.retention)."""
     claims = stored_claims(pins)
     held = [await settle(store.has(claim.key)) for claim in claims]
     if not any(held):
         return None, f"not checked: the store holds none of the {len(claims)} checkpoint object(s) the run pins"
     pinned = pins.settings
+    checked = [c for c, h in zip(claims, held, strict=True) if h or c.path == "final"]
+    absent = [c.path for c, h in zip(claims, held, strict=True) if not h and c.path != "final"]
     found = await check_stored(
-        store, claims, program=pins.program_key, level=pinned.level.value, device=pins.device, where="in the store"
+        store, checked, program=pins.program_key, level=pinned.level.value, device=pins.device, where="in the store"
     )
-    return found, f"checked the {len(claims)} checkpoint object(s) the run pins in the store"
+    line = f"checked the {len(checked)} of {len(claims)} checkpoint object(s) the run pins that the store holds"
+    if absent:
+        line += (
+            f"; not checked: {', '.join(absent)}, not in the store (a run keeps only its last few checkpoints"
+            " and its best)"
+        )
+    return found, line
