@@ -50,6 +50,22 @@ def patient(context: BrowserContext) -> BrowserContext:
     return context
 
 
+# Page-side helpers for reading IndexedDB as the page's own modules would, for a test's `evaluate` script:
+# exists(name) (without creating the database), opened(name) (a connection), answer(request) (its result).
+IDB = """
+const exists = async (name) => (await indexedDB.databases()).some((d) => d.name === name);
+const opened = (name) => new Promise((resolve, reject) => {
+  const request = indexedDB.open(name);
+  request.onsuccess = () => resolve(request.result);
+  request.onerror = () => reject(request.error);
+});
+const answer = (request) => new Promise((resolve, reject) => {
+  request.onsuccess = () => resolve(request.result);
+  request.onerror = () => reject(request.error);
+});
+"""
+
+
 @dataclass
 class LoadedApp:
     """A page after start-up, with everything it asked the network for."""

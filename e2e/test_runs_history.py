@@ -13,24 +13,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from appdriver import RUN_MS, LoadedApp, launch, open_app, start_and_pause, wait_ready, wait_until
+from appdriver import IDB, RUN_MS, LoadedApp, launch, open_app, start_and_pause, wait_ready, wait_until
 from playwright.sync_api import Page, Playwright
 
 ARTIFACTS = Path(__file__).resolve().parent / "artifacts"
 EPOCHS = 2  # 44 steps of the digits MLP
 
 # IndexedDB read (and one object deleted) as the page's own modules would, straight from the page.
-IDB = """
-const opened = (name) => new Promise((resolve, reject) => {
-  const request = indexedDB.open(name);
-  request.onsuccess = () => resolve(request.result);
-  request.onerror = () => reject(request.error);
-});
-const answer = (request) => new Promise((resolve, reject) => {
-  request.onsuccess = () => resolve(request.result);
-  request.onerror = () => reject(request.error);
-});
-"""
 RECORDS = f"""async () => {{ {IDB}
   const db = await opened("scellis-runs");
   const all = await answer(db.transaction("runs").objectStore("runs").getAll());

@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
-from appdriver import RUN_MS, LoadedApp, launch, open_app, wait_until
+from appdriver import IDB, RUN_MS, LoadedApp, launch, open_app, wait_until
 from playwright.sync_api import Browser, Page, Playwright
 
 from scellis.examples import ising
@@ -23,18 +23,6 @@ from scellis.manifest.pins import Settings
 PINNED = "sha256:" + "0" * 64  # the link's final key: a re-run of these settings does not reach it
 
 # The stored records and checkpoint keys, without creating either database where the page has not yet.
-IDB = """
-const exists = async (name) => (await indexedDB.databases()).some((d) => d.name === name);
-const opened = (name) => new Promise((resolve, reject) => {
-  const request = indexedDB.open(name);
-  request.onsuccess = () => resolve(request.result);
-  request.onerror = () => reject(request.error);
-});
-const answer = (request) => new Promise((resolve, reject) => {
-  request.onsuccess = () => resolve(request.result);
-  request.onerror = () => reject(request.error);
-});
-"""
 STORED = f"""async () => {{ {IDB}
   const out = {{ records: [], objects: [] }};
   if (await exists("scellis-runs")) {{

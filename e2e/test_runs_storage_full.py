@@ -14,23 +14,12 @@ import json
 from collections.abc import Callable, Iterator
 
 import pytest
-from appdriver import RUN_MS, LoadedApp, launch, open_app, wait_ready, wait_until
+from appdriver import IDB, RUN_MS, LoadedApp, launch, open_app, wait_ready, wait_until
 from playwright.sync_api import Browser, Page, Playwright
 
 SAVED_PROGRAM = "scellis.editor.program"  # editor/program.js: the editor opens the program kept there
 LAST_RUN = "scellis.lastRun"  # where pages before kept the last run, in localStorage
 EARLIER = "sha256:" + "e" * 64
-IDB = """
-const opened = (name) => new Promise((resolve, reject) => {
-  const request = indexedDB.open(name);
-  request.onsuccess = () => resolve(request.result);
-  request.onerror = () => reject(request.error);
-});
-const answer = (request) => new Promise((resolve, reject) => {
-  request.onsuccess = () => resolve(request.result);
-  request.onerror = () => reject(request.error);
-});
-"""
 RECORDS = f"""async () => {{ {IDB}
   const db = await opened("scellis-runs");
   const all = await answer(db.transaction("runs").objectStore("runs").getAll());
