@@ -16,6 +16,7 @@ def test_the_keep_field_takes_a_whole_number_from_1_or_all() -> None:
     for (const text of bad) out[`bad ${text}`] = runs.parseKeep(text);
     out.rule1 = runs.keepRule(1);
     out.rule3 = runs.keepRule(3);
+    out.ruleAll = runs.keepRule("all");
     """)
     assert [out[t]["keep"] for t in ["3", " 12 ", "1", "all", "ALL", "1000000"]] == [3, 12, 1, "all", "all", 1_000_000]
     bad = {k: v for k, v in out.items() if k.startswith("bad ")}
@@ -25,6 +26,7 @@ def test_the_keep_field_takes_a_whole_number_from_1_or_all() -> None:
     assert '(found "two")' in out["bad two"]["error"] and "(found nothing)" in out["bad "]["error"]
     assert out["rule1"] == "deleted by the retention rule: the run keeps its last checkpoint and its best"
     assert out["rule3"] == "deleted by the retention rule: the run keeps its last 3 checkpoints and its best"
+    assert out["ruleAll"] == "deleted by a retention rule: no longer stored"
 
 
 def test_retired_checkpoints_are_marked_gone_and_the_record_is_written() -> None:

@@ -36,8 +36,9 @@ export function parseKeep(text) {
   return { error: `keep the last checkpoints: a whole number from 1 to ${MOST_KEEP.toLocaleString("en")}, or all (found ${found})` };
 }
 
-// What the retention rule keeps, in words: why a checkpoint of the run was deleted.
+// What the retention rule keeps (`keep`: its count), in words: why a checkpoint of the run was deleted.
 export function keepRule(keep) {
+  if (!Number.isInteger(keep)) return "deleted by a retention rule: no longer stored";
   const last = keep === 1 ? "its last checkpoint" : `its last ${keep} checkpoints`;
   return `deleted by the retention rule: the run keeps ${last} and its best`;
 }
