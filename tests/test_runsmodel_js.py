@@ -169,7 +169,8 @@ def test_a_resume_needs_the_data_the_run_read() -> None:
     out.read = [read(fresh()).record?.id, read({ id: 3 }).damaged.key, read(null).damaged.key];
     """)
     assert (out["same"], out["other"], out["byName"], out["names"]) == (True, False, True, False)
-    assert out["settings"] == {"program": '{"name":"digits-mlp"}', "level": "debug", "seed": "5", "epochs": 2}
+    program = '{"name":"digits-mlp"}'
+    assert out["settings"] == {"program": program, "level": "debug", "seed": "5", "epochs": 2, "keep": 3}
     assert out["read"] == ["a", 3, None]
 
 

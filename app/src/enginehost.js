@@ -36,7 +36,7 @@ const PYTHON = {
   examples: "from scellis.app import examples_json\nexamples_json()",
   run: `from scellis.app import open_run
 ${FILES_PY}await open_run(source, files, program, device_kind=device_kind, level=level, seed=seed, epochs=epochs,
-               build=build, cap=cap, browser=browser, resume=resume)`,
+               build=build, cap=cap, browser=browser, resume=resume, keep=keep)`,
   replay: `from scellis.app import open_replay
 ${FILES_PY}await open_replay(source, files, href, page_kind, build, cap=cap, browser=browser)`,
 };
@@ -220,6 +220,7 @@ class Engine {
       cap: run.cap ?? undefined, // Python's None
       browser: run.browser,
       resume: run.resume ?? undefined,
+      keep: run.keep ?? undefined, // a whole number, "all", or Python's None (scellis.app: its default)
     };
     const gpu = run.kind === "webgpu" ? globalThis.scellisGpu : null;
     let opened;

@@ -3,6 +3,7 @@
 import { deviceLine } from "./devicechoice.js";
 import { deviceFacts, engineFacts, errorText, formatBytes } from "./format.js";
 import { resultRows } from "./runmodel.js";
+import { parseKeep } from "./runsmodel.js";
 
 const STAGES = 4;
 
@@ -83,6 +84,11 @@ export function showTrainPanel(choice, promises, { onLevel, onTrain, onDevice })
       document.getElementById("train-status").textContent = "seed: a whole number from 0 to 18446744073709551615";
       return;
     }
+    const keep = keepSetting();
+    if (keep.error) {
+      document.getElementById("train-status").textContent = keep.error;
+      return;
+    }
     showTrainStarting(level.value, `${doing()} at level ${level.value}…`);
     onTrain(level.value, Number(epochs.value), seed.value);
   };
@@ -98,13 +104,19 @@ export function showDeviceChoice(choice) {
 }
 
 // The run's settings as a share link or the last run's record gives them; the level's change event
-// fires, so its promise and plan are shown.
-export function setRunSettings({ level, seed, epochs }) {
+// fires, so its promise and plan are shown. A record's keep count goes into its field (where it has one).
+export function setRunSettings({ level, seed, epochs, keep }) {
   const select = document.getElementById("train-level");
   select.value = level;
   select.dispatchEvent(new Event("change"));
   document.getElementById("train-seed").value = String(seed);
   document.getElementById("train-epochs").value = String(epochs);
+  if (keep !== undefined && keep !== null) document.getElementById("train-keep").value = String(keep);
+}
+
+// The train card's "Keep the last N checkpoints": {keep} (a whole number from 1, or "all") or {error}.
+export function keepSetting() {
+  return parseKeep(document.getElementById("train-keep").value);
 }
 
 // The run's settings are locked while it trains (or resumes), and the page says what it is doing.

@@ -9,7 +9,17 @@
 import { errorText } from "./format.js";
 import { hideLoss, offerReopen } from "./gpuloss.js";
 import { isGpuLost } from "./gpulost.js";
-import { doing, showEpoch, showResults, setRunSettings, showTrainDone, showTrainPaused, showTrainRefused, showTrainStarting } from "./page.js";
+import {
+  doing,
+  keepSetting,
+  setRunSettings,
+  showEpoch,
+  showResults,
+  showTrainDone,
+  showTrainPaused,
+  showTrainRefused,
+  showTrainStarting,
+} from "./page.js";
 import { Driver, LAST_RUN, checkLastRun, forgetLastRun, keyFromText, lastRun, manifestName, weightsName } from "./runmodel.js";
 import {
   download,
@@ -135,8 +145,16 @@ export class RunControl {
     }
   }
 
-  // Opens a run with `settings` ({program, kind, level, seed, epochs, cap, resume}) and drives it.
-  async start(settings) {
+  // Opens a run with `settings` ({program, kind, level, seed, epochs, cap, resume, keep?}) and drives it;
+  // without `keep`, the train card's field says how many of the last rule checkpoints the run keeps.
+  async start(given) {
+    const keep = given.keep === undefined ? keepSetting() : { keep: given.keep };
+    if (keep.error) {
+      if (given.resume) showResumeError(`Cannot resume: ${keep.error}`);
+      showTrainDone(null, keep.error);
+      return;
+    }
+    const settings = { ...given, keep: keep.keep };
     hideLoss();
     if (this.current) {
       await this.current.driver.pause();
@@ -240,7 +258,7 @@ export class RunControl {
     const page = this.controller.current();
     const own = Boolean(record);
     const settings = own
-      ? { ...page, program: record.program, level: record.level, seed: record.seed, epochs: record.epochs }
+      ? { ...page, program: record.program, level: record.level, seed: record.seed, epochs: record.epochs, keep: record.keep }
       : { ...page, seed: fieldValue("train-seed"), epochs: Number(fieldValue("train-epochs")) };
     if (!settings.level) {
       showResumeError("choose the determinism level the checkpoint was saved at first");

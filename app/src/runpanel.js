@@ -6,13 +6,19 @@ import { RunCharts } from "./charts.js";
 import { byId, element } from "./dom.js";
 import { errorText } from "./format.js";
 import { controls, figures } from "./runmodel.js";
+import { keepRule } from "./runsmodel.js";
 
 let charts = null; // the panel's loss and metric charts, made when the controls are wired
 
-function keyItem(step, key, why) {
+// A checkpoint's line; `gone` (text, or null) says why its object is no longer stored (data-gone).
+function keyItem(step, key, why, gone = null) {
   const item = element("li", `step ${step}: `);
   item.append(element("code", key), why ? ` (${why})` : "");
   item.dataset.key = key;
+  if (gone) {
+    item.dataset.gone = "true";
+    item.append(`: ${gone}`);
+  }
   return item;
 }
 
@@ -44,8 +50,10 @@ export function showRunState(state) {
   byId("run-progress").value = state.step;
   byId("run-figures").textContent = figures(state);
   byId("run-events").replaceChildren(...state.events.map((text) => element("li", text)));
-  const written = state.checkpoints.map(({ step, key }) => keyItem(step, key, "loop program"));
-  const saved = state.saved.map(({ step, key }) => keyItem(step, key, "saved from the page"));
+  const retired = new Set(state.retired ?? []);
+  const gone = (key) => (retired.has(key) ? keepRule(state.keep) : null);
+  const written = state.checkpoints.map(({ step, key }) => keyItem(step, key, "loop program", gone(key)));
+  const saved = state.saved.map(({ step, key }) => keyItem(step, key, "saved from the page", gone(key)));
   byId("run-checkpoints").replaceChildren(...written, ...saved);
   charts?.feed(state);
 }

@@ -304,8 +304,15 @@ export class RunsCard {
     remove.onclick = () => this.confirmDelete(record);
   }
 
-  checkpointItem(record, { step, key, kind }) {
+  // A checkpoint's line: its key, why it was kept, and "Resume from here"; one the retention rule deleted
+  // says so instead (data-gone), with no button.
+  checkpointItem(record, { step, key, kind, gone }) {
     const item = element("li", `step ${step}: `, { "data-key": key });
+    if (gone) {
+      item.dataset.gone = "true";
+      item.append(element("code", key), ` (${model.whyKept(kind)}): ${model.keepRule(record.keep ?? model.KEEP)}`);
+      return item;
+    }
     const resume = element("button", "Resume from here", { type: "button", "data-focus": `resume:${key}` });
     resume.setAttribute("aria-label", `Resume from here: step ${step}, ${key}`);
     resume.disabled = this.busy();

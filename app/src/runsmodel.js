@@ -7,7 +7,9 @@
 // manifest's data versions once there is one)}, level, seed (text), epochs, kind ("webgpu" or "cpu"),
 // device (its name), resumedFrom (a key or null), started, ended (ms since the epoch, or null), status
 // (one of STATUSES), error (text or null), step, total, rows: [{epoch, steps, train_loss, test,
-// loss_scale?}], checkpoints: [{step, key, kind: "rule" | "saved" | "pinned"}], final (a key or null),
+// loss_scale?}], checkpoints: [{step, key, kind: "rule" | "saved" | "pinned", gone?: true once the
+// retention rule deleted its object}], keep? (how many of the last rule checkpoints the run keeps: a whole
+// number from 1, "all", or null for a re-run, whose link decides; older records lack it), final (a key or null),
 // manifest (text or null), rerunOf (for a share link's re-run, the final key the link pins; else null),
 // verdict (a re-run's comparison with the link, text, or null)}. "pinned": the state a manifest pinned
 // (saved when the run paused or ended), or a re-run's final state. A record without `format` is one
@@ -20,6 +22,26 @@ export const STATUSES = ["running", "paused", "done", "stopped by rule", "stoppe
 export const SITE_DATA = "digits (this site)";
 const KEY = /^sha256:[0-9a-f]{64}$/;
 const KINDS = { rule: "loop program", saved: "saved from the page", pinned: "pinned by a manifest" };
+export const KEEP = 3; // the rule checkpoints a run keeps unless the train card says otherwise (retention.KEEP)
+const MOST_KEEP = 1_000_000; // a larger count is "all"
+
+// The train card's "Keep the last N checkpoints" field: {keep} (a whole number from 1, or "all"), or
+// {error} naming the field and what it takes.
+export function parseKeep(text) {
+  const value = String(text ?? "").trim();
+  if (value.toLowerCase() === "all") return { keep: "all" };
+  const n = /^[0-9]{1,7}$/.test(value) ? Number(value) : NaN;
+  if (n >= 1 && n <= MOST_KEEP) return { keep: n };
+  const found = value ? `"${clip(value, 40)}"` : "nothing";
+  return { error: `keep the last checkpoints: a whole number from 1 to ${MOST_KEEP.toLocaleString("en")}, or all (found ${found})` };
+}
+
+// What the retention rule keeps (`keep`: its count), in words: why a checkpoint of the run was deleted.
+export function keepRule(keep) {
+  if (!Number.isInteger(keep)) return "deleted by a retention rule: no longer stored";
+  const last = keep === 1 ? "its last checkpoint" : `its last ${keep} checkpoints`;
+  return `deleted by the retention rule: the run keeps ${last} and its best`;
+}
 
 // `text` cut to at most `most` characters (an ellipsis at the end says so).
 export function clip(text, most) {
@@ -54,6 +76,7 @@ export function newRecord({ id, now, settings, device }) {
     kind: settings.kind,
     device: clip(device, LIMITS.text),
     resumedFrom: settings.resume ?? null,
+    keep: settings.rerunOf ? null : (settings.keep ?? KEEP),
     started: now,
     ended: null,
     status: "running",
@@ -85,14 +108,23 @@ function withCheckpoints(checkpoints, found) {
   return added.length ? [...checkpoints, ...added].sort((a, b) => a.step - b.step) : checkpoints;
 }
 
+// `checkpoints` with those whose key is in `retired` marked gone (by key: a state saved from the page
+// under the same key is the same object, gone with it); the same list when nothing changes.
+function withGone(checkpoints, retired) {
+  const gone = new Set(retired);
+  if (!checkpoints.some((c) => gone.has(c.key) && !c.gone)) return checkpoints;
+  return checkpoints.map((c) => (gone.has(c.key) && !c.gone ? { ...c, gone: true } : c));
+}
+
 // The record after the run panel's `state` (pagerun.PageRun.state): its finished epochs' rows and new
-// checkpoints added. `changed` says whether it is worth a write (an epoch or a checkpoint: not a chunk).
+// checkpoints added, and those the retention rule deleted (`state.retired`) marked gone. `changed` says
+// whether it is worth a write (an epoch, a checkpoint or a deletion: not a chunk).
 export function withState(record, state) {
   const found = [
     ...state.checkpoints.map(({ step, key }) => ({ step, key, kind: "rule" })),
     ...state.saved.map(({ step, key }) => ({ step, key, kind: "saved" })),
   ];
-  const checkpoints = withCheckpoints(record.checkpoints, found);
+  const checkpoints = withGone(withCheckpoints(record.checkpoints, found), state.retired ?? []);
   const done = state.epochs_done.map(metricRow);
   const rows = done.length ? [...record.rows, ...done].slice(-LIMITS.rows) : record.rows; // the newest kept
   const changed = checkpoints !== record.checkpoints || rows !== record.rows || record.total === null;
@@ -247,8 +279,10 @@ export function sameData(recorded, page) {
 }
 
 // The settings a resume from one of the record's checkpoints runs with (RunControl.resume).
+// The record's keep count goes with them where it has one (else the train card's field decides).
 export function resumeSettings(record) {
-  return { program: record.program, level: record.level, seed: record.seed, epochs: record.epochs };
+  const settings = { program: record.program, level: record.level, seed: record.seed, epochs: record.epochs };
+  return record.keep === undefined || record.keep === null ? settings : { ...settings, keep: record.keep };
 }
 
 
@@ -376,6 +410,9 @@ function checkCheckpoints(c, checkpoints) {
     c.count(`${at}.step`, checkpoint.step);
     c.key(`${at}.key`, checkpoint.key);
     c.oneOf(`${at}.kind`, checkpoint.kind, Object.keys(KINDS));
+    if (checkpoint.gone !== undefined && typeof checkpoint.gone !== "boolean") {
+      c.fail(`${at}.gone`, `expected true or false, found ${kindOf(checkpoint.gone)}`);
+    }
     if (c.problems.length >= MOST_PROBLEMS) return;
   }
 }
@@ -412,6 +449,9 @@ export function readRecord(value, key = value?.id) {
   c.oneOf("kind", record.kind, DEVICE_KINDS);
   c.text("device", record.device, LIMITS.text, { empty: true });
   c.nullable("resumedFrom", record.resumedFrom, (p, v) => c.key(p, v));
+  const keep = record.keep;
+  const keeps = keep === undefined || keep === null || keep === "all" || (Number.isSafeInteger(keep) && keep >= 1 && keep <= MOST_KEEP);
+  if (!keeps) c.fail("keep", `expected a whole number from 1 to ${MOST_KEEP}, or "all", found ${kindOf(keep)}`);
   c.time("started", record.started);
   c.nullable("ended", record.ended, (p, v) => c.time(p, v));
   c.oneOf("status", record.status, STATUSES);

@@ -27,8 +27,8 @@ export function forgetProbes(engine) {
 // Opens a run of `run.program` (from init, or from the stored checkpoint `run.resume`): a RemoteRun,
 // or {refused, memory} when the memory plan is red.
 export async function openRun(engine, run) {
-  const { program, kind, level, epochs, seed, cap, resume } = run;
-  const settings = { program, kind, level, epochs, seed, cap, resume, browser: navigator.userAgent };
+  const { program, kind, level, epochs, seed, cap, resume, keep } = run;
+  const settings = { program, kind, level, epochs, seed, cap, resume, keep, browser: navigator.userAgent };
   const answer = await engine.call("openRun", run.source ?? "site", settings);
   return answer.opened ?? new RemoteRun(engine, answer.id, answer.state);
 }

@@ -45,6 +45,7 @@ from scellis.runtime.device import Device
 from scellis.runtime.host import pyodide_version
 from scellis.session import PlanRefused
 from scellis.store.objects import Store, check_key
+from scellis.store.retention import KEEP
 
 
 async def _device(kind: str) -> Device:
@@ -275,6 +276,19 @@ def _seed(text: Any) -> int:
     return seed
 
 
+def _keep(value: Any) -> int | None:
+    """How many of the last rule checkpoints a page's run keeps: the page's field (a whole number from 1, as
+    a number or text, or "all": None, every one); KEEP when the page gives none."""
+    if value is None:
+        return KEEP
+    text = str(value).strip()
+    if text == "all":
+        return None
+    if isinstance(value, bool) or not (text.isascii() and text.isdigit()) or int(text) < 1:
+        raise ValueError(f"keep the last checkpoints: a whole number from 1, or all; got {value!r}")
+    return int(text)
+
+
 async def _store(store: Store | None) -> Store:
     """The page's object store (IndexedDB) unless one is given (tests give a DirectoryStore)."""
     if store is not None:
@@ -324,9 +338,11 @@ async def open_run(
     browser: str | None = None,
     resume: str | None = None,
     store: Store | None = None,
+    keep: Any = None,
 ) -> Driven | str:
     """A run of `program` (JSON) on the page's device at `level` and `seed` for `epochs`, under the memory
-    cap `cap` (bytes, or None), from init or from the stored checkpoint `resume` (its key); `build` is
+    cap `cap` (bytes, or None), from init or from the stored checkpoint `resume` (its key), keeping the last
+    `keep` rule checkpoints and the best (a whole number from 1; "all" keeps every one; None: KEEP); `build` is
     dist/build.json's text, which the page checked its files against; the manifest pins the engine that
     runs (running_engine), not what `build` says. When the memory plan is red: JSON
     `{"refused": why, "memory": ...}`, and nothing reached the device. A program that does not fit the
@@ -336,6 +352,7 @@ async def open_run(
     _check_fit(data, info, train, test)
     if resume is not None:
         resume = check_key(resume.strip())
+    kept = _keep(keep)
     device = CappedDevice(await _device(device_kind), cap)
     where = await _store(store)
     try:
@@ -352,6 +369,7 @@ async def open_run(
             engine=running_engine(),
             browser=browser,
             resume=resume,
+            keep=kept,
         )
     except PlanRefused as refused:
         return _refusal(refused)

@@ -25,7 +25,8 @@ from scellis.manifest.replay import NotedDevice, Outcome, Pins, checkpoints_as, 
 from scellis.runtime.device import Device
 from scellis.session import EpochResult, Session, checkpoints_to
 from scellis.store.checkpoint import load, save
-from scellis.store.objects import Store
+from scellis.store.objects import Store, settle
+from scellis.store.retention import KEEP
 from scellis.store.tensorfile import encode
 
 WEIGHTS_FORMAT = "scellis.weights/1"
@@ -60,10 +61,14 @@ class PageRun:
         engine: Engine,
         browser: str | None,
         pins: Pins | None = None,
+        keep: int | None = KEEP,
     ) -> None:
         self.noted = NotedDevice(device)
         self.session = new_session(program, self.noted, level=level, seed=seed, train=train, test=test)
-        self.session.checkpointer = checkpoints_to(store) if pins is None else checkpoints_as(store, pins.device)
+        self.keep = keep if pins is None else None  # a re-run's checkpoints are as its pins say (replay)
+        writer = checkpoints_to(store, keep) if pins is None else checkpoints_as(store, pins.device)
+        self.session.checkpointer = writer
+        self.gone: list[str] = []  # rule checkpoints of the resumed history no longer stored
         self.program = program
         self.train, self.test, self.store, self.pins = train, test, store, pins
         self.device_kind, self.epochs, self.engine, self.browser = device_kind, epochs, engine, browser
@@ -90,10 +95,12 @@ class PageRun:
         engine: Engine,
         browser: str | None = None,
         resume: str | None = None,
+        keep: int | None = KEEP,
     ) -> PageRun:
         """A new run of `program`, started from init, or from the stored checkpoint `resume` (a key): a
         missing or corrupt object, or a checkpoint of another program or level, is a ResumeError naming what
-        differs. Nothing runs until `advance`; a red memory plan raises PlanRefused here."""
+        differs. Its rule checkpoints are kept as store.retention says with `keep` (None: every one).
+        Nothing runs until `advance`; a red memory plan raises PlanRefused here."""
         run = cls(
             store,
             device,
@@ -106,6 +113,7 @@ class PageRun:
             epochs=epochs,
             engine=engine,
             browser=browser,
+            keep=keep,
         )
         session = run.session
         if resume is None:
@@ -113,6 +121,7 @@ class PageRun:
         else:
             key = session.compiled.key(level, run.noted.features)
             await session.resume(await load(store, resume, expect_program=key, expect_level=level), train)
+            run.gone = [k for _, k in session.checkpoints if not await settle(store.has(k))]
         return run
 
     @classmethod
@@ -196,7 +205,9 @@ class PageRun:
         """Where the run stands, for the run panel: steps done of the total, epoch (from 1), the latest loss
         read back and held-out metrics, steps/s and the estimated seconds left (None until measured), the
         decision log, the checkpoints written (step, key), the epochs finished since the last call, and
-        whether the run is done (and stopped by a rule). `saved`: the states saved from the page."""
+        whether the run is done (and stopped by a rule). `saved`: the states saved from the page. `retired`:
+        the keys of `checkpoints` no longer stored (the retention rule deleted them, this run or the run it
+        resumed); `keep`: how many of the last the rule keeps (None: every one)."""
         s, rate = self.session, self.steps_per_s
         rows, self.rows = self.rows, []
         left = max(self.total - s.steps, 0)
@@ -212,6 +223,8 @@ class PageRun:
             "events": [str(event) for event in s.loop.events],
             "checkpoints": [{"step": step, "key": key} for step, key in s.checkpoints],
             "saved": [{"step": step, "key": key} for step, key in self.saved],
+            "retired": list(dict.fromkeys([*self.gone, *s.retired])),
+            "keep": self.keep,
             "epochs_done": rows,
             "done": self.done,
             "stopped": s.loop.stopped,

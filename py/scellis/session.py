@@ -42,7 +42,8 @@ from scellis.store.tensorfile import Tensor
 def checkpoints_to(store: Store, keep: int | None = KEEP) -> Checkpointer:
     """A checkpointer writing the session's checkpoints to `store` (set it as session.checkpointer). With
     `keep`, a rule checkpoint also deletes the earlier rule checkpoints the retention rule stops keeping
-    (store.retention: the last `keep`, the best, `session.pinned`); None keeps every one."""
+    (store.retention: the last `keep`, the best, `session.pinned`) and lists it in `session.retired`
+    (deleted or not: the rule no longer keeps it); None keeps every one."""
     if keep is not None:
         check_keep(keep)
 
@@ -50,6 +51,7 @@ def checkpoints_to(store: Store, keep: int | None = KEEP) -> Checkpointer:
         key = await save(store, await session.checkpoint())
         if keep is not None and session.by_rule:
             for gone in session.retired_by(key, keep):
+                session.retired.append(gone)
                 with contextlib.suppress(StoreError):  # gone already, or left for gc: never fails the run
                     await settle(store.delete(gone))
         return key
@@ -209,6 +211,7 @@ class Session:
         self.log_base: tuple[str | None, int, int] = (None, 0, 0)
         self.best: Best | None = None  # the rule checkpoint with the lowest held-out loss
         self.pinned: set[str] = set()  # keys retention never deletes (kept by a manifest or a record)
+        self.retired: list[str] = []  # rule checkpoints retention stopped keeping, in the order it did
         self.held_out_loss: float | None = None  # the latest held-out loss a resumed checkpoint held
         step_inputs = {input_name(n) for n in step_fn.inputs}
         self.counts_skips, self.scales_lr = SKIPPED in step_inputs, LR_SCALE in step_inputs
