@@ -4,9 +4,9 @@ few steps (its loop program's rule):
   last run is still offered for resume on the next visit (kept in IndexedDB, not localStorage; a last
   run kept in localStorage by earlier pages is offered, and moved);
 - the origin's IndexedDB quota used up mid-run (a real quota, set through the DevTools protocol's
-  Storage.overrideQuotaForOrigin): the run stops with a message naming the cause, every checkpoint and
-  record written before is still readable (each object hashes to its key), and once there is room again
-  the run resumes from its newest checkpoint to the end."""
+  Storage.overrideQuotaForOrigin): the run stops with a message naming the cause, every checkpoint kept
+  before (retention deletes the older ones) and the record are still readable (each object hashes to its
+  key), and once there is room again the run resumes from its newest checkpoint to the end."""
 
 from __future__ import annotations
 
@@ -137,7 +137,8 @@ def test_a_full_local_storage_fails_no_run_and_resume_is_still_offered(
     (run,) = wait_records(page, "all.length === 1 && all[0].status === 'done' && all[0].manifest !== null")
     rule = [c for c in run["checkpoints"] if c["kind"] == "rule"]
     assert [c["step"] for c in rule] == [10, 20, 30, 40]
-    keys = [c["key"] for c in run["checkpoints"]]
+    keys = [c["key"] for c in run["checkpoints"] if not c.get("gone")]  # retention keeps the last 3 and the best
+    assert 4 <= len(keys) < len(run["checkpoints"])  # the final state too; step 10's deleted by retention
     assert page.evaluate(READABLE, keys) == keys
     assert page.input_value("#resume-key") == rule[-1]["key"]
     assert page.is_hidden("#runs-note") and page.is_hidden("#runs-error")
@@ -161,8 +162,8 @@ def test_indexeddb_quota_used_up_mid_run_stops_it_cleanly_and_loses_nothing(
     train(page, epochs=20, before=lambda: page.evaluate(PAUSE_AT, 20))  # 440 steps, paused after step 20
     assert wait_phase(page, "paused", "done", "failed") == "paused"
     (before,) = wait_records(page, "all.length === 1 && all[0].status === 'paused' && all[0].manifest !== null")
-    written = [c["key"] for c in before["checkpoints"]]
-    assert len([c for c in before["checkpoints"] if c["kind"] == "rule"]) >= 4
+    written = [c["key"] for c in before["checkpoints"] if not c.get("gone")]  # those retention keeps
+    assert len([c for c in before["checkpoints"] if c["kind"] == "rule"]) >= 4 and len(written) >= 3
 
     cdp = app.context.new_cdp_session(page)
     origin = base_url.rstrip("/")
@@ -187,7 +188,8 @@ def test_indexeddb_quota_used_up_mid_run_stops_it_cleanly_and_loses_nothing(
     page.click(f"#runs-checkpoints li[data-key='{newest['key']}'] button")
     (_, resumed) = wait_records(page, "all.length === 2 && all[1].status === 'done'")
     assert resumed["resumedFrom"] == newest["key"] and resumed["step"] == 440
-    assert page.evaluate(READABLE, written) == written
+    kept = [c["key"] for c in resumed["checkpoints"] if not c.get("gone")]  # the resumed run's retention
+    assert resumed["final"] in kept and page.evaluate(READABLE, kept) == kept
     app.context.close()
     fault_log(
         "storage-full-indexeddb",

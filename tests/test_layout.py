@@ -28,6 +28,7 @@ TOP = {
     "pagerun",
     "provenance",
     "datafit",
+    "rerunstorage",
 }  # above every stage
 BROWSER_MODULES = {"js", "pyodide"}
 
