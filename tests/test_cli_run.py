@@ -98,7 +98,10 @@ def test_run_then_verify_passes(folder: Path, pinned: dict[str, Any], capsys: py
     assert status == 0, err
     lines = out.splitlines()
     assert lines[0].startswith("data matches the pinned versions: train sha256:")
-    assert lines[1] == f"checked the 5 checkpoint object(s) the run pins in the store {folder / 'store'}"
+    assert lines[1] == (
+        f"store {folder / 'store'}: checked the 4 of 5 checkpoint object(s) the run pins that the store holds; "
+        "not checked: checkpoints[0].key, not in the store (a run keeps only its last few checkpoints and its best)"
+    )
     assert lines[2].startswith("re-running at level debug, seed 7, on CPU path (WebAssembly) via wasmtime")
     assert lines[-1] == (
         f"verified: the re-run reached the pinned final checkpoint {pinned['final']} bit for bit "

@@ -68,7 +68,7 @@ def test_the_undoctored_manifest_verifies_and_lists_what_it_did_not_check(
     status, out, err = verify(folder, pinned, capsys, folder / "store")
     assert status == 0, err
     lines = out.splitlines()
-    assert f"checked the 5 checkpoint object(s) the run pins in the store {folder / 'store'}" in out
+    assert f"store {folder / 'store'}: checked the 4 of 5 checkpoint object(s) the run pins that the store" in out
     assert lines[-2] == "every other claim of the manifest that the re-run recomputes matches too"
     assert lines[-1].startswith(f"verified: the re-run reached the pinned final checkpoint {pinned['final']} bit ")
     said = "not checked: environment.adapter, environment.browser, environment.python (where the run ran"
@@ -212,7 +212,7 @@ def test_with_a_store_each_pinned_object_is_read(
     (not the run's) is said to be unchecked."""
     status, out, err = verify(folder, pinned, capsys, tmp_path / "elsewhere")
     assert status == 0, err
-    assert f"not checked: the store holds none of the 5 checkpoint object(s) the run pins {tmp_path}" in out
+    assert f"{tmp_path / 'elsewhere'}: not checked: the store holds none of the 5 checkpoint object(s)" in out
 
     store = DirectoryStore(tmp_path / "copy")  # the run's store, one object lost and one damaged
     source = DirectoryStore(folder / "store")

@@ -424,7 +424,7 @@ def verify_cmd(args: argparse.Namespace) -> int:
     stored = None
     if args.store is not None:  # read before the re-run adds its own checkpoints there
         stored, said = asyncio.run(check_store(DirectoryStore(args.store), pins))
-        print(f"{said} {args.store}")
+        print(f"store {args.store}: {said}")
     else:
         print("not checked: the checkpoint objects the run pins (give --store to read them)")
     print(f"re-running at level {pinned.level.value}, seed {pinned.seed}, on {device.name}: {pinned.steps} steps")
