@@ -28,13 +28,13 @@ from scellis.autodiff import grad
 from scellis.graph.settings import Optimizer
 from scellis.ir import Function
 from scellis.levels import Level
-from scellis.lower import lower
 from scellis.ops import DType, Node, Op, const, make
 from scellis.ops.build import add, cast, mul, sub, total
 from scellis.ops.defs import Role
 from scellis.ops.node import input_node
 from scellis.optim import apply_optimizer, optimizers
 from scellis.optim.optimizers import STEP
+from scellis.plan import lowered
 from scellis.runtime.cpu_device import CpuDevice
 from scellis.runtime.reference_device import ReferenceDevice
 from scellis.runtime.wgpu_native import WgpuDevice
@@ -90,7 +90,7 @@ def f32(x: np.ndarray) -> np.ndarray:
 
 def correction_errors(device: object, opt: Optimizer, level: Level, steps: list[int]) -> float:
     fn = corrections_function(opt)
-    compiled = device.compile(lower(fn, level))  # type: ignore[attr-defined]
+    compiled = device.compile(lowered(fn, level))  # type: ignore[attr-defined]
     worst = 0.0
     for step in steps:
         compiled.write(STEP, np.int32(step).tobytes())
@@ -108,7 +108,7 @@ def update_errors(device: object, opt: Optimizer, level: Level, *, start: int, s
     m = f32(sign * rng.uniform(0.5, 1.5, SHAPE)) if start else np.zeros(SHAPE)
     v = f32(m * m * rng.uniform(1.0, 3.0, SHAPE)) if start else np.zeros(SHAPE)
     fn = step_function(opt)
-    compiled = device.compile(lower(fn, level))  # type: ignore[attr-defined]
+    compiled = device.compile(lowered(fn, level))  # type: ignore[attr-defined]
     for name, value in (("opt.m/w", m), ("opt.v/w", v)):
         compiled.write(name, value.astype("<f4").tobytes())
     compiled.write(STEP, np.int32(start).tobytes())

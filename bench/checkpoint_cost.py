@@ -16,11 +16,11 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "py"))
 
+
 from scellis.examples import char_transformer, deep_chain, digits_cnn, mlp
 from scellis.levels import Level
 from scellis.pipeline import compile_program
-from scellis.planning import plan_program
-from scellis.remedies import apply
+from scellis.plan.remedies import apply
 
 PROGRAMS: dict[str, Callable[[], dict[str, Any]]] = {
     "deep chain, 40 nodes": lambda: deep_chain(40),
@@ -36,7 +36,7 @@ def measure(data: dict[str, Any], checkpoint: bool) -> tuple[int, int, int, int,
     start = time.perf_counter()
     compiled = compile_program(apply(data, {"checkpoint": checkpoint}))
     seconds = time.perf_counter() - start
-    plan = plan_program(compiled, Level.PROD, frozenset())
+    plan = compiled.at(Level.PROD, frozenset()).plan
     step = plan.functions[0]
     return step.allocated, plan.step.bytes[KEPT], plan.total, step.kernels, seconds
 

@@ -30,6 +30,7 @@ from scellis.lower import lower
 from scellis.ops import DType, Op, make
 from scellis.ops import defs as d
 from scellis.ops.node import input_node
+from scellis.plan import planned
 
 
 def matmul_function(n: int) -> Function:
@@ -55,7 +56,7 @@ def webgpu(n: int, repeat: int, runs: int, level: Level = Level.PROD) -> tuple[s
 
     device = WgpuDevice()
     schedule = lower(matmul_function(n), level, device.features)
-    compiled = device.compile(schedule)
+    compiled = device.compile(planned(schedule))
     rng = np.random.default_rng(0)
     for name in ("a", "b"):
         compiled.write(name, rng.standard_normal((n, n)).astype("<f4").tobytes())

@@ -29,11 +29,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "py"))
 
 from scellis.ir.function import Function
 from scellis.levels import Level
-from scellis.lower import lower
 from scellis.ops import DType, make
 from scellis.ops import defs as d
 from scellis.ops.defs import Op, Role
 from scellis.ops.node import input_node
+from scellis.plan import lowered
 from scellis.runtime.cpu import CpuPath
 from scellis.runtime.cpu_device import compile_schedule
 
@@ -52,7 +52,7 @@ def cpu_path_matmul(cpu: CpuPath, n: int, transpose_b: bool, runs: int) -> float
     a = input_node("a", Role.DATA, DType.F32, (n, n))
     b = input_node("b", Role.DATA, DType.F32, (n, n))
     fn = Function("matmul", (a, b), (("y", make(Op.MATMUL, a, b, arg=d.MatmulArg(transpose_b=transpose_b))),))
-    compiled = compile_schedule(cpu, lower(fn, Level.PROD))
+    compiled = compile_schedule(cpu, lowered(fn, Level.PROD))
     rng = np.random.default_rng(0)
     compiled.write("a", rng.standard_normal((n, n), dtype=np.float32).tobytes())
     compiled.write("b", rng.standard_normal((n, n), dtype=np.float32).tobytes())

@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "py"))
 
 from scellis.examples import random_draws
 from scellis.levels import Level
-from scellis.lower import lower
+from scellis.plan import lowered
 from scellis.rng import philox4x32
 from scellis.runtime.reference import philox
 from scellis.runtime.reference_device import ReferenceDevice
@@ -38,7 +38,7 @@ KEY = (0x01234567, 0x89ABCDEF)
 
 
 def device_rate(device: object, draws: int, runs: int, wait: object = None) -> float:
-    compiled = device.compile(lower(random_draws(draws), Level.PROD))  # type: ignore[attr-defined]
+    compiled = device.compile(lowered(random_draws(draws), Level.PROD))  # type: ignore[attr-defined]
     compiled.write("rng.test", struct.pack("<2I", *KEY))
     times = []
     for _ in range(runs + 1):
@@ -57,11 +57,12 @@ from scellis.levels import Level
 from scellis.lower import lower
 from scellis.runtime.browser_webgpu import BrowserWebGPU
 from scellis.runtime.cpu_device import CpuDevice
+from scellis.plan import planned
 schedule = lower(random_draws(DRAWS), Level.PROD)
 rates = {}
 for label, device in (("Chromium: WebGPU (SwiftShader)", BrowserWebGPU()),
                       ("Chromium: CPU path (WebAssembly)", await CpuDevice.open())):
-    compiled = device.compile(schedule)
+    compiled = device.compile(planned(schedule))
     compiled = await compiled if hasattr(compiled, "__await__") else compiled
     compiled.write("rng.test", struct.pack("<2I", *KEY))
     await compiled.step({}, ["u"])

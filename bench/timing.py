@@ -14,7 +14,7 @@ from scellis.levels import Level
 
 async def time_steps(device, program, width, level, steps):
     session = Session(program, device, seed=1, level=level, eval_batch=8)
-    kernels = len(session.schedule.kernels)
+    kernels = len(session.plan.functions[0].schedule.kernels)
     await session.start()
     batch = session.batch
     rnd = random.Random(0)
@@ -31,7 +31,7 @@ async def time_steps(device, program, width, level, steps):
     loss = struct.unpack("<f", (await pending)["loss"])[0]
     wall = time.perf_counter() - start
     return {"ms_per_step": wall / steps * 1000, "host_ms_per_step": host / steps * 1000,
-            "kernels": kernels, "loss": loss, "notes": list(session.schedule.notes)}
+            "kernels": kernels, "loss": loss, "notes": list(session.plan.functions[0].schedule.notes)}
 """
 
 CPYTHON_DEVICES = """

@@ -251,7 +251,7 @@ async def engine_run(device: Any, case: Case, level: Level) -> tuple[Timing, Ses
     results = await session.run(case.data, None)
     done = time.perf_counter()
     metrics = {k.removeprefix("metric/"): v for k, v in results[-1].metrics.items()}
-    return Timing(started - begin, done - started, metrics, len(session.schedule.kernels)), session
+    return Timing(started - begin, done - started, metrics, len(session.plan.functions[0].schedule.kernels)), session
 
 
 def peer_run(case: Case) -> Timing:

@@ -11,8 +11,9 @@ from appdriver import LoadedApp, start_over
 from playwright.sync_api import Page
 
 from scellis.examples import digits_mlp
+from scellis.guide import STAGE_TITLES
 from scellis.levels import Level
-from scellis.pipeline import STAGE_TITLES, compile_program
+from scellis.pipeline import compile_program
 
 ARTIFACTS = Path(__file__).parent / "artifacts"
 MEMORY = "memory plan (buffer lifetimes, training step)"
@@ -32,7 +33,7 @@ def titles(app: LoadedApp) -> list[str]:
 def test_the_guide_follows_a_node_to_its_code(loaded: LoadedApp) -> None:
     page = loaded.page
     start_over(page, "prod")
-    key = compile_program(digits_mlp()).key(Level.PROD)
+    key = compile_program(digits_mlp()).at(Level.PROD).key
     shown = f"kernels shown for level prod. Training-step key {key}."
     page.wait_for_function(  # the Guide of the example as shipped, at prod
         "(shown) => document.getElementById('guide-summary').textContent.endsWith(shown)", arg=shown
@@ -64,7 +65,7 @@ def test_the_guide_follows_a_node_to_its_code(loaded: LoadedApp) -> None:
 def test_the_guide_follows_the_program_and_level(loaded: LoadedApp) -> None:
     page = loaded.page
     start_over(page, "debug")
-    shown = f"kernels shown for level debug. Training-step key {compile_program(digits_mlp()).key(Level.DEBUG)}."
+    shown = f"kernels shown for level debug. Training-step key {compile_program(digits_mlp()).at(Level.DEBUG).key}."
     page.wait_for_function(  # the Guide of the example as shipped, at debug
         "(shown) => document.getElementById('guide-summary').textContent.endsWith(shown)", arg=shown
     )

@@ -18,6 +18,7 @@ from scellis.ops.defs import Role
 from scellis.ops.indices import IndexRangeError
 from scellis.ops.node import input_node
 from scellis.runtime.cpu_device import CpuDevice
+from scellis.plan import planned
 table = input_node("embed.weight", Role.PARAM, DType.F32, (5, 2))
 tokens = input_node("tokens", Role.DATA, DType.I32, (3,))
 schedule = lower(Function("gather", (table, tokens), (("rows", make(Op.GATHER, table, tokens)),)), Level.DEBUG)
@@ -27,7 +28,7 @@ if KIND == "webgpu":
     devices.append(("webgpu", BrowserWebGPU()))
 out = {}
 for name, device in devices:
-    compiled = device.compile(schedule)
+    compiled = device.compile(planned(schedule))
     compiled = await compiled if hasattr(compiled, "__await__") else compiled
     compiled.write("embed.weight", struct.pack("<10f", *range(10)))
     good = await compiled.step({"tokens": struct.pack("<3i", 4, 0, 2)}, ["rows"])

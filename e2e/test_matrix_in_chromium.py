@@ -157,7 +157,6 @@ ALLOCATED = """
 import json
 from scellis.examples import char_transformer, digits_cnn, digits_mlp
 from scellis.levels import Level
-from scellis.planning import plan_program
 from scellis.pipeline import compile_program
 from scellis.session import Session
 if KIND == "webgpu":
@@ -170,7 +169,7 @@ out = {}
 for name, program in (("mlp", digits_mlp()), ("cnn", digits_cnn()), ("transformer", char_transformer())):
     session = Session(program, device, seed=1, level=Level.PROD, eval_batch=8)
     await session.start()
-    plan = plan_program(compile_program(program, eval_batch=8), Level.PROD, device.features)
+    plan = compile_program(program, eval_batch=8).at(Level.PROD, device.features).plan
     out[name] = [session.step.allocated + session.eval.allocated, plan.total]
 json.dumps(out)
 """

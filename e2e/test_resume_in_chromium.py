@@ -68,7 +68,7 @@ await session.run(train, test)
 RESUMED = (
     SETUP
     + """
-checkpoint = await load(store, KEY, expect_program=session.compiled.key(Level.DEBUG, device.features),
+checkpoint = await load(store, KEY, expect_program=session.compiled.at(Level.DEBUG, device.features).key,
                         expect_level=Level.DEBUG)
 await session.resume(checkpoint, train)
 await session.run(train, test)

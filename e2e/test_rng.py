@@ -16,6 +16,7 @@ from scellis.examples import random_draws
 from scellis.lower import lower
 from scellis.runtime.cpu_device import CpuDevice
 from scellis.levels import Level
+from scellis.plan import planned
 schedule = lower(random_draws(DRAWS), Level.DEBUG)
 devices = [("cpu", await CpuDevice.open())]
 if KIND == "webgpu":
@@ -23,7 +24,7 @@ if KIND == "webgpu":
     devices.append(("webgpu", BrowserWebGPU()))
 hashes = {}
 for name, device in devices:
-    compiled = device.compile(schedule)
+    compiled = device.compile(planned(schedule))
     compiled = await compiled if hasattr(compiled, "__await__") else compiled
     compiled.write("rng.test", struct.pack("<2I", 0x01234567, 0x89ABCDEF))
     out = await compiled.step({}, ["u"])

@@ -38,7 +38,7 @@ store = await BrowserStore.open(DB)
 device = await CpuDevice.open()
 session = Session(program, device, seed=3, level=Level.DEBUG, eval_rows=test.n)
 session.checkpointer = checkpoints_to(store)
-expect = {"expect_program": session.compiled.key(Level.DEBUG, device.features), "expect_level": Level.DEBUG}
+expect = {"expect_program": session.compiled.at(Level.DEBUG, device.features).key, "expect_level": Level.DEBUG}
 
 async def newest():
     best = None

@@ -34,7 +34,6 @@ from scellis.levels import Level
 from scellis.pipeline import compile_program
 from scellis.plan.breakdown import CATEGORIES
 from scellis.plan.budget import GREEN_SHARE, Budget
-from scellis.planning import plan_program
 from scellis.store import DirectoryStore
 
 # what dist/build.json says of the engine, for this very engine
@@ -125,7 +124,7 @@ def test_the_plan_is_the_sessions_with_every_category_in_order() -> None:
     assert shown["total"] == sum(functions[name]["bytes"] for name in held)
     assert sum(row["bytes"] for row in shown["breakdown"]) == functions["training step"]["bytes"]
     held_out = from_files(FILES)[1].n
-    session_plan = plan_program(compile_program(digits_mlp(), eval_rows=held_out), Level.PROD, frozenset())
+    session_plan = compile_program(digits_mlp(), eval_rows=held_out).at(Level.PROD, frozenset()).plan
     assert shown["total"] == session_plan.total
     assert shown["verdict"]["color"] == "green" and shown["remedies"] == [] and shown["capacity"] == []
     assert shown["budget"]["cap"] is None and shown["budget"]["how"].startswith("wasm32 memory")
@@ -223,7 +222,7 @@ def test_the_guide_of_the_page_program_links_nodes_and_shows_buffer_lifetimes() 
     assert {"hidden", "relu", "logits", "loop"} <= set(nodes)
     assert all(0 <= k < len(guide["links"]["kernels"]) for n in nodes.values() for k in n["kernels"])
     memory = guide["timeline"]
-    plan = plan_program(compile_program(digits_mlp()), Level.PROD, frozenset())
+    plan = compile_program(digits_mlp()).at(Level.PROD, frozenset()).plan
     assert sum(memory["slots"]) == plan.functions[0].allocated and memory["kernels"] == plan.functions[0].kernels
     assert memory["peak_live"] <= sum(memory["slots"])
     for buffer in memory["buffers"]:

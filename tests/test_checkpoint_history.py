@@ -55,7 +55,7 @@ async def run_to(session: Session, store: Any, steps: int, resume: str | None = 
     if resume is None:
         await session.start(TRAIN)
     else:
-        key = session.compiled.key(Level.DEBUG, session.device.features)
+        key = session.compiled.at(Level.DEBUG, session.device.features).key
         await session.resume(await load(store, resume, expect_program=key, expect_level=Level.DEBUG), TRAIN)
     await session.run(TRAIN, TEST, steps=steps - session.steps)
     return await save(store, await session.checkpoint())
@@ -135,7 +135,7 @@ def test_a_damaged_history_is_refused_by_name(device: CpuDevice) -> None:
     store = MemoryStore()
     session = new_session(device, store, keep=None)
     key = asyncio.run(run_to(session, store, 25))
-    program_key = session.compiled.key(Level.DEBUG, session.device.features)
+    program_key = session.compiled.at(Level.DEBUG, session.device.features).key
     checkpoint = asyncio.run(load(store, key, expect_program=program_key, expect_level=Level.DEBUG))
     assert isinstance(checkpoint.history, History) and len(checkpoint.history.written) == 2
     segment = checkpoint.history.reference().key
@@ -167,7 +167,7 @@ def test_a_loop_state_without_its_fields_is_refused_by_name(device: CpuDevice) -
     store = MemoryStore()
     session = new_session(device, store, keep=None)
     key = asyncio.run(run_to(session, store, 12))
-    program_key = session.compiled.key(Level.DEBUG, session.device.features)
+    program_key = session.compiled.at(Level.DEBUG, session.device.features).key
     checkpoint = asyncio.run(load(store, key, expect_program=program_key, expect_level=Level.DEBUG))
     for name in ("state", "by_rule", "best", "order_drawn"):
         loop = {k: v for k, v in checkpoint.loop.items() if k != name}
@@ -198,7 +198,7 @@ def test_a_checkpoint_of_the_earlier_format_still_resumes(device: CpuDevice) -> 
     asyncio.run(run_to(whole_session, store, 60))
     first = new_session(device, store, every=7)
     middle = asyncio.run(run_to(first, store, 33))
-    program_key = first.compiled.key(Level.DEBUG, first.device.features)
+    program_key = first.compiled.at(Level.DEBUG, first.device.features).key
     checkpoint = asyncio.run(load(store, middle, expect_program=program_key, expect_level=Level.DEBUG))
     old = store.put(as_format_1(checkpoint))
     second = new_session(device, store, every=7)

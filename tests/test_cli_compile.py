@@ -8,8 +8,9 @@ import sys
 from pathlib import Path
 
 from scellis.examples import digits_mlp
+from scellis.guide import STAGE_TITLES
 from scellis.levels import Level
-from scellis.pipeline import STAGE_TITLES, compile_program
+from scellis.pipeline import compile_program
 
 
 def scellis(*args: str) -> subprocess.CompletedProcess:
@@ -23,7 +24,7 @@ def test_prints_every_stage_and_the_key(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     for title in STAGE_TITLES:
         assert f"== {title} ==" in done.stdout
-    assert done.stdout.rstrip().endswith(f"training-step key {compile_program(digits_mlp()).key(Level.PROD)}")
+    assert done.stdout.rstrip().endswith(f"training-step key {compile_program(digits_mlp()).at(Level.PROD).key}")
 
 
 def test_one_stage_and_batch(tmp_path: Path) -> None:

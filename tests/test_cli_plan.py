@@ -11,7 +11,6 @@ from scellis import cli
 from scellis.examples import digits_mlp
 from scellis.levels import Level
 from scellis.pipeline import compile_program
-from scellis.planning import plan_program
 
 
 def test_plan_prints_each_function_and_the_step_by_category(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -19,7 +18,7 @@ def test_plan_prints_each_function_and_the_step_by_category(tmp_path: Path, caps
     program.write_text(json.dumps(digits_mlp()))
     assert cli.main(["plan", str(program), "--device", "cpu", "--level", "prod", "--batch", "32"]) == 0
     out = capsys.readouterr().out.splitlines()
-    plan = plan_program(compile_program(digits_mlp(), batch=32), Level.PROD, frozenset())
+    plan = compile_program(digits_mlp(), batch=32).at(Level.PROD, frozenset()).plan
     assert out[0].startswith("device: CPU path (WebAssembly)")
     assert out[1] == "memory plan: digits-mlp at level prod, batch 32 (features: none)"
     step = plan.functions[0]
@@ -63,7 +62,7 @@ def test_plan_on_webgpu_measures_its_budget_with_the_allocation_probe(
 
 
 def test_plan_of_a_resident_data_set_needs_its_size(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from scellis.remedies import apply
+    from scellis.plan.remedies import apply
 
     program = tmp_path / "resident.json"
     program.write_text(json.dumps(apply(digits_mlp(), {"data": "resident"})))

@@ -79,7 +79,7 @@ def ran(digits: tuple[Split, Split], tmp_path_factory: pytest.TempPathFactory) -
         session, train, test, device_kind="cpu", epochs=2, final=final, engine=engine, budget=device.noted
     )
     assert [(w.step, w.key) for w in manifest.checkpoints] == session.checkpoints
-    assert manifest.program_key == session.compiled.key(Level.DEBUG, frozenset())
+    assert manifest.program_key == session.compiled.at(Level.DEBUG, frozenset()).key
     assert manifest.plan.bytes == session.plan.total and manifest.plan.verdict == "green"
     assert manifest.plan.budget is not None and manifest.plan.budget_how is not None
     assert manifest.events == tuple(session.loop.events) and manifest.metrics == session.last_metrics

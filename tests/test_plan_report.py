@@ -1,18 +1,26 @@
-"""`scellis.planning.plan`: a program planned and judged on a device of this machine in one call, with
-the remedies when it does not fit (what `scellis plan` prints)."""
+"""`scellis.pipeline.plan_report`: a program planned and judged on a device of this machine, with the
+remedies when it does not fit (what `scellis plan` prints)."""
 
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 import pytest
 
 from scellis.examples import digits_cnn
 from scellis.levels import Level
-from scellis.pipeline import compile_program
-from scellis.planning import plan, plan_program
-from scellis.remedies import apply
+from scellis.pipeline import compile_program, plan_report
+from scellis.plan.budget import Budget, DeviceLimits
+from scellis.plan.remedies import apply
+from scellis.plan.report import Report
 from scellis.runtime.cpu_device import CpuDevice
+
+
+def plan(data: dict[str, Any], device: Any, level: Level, budget: int | None = None) -> Report:
+    given = None if budget is None else Budget(budget, f"given: {budget:,} bytes")
+    at = compile_program(data).at(level, device.features)
+    return asyncio.run(plan_report(data, at, device, {}, given))
 
 
 @pytest.fixture(scope="module")
@@ -23,7 +31,7 @@ def cpu() -> CpuDevice:
 def test_a_program_that_fits_is_green_with_no_advice(cpu: CpuDevice) -> None:
     report = plan(digits_cnn(), cpu, Level.PROD)
     assert report.verdict.color == "green" and report.advice is None
-    assert report.plan.total == plan_program(compile_program(digits_cnn()), Level.PROD, frozenset()).total
+    assert report.plan.total == compile_program(digits_cnn()).at(Level.PROD, frozenset()).plan.total
     assert report.budget.bytes is not None and report.budget.bytes > report.plan.total
     lines = report.lines()
     assert lines[0] == f"device: {cpu.name}" and "verdict: green" in lines and not any("remed" in x for x in lines)
@@ -41,12 +49,17 @@ def test_a_smaller_budget_gets_red_with_remedies_that_each_plan_as_promised(cpu:
     assert "remedies:" in report.lines()
 
 
-def test_a_device_that_measures_asynchronously_is_named() -> None:
+def test_a_device_that_measures_asynchronously_is_measured_once_around_the_need() -> None:
     class PageDevice:
-        name, features, limits = "the page's WebGPU", frozenset(), None
+        name, features, limits = "the page's WebGPU", frozenset(), DeviceLimits(1 << 30, 1 << 30, 32)
 
-        async def budget(self, need: int) -> None:
-            return None
+        def __init__(self) -> None:
+            self.asked: list[int] = []
 
-    with pytest.raises(TypeError, match="the page's WebGPU measures its budget asynchronously"):
-        plan(digits_cnn(), PageDevice(), Level.PROD)  # type: ignore[arg-type]
+        async def budget(self, need: int) -> Budget:
+            self.asked.append(need)
+            return Budget(need // 2, "probed")
+
+    device = PageDevice()
+    report = plan(digits_cnn(), device, Level.PROD)
+    assert device.asked == [report.plan.total] and report.verdict.color == "red" and report.advice is not None

@@ -12,62 +12,66 @@ import pytest
 from scellis import cli
 from scellis.examples import deep_chain, digits_cnn
 from scellis.levels import Level
-from scellis.pipeline import compile_program
+from scellis.pipeline import compile_program, planner
 from scellis.plan.budget import GREEN_SHARE, Budget, DeviceLimits
-from scellis.planning import plan_program
-from scellis.remedies import Judge, advise, apply, capacity, device_judge, smaller_batch
+from scellis.plan.remedies import Judge, Target, advise, apply, capacity, device_judge, smaller_batch
 
 LIMITS = DeviceLimits(1 << 30, 1 << 30, 32)
 
 
 def fixed(budget: int) -> Judge:
-    return device_judge(LIMITS, lambda need: Budget(budget, "a test budget"))
+    return device_judge(LIMITS, Budget(budget, "a test budget"))
+
+
+def target(budget: int) -> Target:
+    return Target(planner(Level.PROD, frozenset()), fixed(budget))
 
 
 def test_the_largest_green_batch_is_found_and_one_more_is_not() -> None:
     data = digits_cnn()
-    full = plan_program(compile_program(data), Level.PROD, frozenset())
+    full = compile_program(data).at(Level.PROD, frozenset()).plan
     budget = int(full.total * 0.7)  # batch 64 does not fit
-    remedy = smaller_batch(data, Level.PROD, frozenset(), full.batch, fixed(budget))
+    remedy = smaller_batch(data, full.batch, target(budget))
     assert remedy is not None and remedy.verdict.color == "green" and remedy.change == {"batch": remedy.plan.batch}
     assert remedy.plan.total <= GREEN_SHARE * budget
-    above = plan_program(compile_program(data, batch=remedy.plan.batch + 1), Level.PROD, frozenset())
+    above = compile_program(data, batch=remedy.plan.batch + 1).at(Level.PROD, frozenset()).plan
     assert above.total > GREEN_SHARE * budget  # re-planned at batch + 1: no longer green
 
 
 def test_checkpointing_is_offered_between_the_two_totals_and_plans_green() -> None:
     data = deep_chain(40)
-    plain = plan_program(compile_program(data), Level.PROD, frozenset()).total
-    cut = plan_program(compile_program(apply(data, {"checkpoint": True})), Level.PROD, frozenset()).total
+    plain = compile_program(data).at(Level.PROD, frozenset()).plan.total
+    cut = compile_program(apply(data, {"checkpoint": True})).at(Level.PROD, frozenset()).plan.total
     budget = math.ceil(cut / GREEN_SHARE)  # green with checkpointing, red without
     assert cut < budget < plain
-    advice = advise(data, Level.PROD, frozenset(), Budget(budget, "a test budget"), fixed(budget))
+    planned = compile_program(data).at(Level.PROD, frozenset()).plan
+    advice = advise(data, planned, Budget(budget, "a test budget"), target(budget))
     remedy = next(r for r in advice.remedies if r.name == "activation checkpointing")
     assert remedy.change == {"checkpoint": True} and remedy.verdict.color == "green" and remedy.plan.total == cut
-    applied = plan_program(compile_program(apply(data, remedy.change)), Level.PROD, frozenset())
+    applied = compile_program(apply(data, remedy.change)).at(Level.PROD, frozenset()).plan
     assert applied.total == cut and fixed(budget)(applied).color == "green"
-    assert fixed(budget)(plan_program(compile_program(data), Level.PROD, frozenset())).color == "red"
+    assert fixed(budget)(compile_program(data).at(Level.PROD, frozenset()).plan).color == "red"
 
 
 def test_capacity_when_no_batch_can_fit() -> None:
     compiled = compile_program(digits_cnn())
-    plan = plan_program(compiled, Level.PROD, frozenset())
+    plan = compiled.at(Level.PROD, frozenset()).plan
     fixed_bytes = sum(plan.totals.get(k, 0) for k in ("parameters", "gradients", "optimizer state"))
-    assert capacity(compiled, plan, Budget(fixed_bytes, "enough for the fixed part")) == []
-    lines = capacity(compiled, plan, Budget(fixed_bytes - 1, "too little"))
+    assert capacity(plan, Budget(fixed_bytes, "enough for the fixed part")) == []
+    lines = capacity(plan, Budget(fixed_bytes - 1, "too little"))
     assert lines[0] == (
         f"no batch size fits: parameters, gradients and optimizer state alone need {fixed_bytes:,} bytes, "
         f"more than the budget of {fixed_bytes - 1:,}"
     )
     assert lines[1].startswith("QLoRA-style adapters") and "sharded over 2 devices" in lines[2]
     assert "each device still needs all of the above" in lines[3]
-    assert smaller_batch(digits_cnn(), Level.PROD, frozenset(), 64, fixed(fixed_bytes - 1)) is None
+    assert smaller_batch(digits_cnn(), 64, target(fixed_bytes - 1)) is None
 
 
 def test_cli_plan_with_a_budget_offers_the_remedy(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     program = tmp_path / "cnn.json"
     program.write_text(json.dumps(digits_cnn()))
-    total = plan_program(compile_program(digits_cnn()), Level.PROD, frozenset()).total
+    total = compile_program(digits_cnn()).at(Level.PROD, frozenset()).plan.total
     budget = int(total * 0.7)
     assert cli.main(["plan", str(program), "--device", "cpu", "--level", "prod", "--budget", str(budget)]) == 1
     out = capsys.readouterr().out

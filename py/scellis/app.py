@@ -29,17 +29,18 @@ from scellis.datasets import (
 from scellis.engine import engine_files
 from scellis.examples import catalogue, digits_mlp
 from scellis.graph import ProgramError, palette
+from scellis.guide import guide_of
 from scellis.levels import parse_level
-from scellis.lower import Schedule
 from scellis.manifest import Engine, read_share_link
 from scellis.manifest.pins import data_versions, engine_of
 from scellis.manifest.replay import Pins
 from scellis.pagerun import PageRun
-from scellis.pipeline import Compiled, compile_program
+from scellis.pipeline import Compiled, compile_program, plan_report
 from scellis.plan.breakdown import CATEGORIES
 from scellis.plan.budget import GREEN_SHARE, Budget, Verdict
-from scellis.planning import ProgramPlan, judge, plan_program, timeline
-from scellis.remedies import Advice, advise, apply, device_judge
+from scellis.plan.planned import Planned
+from scellis.plan.remedies import Advice, apply
+from scellis.plan.report import Report
 from scellis.rerunstorage import rerun_storage
 from scellis.runtime.device import Device
 from scellis.runtime.host import pyodide_version
@@ -141,8 +142,8 @@ class CappedDevice:
         measured = self.device.budget(need)  # the page's WebGPU probes asynchronously
         return capped(await measured if inspect.isawaitable(measured) else measured, self.cap)
 
-    def compile(self, schedule: Schedule) -> Any:
-        return self.device.compile(schedule)
+    def compile(self, planned: Planned) -> Any:
+        return self.device.compile(planned)
 
 
 def example_program() -> str:
@@ -166,17 +167,14 @@ def palette_json() -> str:
 
 
 def guide_json(program: str, level: str, features: list[str]) -> str:
-    """The Guide of `program` (JSON text) at `level` on a device with `features`: every stage's artifact,
-    the links from each program node to its IR ops and kernels (pipeline.Compiled.guide_links), and the
-    training step's buffer lifetimes (planning.timeline); with the time compiling took."""
+    """The Guide of `program` (JSON text) at `level` on a device with `features` (scellis.guide): every
+    stage's artifact, the links from each program node to its IR ops and kernels, and the training step's
+    buffer lifetimes; with the time compiling took."""
     start = time.perf_counter()
-    parsed, held = parse_level(level), frozenset(features)
-    compiled = compile_program(json.loads(program))
-    guide = compiled.guide(parsed, held)
-    links = compiled.guide_links(parsed, held)
-    memory = timeline(compiled, plan_program(compiled, parsed, held))
+    at = compile_program(json.loads(program)).at(parse_level(level), frozenset(features))
+    shown = guide_of(at)
     elapsed = (time.perf_counter() - start) * 1000
-    return json.dumps({**guide, "links": links, "timeline": memory, "compile_ms": elapsed})
+    return json.dumps({**shown, "compile_ms": elapsed})
 
 
 def check_program(program: str) -> str:
@@ -218,37 +216,30 @@ async def plan_example(
     if problems:
         return json.dumps({"unfit": {"problems": problems, "data": info.name, "fits": _builtin_fits(data, compiled)}})
     device = CappedDevice(await _device(device_kind), cap)
-    plan = plan_program(compiled, parsed, device.features)
-    budget = await device.budget(plan.total)
-    verdict = judge(plan, device.limits, budget)
-    advice = Advice((), ())
-    if verdict.color != "green":
-        # remedies are judged against the budget measured here: for WebGPU a lower bound of what can
-        # be allocated, so a remedy's green holds; a session probes again around its own need
-        verdict_of = device_judge(device.limits, lambda need: budget)
-        advice = advise(data, parsed, device.features, budget, verdict_of, eval_rows=test.n, examples=train.n)
-    return json.dumps(_plan_json(plan, device=device.name, budget=budget, cap=cap, verdict=verdict, advice=advice))
+    # remedies are judged against the budget measured once here; a session probes again around its own need
+    sizes: dict[str, int | None] = {"eval_rows": test.n, "examples": train.n}
+    report = await plan_report(data, compiled.at(parsed, device.features), device, sizes)
+    return json.dumps(_plan_json(report, cap))
 
 
 def _verdict_json(verdict: Verdict) -> dict[str, Any]:
     return {"color": verdict.color, "reasons": list(verdict.reasons)}
 
 
-def _plan_json(
-    plan: ProgramPlan, *, device: str, budget: Budget, cap: int | None, verdict: Verdict, advice: Advice
-) -> dict[str, Any]:
+def _plan_json(report: Report, cap: int | None) -> dict[str, Any]:
     """The plan panel's content: `total` is what a session holds while training (the functions marked
     `held`); `breakdown` is the training step's bytes by category at its peak, every category in order;
     `green_share` is the share of the budget a green plan may take."""
+    plan, budget, advice = report.plan, report.budget, report.advice or Advice((), ())
     return {
         "program": plan.program,
         "level": plan.level.value,
-        "device": device,
+        "device": report.device,
         "batch": plan.batch,
         "total": plan.total,
         "budget": {"bytes": budget.bytes, "how": budget.how, "cap": cap},
         "green_share": GREEN_SHARE,
-        "verdict": _verdict_json(verdict),
+        "verdict": _verdict_json(report.verdict),
         "breakdown": [{"category": name, "bytes": plan.step.bytes.get(name, 0)} for name in CATEGORIES],
         "functions": [{"name": f.name, "bytes": f.allocated, "held": f.name != "init"} for f in plan.functions],
         "remedies": [

@@ -122,7 +122,7 @@ def _load_program(
         return None
     try:
         if batch is not None:  # validated by apply: the file's problems are named as the file has them
-            from scellis.remedies import apply
+            from scellis.plan.remedies import apply
 
             data = apply(data, {"batch": batch})
         return data, compile_program(data, examples=examples)
@@ -136,15 +136,18 @@ def plan_cmd(args: argparse.Namespace) -> int:
     when it is not green the remedies (exit 1 on red)."""
     from scellis.levels import parse_level
     from scellis.optim.storage import StorageUnsupported
-    from scellis.planning import plan
+    from scellis.pipeline import plan_report
+    from scellis.plan.budget import Budget
 
     loaded = _load_program(args.program, args.batch, "plan", args.examples)
     if loaded is None:
         return 2
-    data, _ = loaded
+    data, compiled = loaded
     device: Any = _device(args.device)
+    given = None if args.budget is None else Budget(args.budget, f"given: {args.budget:,} bytes")
     try:
-        report = plan(data, device, parse_level(args.level), examples=args.examples, budget=args.budget)
+        at = compiled.at(parse_level(args.level), device.features)
+        report = asyncio.run(plan_report(data, at, device, {"examples": args.examples}, given))
     except StorageUnsupported as err:  # float16 storage on a device without shader-f16
         print(f"scellis plan: {args.program}: {err}", file=sys.stderr)
         return 2
@@ -154,6 +157,7 @@ def plan_cmd(args: argparse.Namespace) -> int:
 
 def compile_cmd(args: argparse.Namespace) -> int:
     """Print the artifacts of a program's stages (what the app's Guide shows)."""
+    from scellis import guide
     from scellis.levels import parse_level
     from scellis.optim.storage import StorageUnsupported
 
@@ -164,7 +168,8 @@ def compile_cmd(args: argparse.Namespace) -> int:
     level = parse_level(args.level)
     features = frozenset(f for f in args.features.split(",") if f)
     try:
-        stages = compiled.stages(level, features)
+        at = compiled.at(level, features)
+        stages = guide.stages(at)
     except StorageUnsupported as err:
         print(f"scellis compile: {args.program}: {err}", file=sys.stderr)
         return 2
@@ -175,7 +180,7 @@ def compile_cmd(args: argparse.Namespace) -> int:
         return 2
     for title, text in chosen:
         print(f"== {title} ==\n{text}\n")
-    print(f"training-step key {compiled.key(level, features)}")
+    print(f"training-step key {at.key}")
     return 0
 
 
@@ -352,7 +357,7 @@ def run_cmd(args: argparse.Namespace) -> int:
         if args.resume is None:
             await session.start(train)
         else:
-            key = session.compiled.key(level, device.features)
+            key = session.at.key
             await session.resume(await load(store, args.resume, expect_program=key, expect_level=level), train)
         await _drive(session, train, test, epochs, sys.stderr if sys.stderr.isatty() else None)
         return await save(store, await session.checkpoint())

@@ -119,7 +119,7 @@ class PageRun:
         if resume is None:
             await session.start(train)
         else:
-            key = session.compiled.key(level, run.noted.features)
+            key = session.at.key
             await session.resume(await load(store, resume, expect_program=key, expect_level=level), train)
             run.gone = [k for _, k in session.checkpoints if not await settle(store.has(k))]
         return run
@@ -315,7 +315,7 @@ def epoch_json(result: EpochResult, session: Session) -> dict[str, Any]:
         "test": {name: _number(value) for name, value in result.metrics.items()},
         "level": session.level.value,
         "trains": session.trains,  # false: `test` holds a simulation's or an analysis's results
-        "notes": list(session.schedule.notes),
+        "notes": list(session.plan.functions[0].schedule.notes),
         "memory": memory_json(session),
     }
     return out if result.loss_scale is None else {**out, "loss_scale": result.loss_scale}

@@ -1,55 +1,44 @@
-"""The pipeline, top to bottom. Each stage's artifact is kept: the Guide shows them for the user's own
-program, and later stages (loop, kernels, plan, code) extend this same function."""
+"""The pipeline, top to bottom: program JSON -> validated program -> typed IR -> gradients -> optimizer
+step -> (per level and device features) kernel schedules -> memory plans. Each stage runs once per
+program and level; its artifact is kept and passed forward (the Guide, scellis.guide, presents them),
+and devices compile the planned schedules as they are."""
 
 from __future__ import annotations
 
 import dataclasses
-import json
-from dataclasses import dataclass
-from typing import Any
+import inspect
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import TYPE_CHECKING, Any
 
 from scellis.autodiff import grad
 from scellis.autodiff.checkpoint import checkpoint, from_the_loss_back, ordered_like
-from scellis.codegen import render
 from scellis.graph import ValidProgram, validate
 from scellis.graph.lowering import Mode
 from scellis.graph.settings import LossScaling
-from scellis.ir import Function, structural_key, to_text, verify
+from scellis.ir import Function, structural_key, verify
 from scellis.ir.from_program import Lowered, forward, init_function
 from scellis.levels import Level
-from scellis.loop import loop_text
 from scellis.lower import Schedule, lower
-from scellis.lower.text import schedule_text
 from scellis.optim import apply_optimizer
 from scellis.optim.loss_scaling import SCALED_LOSS, initial_outputs, scale_loss
 from scellis.optim.storage import Float16Storage, check_storage, init_in_float16, params_in_float16
-from scellis.provenance import links
+from scellis.plan.budget import Budget
+from scellis.plan.program import ProgramPlan, judge, plan_program
+from scellis.plan.remedies import Planner, Target, advise, device_judge
+from scellis.plan.report import Report
 
-STAGE_TITLES = (
-    "program JSON",
-    "typed IR",
-    "backward IR",
-    "optimizer IR (training step)",
-    "loop program",
-    "evaluation IR",
-    "init IR",
-    "kernel schedule (training step)",
-    "WGSL (training step)",
-)
+if TYPE_CHECKING:
+    from scellis.runtime.device import Device
 
-UNTRAINED_BACKWARD = (
-    "# none: the program has no loss, so nothing is differentiated.\n"
-    "# Its step is the typed IR: the graph run once, each update node's value carried to the next step."
-)
-UNTRAINED_OPTIMIZER = "# none: the program has no loss, so it has no optimizer. Its step is the typed IR."
 
-LINKED_TEXTS = {  # the IR texts guide_links numbers ops in -> their stages
-    "forward": "typed IR",
-    "backward": "backward IR",
-    "optimizer": "optimizer IR (training step)",
-    "step": "optimizer IR (training step)",
-}
-KERNEL_STAGES = ("kernel schedule (training step)", "WGSL (training step)")  # kernel i is k{i} in each
+@dataclass(frozen=True)
+class LossScaled:
+    """The functions of dynamic loss scaling (level fast's float16 matmuls)."""
+
+    backward: Function  # gradients of the scaled loss
+    step: Function  # the training step: gradients unscaled, a non-finite step skipped
+    init: Function  # init plus the loss scale's initial value
 
 
 @dataclass(frozen=True)
@@ -60,81 +49,90 @@ class Compiled:
     step: Function  # ... with the optimizer update: the training step
     evaluate: Function  # the forward pass in evaluation mode
     init: Function  # initial parameters and state from the `init` substream
-    scaled_backward: Function  # gradients of the scaled loss (level fast)
-    scaled_step: Function  # the training step with dynamic loss scaling (level fast's float16 matmuls)
-    scaled_init: Function  # init plus the loss scale's initial value
     evaluate_last: Function | None = None  # evaluation of a held-out split's last, smaller batch
+    scaled: LossScaled | None = None  # built with the rest only where float16 storage needs it; else on use
+    _levels: dict[tuple[Level, frozenset[str]], AtLevel] = field(
+        default_factory=dict, init=False, compare=False, repr=False
+    )
 
-    def scales_loss(self, level: Level, features: frozenset[str]) -> bool:
-        """Whether `level` on a device with `features` scales its loss: only fast, and only where its
-        schedule runs float16 kernels (elsewhere there is nothing for scaling to protect, and its
-        checks would cost kernels for nothing). Raises StorageUnsupported where the device cannot hold the
-        program's storage type (so every *_for below does)."""
+    @cached_property
+    def loss_scaled(self) -> LossScaled:
+        """The loss-scaled functions (built once, when a level first needs them)."""
+        if self.scaled is not None:
+            return self.scaled
+        if not self.program.trains:
+            return LossScaled(self.step, self.step, self.init)
+        return _loss_scaled(self.forward, self.program, self.init, LossScaling())
+
+    def at(self, level: Level, features: frozenset[str] = frozenset()) -> AtLevel:
+        """What `level` runs on a device with `features`, decided once per (level, features): whether it
+        scales its loss (only fast, and only where its step's schedule runs float16 kernels: elsewhere
+        there is nothing for scaling to protect, and its checks would cost kernels for nothing). Raises
+        StorageUnsupported where the device cannot hold the program's storage type."""
+        known = self._levels.get((level, features))
+        if known is not None:
+            return known
         check_storage(self.program.memory.storage, features)
-        if level is not Level.FAST or not self.program.trains:
-            return False
-        return any(k.variant.endswith("-f16") for k in lower(self.step, level, features).kernels)
-
-    def step_for(self, level: Level, features: frozenset[str]) -> Function:
-        """The training step `level` runs on a device with `features`."""
-        return self.scaled_step if self.scales_loss(level, features) else self.step
-
-    def backward_for(self, level: Level, features: frozenset[str]) -> Function:
-        """The gradient function behind `step_for`."""
-        return self.scaled_backward if self.scales_loss(level, features) else self.backward
-
-    def init_for(self, level: Level, features: frozenset[str]) -> Function:
-        """The init function that goes with `step_for`."""
-        return self.scaled_init if self.scales_loss(level, features) else self.init
-
-    def stages(self, level: Level, features: frozenset[str] = frozenset()) -> list[tuple[str, str]]:
-        """(title, printable artifact) for each stage, in pipeline order, as `level` runs them on a device
-        with `features` (the schedule's text names the level and its notes)."""
-        texts = [json.dumps(self.program.source, indent=1)]
-        step, init = self.step_for(level, features), self.init_for(level, features)
-        backward = self.backward_for(level, features)
-        if self.program.trains:
-            texts += [to_text(fn) for fn in (self.forward.fn, backward, step)]
+        schedule = None
+        scales = False
+        if level is Level.FAST and self.program.trains:
+            schedule = lower(self.step, level, features)
+            scales = any(k.variant.endswith("-f16") for k in schedule.kernels)
+        if scales:
+            s = self.loss_scaled
+            at = AtLevel(self, level, features, True, s.step, s.backward, s.init, None)
         else:
-            texts += [to_text(step), UNTRAINED_BACKWARD, UNTRAINED_OPTIMIZER]
-        texts.append(loop_text(self.program.loop, self.program.trains, self.program.has_data))
-        texts += [to_text(fn) for fn in (self.evaluate, init)]
-        schedule = lower(step, level, features)
-        texts.append(f"level {level.value}\n{schedule_text(schedule)}")
-        texts.append(wgsl_text(schedule))
-        return list(zip(STAGE_TITLES, texts, strict=True))
-
-    def guide(self, level: Level, features: frozenset[str] = frozenset()) -> dict[str, Any]:
-        """What the app's Guide shows: the program's name, its key and every stage's artifact."""
-        stages = [list(s) for s in self.stages(level, features)]
-        key = self.key(level, features)
-        return {"name": self.program.name, "key": key, "level": level.value, "stages": stages}
-
-    def guide_links(self, level: Level, features: frozenset[str] = frozenset()) -> dict[str, Any]:
-        """The Guide's links between the program's nodes, the IR ops, kernels and code of the training step
-        `level` runs on a device with `features` (scellis.provenance); `stage` gives each IR text's place
-        in `guide`'s stages."""
-        result: dict[str, Any] = {"name": self.program.name, "key": self.key(level, features), "level": level.value}
-        result.update(links(self, level, features))
-        for text, title in LINKED_TEXTS.items():
-            result["texts"][text]["stage"] = STAGE_TITLES.index(title)
-        result["kernel_stages"] = [STAGE_TITLES.index(title) for title in KERNEL_STAGES]
-        return result
-
-    def key(self, level: Level, features: frozenset[str] = frozenset()) -> str:
-        """The structural key of the training step `level` runs on a device with `features` (addresses
-        checkpoints; a compile cache adds the level and the features). debug and prod run the same step,
-        so they share it; where fast scales its loss, its step has its own."""
-        return structural_key(self.step_for(level, features))
+            at = AtLevel(self, level, features, False, self.step, self.backward, self.init, schedule)
+        self._levels[(level, features)] = at
+        return at
 
 
-def wgsl_text(schedule: Schedule) -> str:
-    """Each kernel's WGSL with its bindings and workgroup counts."""
-    parts = []
-    for i, kernel in enumerate(schedule.kernels):
-        wk = render(kernel, schedule)
-        parts.append(f"// k{i}: {wk.label}, bindings {list(wk.bindings)}, dispatch {wk.workgroups}\n{wk.source}")
-    return "\n\n".join(parts)
+@dataclass(frozen=True)
+class AtLevel:
+    """The functions a session at `level` compiles on a device with `features`, with their plan. Every
+    consumer (session, planner, Guide, manifests) takes them from here: nothing decides the level again."""
+
+    compiled: Compiled
+    level: Level
+    features: frozenset[str]
+    scales_loss: bool
+    step: Function  # the training step this level runs
+    backward: Function  # the gradient function behind it
+    init: Function  # the init function that goes with it
+    step_schedule: Schedule | None = field(default=None, repr=False)  # the step lowered to decide, if it was
+
+    @property
+    def evaluate(self) -> Function:
+        return self.compiled.evaluate
+
+    @property
+    def evaluate_last(self) -> Function | None:
+        return self.compiled.evaluate_last
+
+    @cached_property
+    def key(self) -> str:
+        """The structural key of the training step (addresses checkpoints; a compile cache adds the level
+        and the features). debug and prod run the same step, so they share it; where fast scales its
+        loss, its step has its own."""
+        return structural_key(self.step)
+
+    def functions(self) -> list[tuple[str, Function]]:
+        """(title, function) of everything a session compiles, the training step first."""
+        named = [("training step", self.step), ("evaluation", self.evaluate)]
+        if self.evaluate_last is not None:
+            named.append(("evaluation, last batch", self.evaluate_last))
+        return [*named, ("init", self.init)]
+
+    @cached_property
+    def plan(self) -> ProgramPlan:
+        """Every function lowered, updated in place and planned: once."""
+        program = self.compiled.program
+        phases = (self.compiled.forward.fn, self.backward)
+        batch = program.loop.batch_size
+        return plan_program(
+            program.name, self.functions(), phases, self.level, self.features, batch=batch,
+            step_schedule=self.step_schedule,
+        )  # fmt: skip
 
 
 def compile_program(
@@ -158,13 +156,13 @@ def compile_program(
     evaluate = forward(program, Mode.EVAL, rows_per_call).fn
     evaluate_last = forward(program, Mode.EVAL, last).fn if last else None
     init = init_function(fwd)
-    scaled_backward, scaled_step, scaled_init = _loss_scaled(fwd, program, init, LossScaling())
-    for fn in (step, evaluate, init, scaled_step, scaled_init):  # steps hold every forward and backward node
+    for fn in (step, evaluate, init):  # steps hold every forward and backward node
         verify(fn, types=False)  # built with `make`: typed by construction (tests verify types too)
-    compiled = Compiled(
-        program, fwd, backward, step, evaluate, init, scaled_backward, scaled_step, scaled_init, evaluate_last
-    )
-    return stored_in_float16(compiled) if program.memory.storage == "float16" else compiled
+    if program.memory.storage != "float16":
+        return Compiled(program, fwd, backward, step, evaluate, init, evaluate_last)
+    # float16 storage rounds the activations either backward keeps: both are built before it rewrites
+    scaled = _loss_scaled(fwd, program, init, LossScaling())
+    return stored_in_float16(Compiled(program, fwd, backward, step, evaluate, init, evaluate_last, scaled))
 
 
 def untrained(program: ValidProgram, examples: int | None) -> Compiled:
@@ -184,13 +182,17 @@ def untrained(program: ValidProgram, examples: int | None) -> Compiled:
     for fn in (fwd.fn, evaluated.fn, init):
         verify(fn, types=False)
     step = fwd.fn
-    return Compiled(program, fwd, step, step, evaluated.fn, init, step, step, init)
+    return Compiled(program, fwd, step, step, evaluated.fn, init)
 
 
 def stored_in_float16(c: Compiled) -> Compiled:
     """`c` with parameters and the activations kept for backward stored in float16, float32 master
     weights in the optimizer (optim.storage); the plain and the loss-scaled functions alike."""
-    half, trainable = Float16Storage(c.forward.fn, (c.backward, c.scaled_backward)), c.forward.trainable
+    assert c.scaled is not None
+    half, trainable = Float16Storage(c.forward.fn, (c.backward, c.scaled.backward)), c.forward.trainable
+    scaled = LossScaled(
+        half.function(c.scaled.backward), half.function(c.scaled.step), init_in_float16(c.scaled.init, trainable)
+    )
     return dataclasses.replace(
         c,
         forward=dataclasses.replace(c.forward, fn=half.function(c.forward.fn)),
@@ -199,9 +201,7 @@ def stored_in_float16(c: Compiled) -> Compiled:
         evaluate=params_in_float16(c.evaluate),
         evaluate_last=params_in_float16(c.evaluate_last) if c.evaluate_last else None,
         init=init_in_float16(c.init, trainable),
-        scaled_backward=half.function(c.scaled_backward),
-        scaled_step=half.function(c.scaled_step),
-        scaled_init=init_in_float16(c.scaled_init, trainable),
+        scaled=scaled,
     )
 
 
@@ -234,11 +234,14 @@ def resident_examples(program: ValidProgram, examples: int | None) -> int | None
     return examples
 
 
-def _loss_scaled(fwd: Lowered, program: ValidProgram, init: Function, settings: LossScaling) -> tuple[Function, ...]:
+def _loss_scaled(fwd: Lowered, program: ValidProgram, init: Function, settings: LossScaling) -> LossScaled:
     """Gradients of loss * scale; the training step with dynamic loss scaling (gradients unscaled, a
     non-finite step skipped); and init with the scale's initial value."""
     backward, step = _train(scale_loss(fwd.fn), SCALED_LOSS, fwd, program, settings)
-    return backward, step, Function(init.name, init.inputs, init.outputs + initial_outputs(settings))
+    scaled_init = Function(init.name, init.inputs, init.outputs + initial_outputs(settings))
+    for fn in (step, scaled_init):
+        verify(fn, types=False)
+    return LossScaled(backward, step, scaled_init)
 
 
 def _train(
@@ -252,3 +255,27 @@ def _train(
     backward = checkpoint(fn, backward, loss) if program.memory.checkpoint else from_the_loss_back(fn, backward)
     step = apply_optimizer(backward, program.optimizer, fwd.trainable, settings, program.loop.rules)
     return backward, ordered_like(step, backward)
+
+
+def planner(level: Level, features: frozenset[str], **sizes: int | None) -> Planner:
+    """Program JSON -> its plan at `level` on a device with `features`, compiled with `sizes`
+    (compile_program's eval_batch, eval_rows, examples): what remedies re-plan with."""
+    return lambda data: compile_program(data, **sizes).at(level, features).plan
+
+
+async def plan_report(
+    data: dict[str, Any], at: AtLevel, device: Device, sizes: dict[str, int | None], budget: Budget | None = None
+) -> Report:
+    """`data` (program JSON), compiled and decided for the device as `at`, judged against the device's
+    budget (measured once around the plan's need, or `budget` when given: planning for a smaller device),
+    and when the verdict is not green, the remedies, each re-planned and judged against the same budget."""
+    plan = at.plan
+    if budget is None:
+        measured = device.budget(plan.total)
+        budget = await measured if inspect.isawaitable(measured) else measured
+    verdict = judge(plan, device.limits, budget)
+    advice = None
+    if verdict.color != "green":
+        target = Target(planner(at.level, at.features, **sizes), device_judge(device.limits, budget))
+        advice = advise(data, plan, budget, target)
+    return Report(device.name, plan, budget, verdict, advice)

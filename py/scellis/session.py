@@ -24,12 +24,12 @@ from scellis.graph.lowering import BATCH_ROWS, dataset_input
 from scellis.ir.function import Function, input_name, input_role
 from scellis.levels import Level
 from scellis.loop import Event, LoopState
-from scellis.lower import Schedule
 from scellis.ops.defs import Role
 from scellis.optim.optimizers import LAST_SKIPPED, LR_SCALE, SKIPPED
 from scellis.pipeline import Compiled, compile_program
 from scellis.plan.budget import Verdict
-from scellis.planning import judge, plan_program
+from scellis.plan.planned import Planned
+from scellis.plan.program import judge
 from scellis.rng import RngState, permutation, position_substream
 from scellis.runtime.device import CompiledStep, Device
 from scellis.store.checkpoint import Checkpoint, ResumeError, save
@@ -174,7 +174,8 @@ class Session:
         self.compiled: Compiled = compile_program(program, **sizes)
         self.examples = examples
         self.device, self.rng, self.steps, self.level = device, RngState(seed), 0, level
-        self.step_fn = step_fn = self.compiled.step_for(level, device.features)
+        self.at = self.compiled.at(level, device.features)  # the level decided once: functions and plan
+        self.step_fn = step_fn = self.at.step
         self.reported = [name for name, _ in step_fn.outputs if name in ("loss", "loss_scale")]
         self.loss_scale: float | None = None
         valid = self.compiled.program
@@ -183,9 +184,8 @@ class Session:
         # evaluation streams its rows, as a streaming step does; a program without data has neither input
         self.features, self.labels = _program_input(valid, "features"), _program_input(valid, "labels")
         self.resident = any(input_role(n) is Role.DATASET for n in step_fn.inputs)
-        # the memory plan lowers every function a session compiles; start compiles those very schedules
-        self.plan = plan_program(self.compiled, level, device.features)
-        self.schedule = self.plan.functions[0].schedule
+        # the memory plan lowered and planned every function a session compiles; start compiles those
+        self.plan = self.at.plan
         self.step: CompiledStep
         self.eval: CompiledStep
         self.eval_last: CompiledStep | None = None
@@ -252,9 +252,9 @@ class Session:
         pairs = ((self.features, x), (self.labels, y))
         return {name: data for name, data in pairs if name is not None and name in names}
 
-    async def _compile(self, schedule: Schedule) -> CompiledStep:
+    async def _compile(self, planned: Planned) -> CompiledStep:
         """Device compiles may be immediate (CPython) or awaitable (the browser checks its pipelines)."""
-        compiled = self.device.compile(schedule)
+        compiled = self.device.compile(planned)
         return await compiled if inspect.isawaitable(compiled) else compiled
 
     async def check_memory(self) -> Verdict:
@@ -278,18 +278,18 @@ class Session:
             got = "none" if train is None else f"{train.n} examples"
             raise ValueError(f"the resident data set was planned for {self.examples} examples, got {got}")
         await self.check_memory()
-        self.step = await self._compile(self.schedule)
+        self.step = await self._compile(self.plan.functions[0].planned)
         evaluation, last, init_plan = (self.plan.function(n) for n in ("evaluation", "evaluation, last batch", "init"))
         assert evaluation is not None and init_plan is not None
-        self.eval = await self._compile(evaluation.schedule)
+        self.eval = await self._compile(evaluation.planned)
         if last is not None:
-            self.eval_last = await self._compile(last.schedule)
+            self.eval_last = await self._compile(last.planned)
         for compiled, fn in ((self.eval, self.compiled.evaluate), (self.eval_last, self.compiled.evaluate_last)):
             if compiled is not None and fn is not None:  # an evaluation that draws (e.g. a bootstrap's results)
                 for name, data in self._keys(fn).items():
                     compiled.write(name, data)
-        init_fn = self.compiled.init_for(self.level, self.device.features)
-        init = await self._compile(init_plan.schedule)
+        init_fn = self.at.init
+        init = await self._compile(init_plan.planned)
         names = [name for name, _ in init_fn.outputs]
         values = await init.step(self._keys(init_fn), names)
         self.rng.take("init")  # the init function draws at position 0
@@ -569,7 +569,7 @@ class Session:
         best = None if self.best is None else [self.best.loss, self.best.step, self.best.key]
         loop = {"state": state, "order_drawn": self.order is not None, "by_rule": self.by_rule, "best": best}
         loop["loss"] = self._loss()  # a rule checkpoint's own claim to be the best (store.retention)
-        program = self.compiled.key(self.level, self.device.features)
+        program = self.at.key
         rng = RngState(self.rng.seed, dict(self.rng.positions))
         return Checkpoint(
             program,

@@ -20,8 +20,7 @@ from scellis.ir.function import toposort
 from scellis.levels import Level
 from scellis.ops import Op
 from scellis.pipeline import Compiled, compile_program
-from scellis.planning import plan_program
-from scellis.remedies import apply
+from scellis.plan.remedies import apply
 from scellis.runtime import reference_train as rt
 from scellis.runtime.reference import run
 
@@ -51,10 +50,14 @@ def forward_ids(compiled: Compiled) -> set[int]:
 @pytest.mark.parametrize("name", PROGRAMS)
 def test_gradients_equal_on_the_reference(name: str) -> None:
     plain, cut = both(PROGRAMS[name]())
-    for attr in ("backward", "scaled_backward", "step"):
-        a, b = getattr(plain, attr), getattr(cut, attr)
+    pairs = {
+        "backward": (plain.backward, cut.backward, plain.init),
+        "scaled backward": (plain.loss_scaled.backward, cut.loss_scaled.backward, plain.loss_scaled.init),
+        "step": (plain.step, cut.step, plain.init),
+    }
+    for attr, (a, b, init) in pairs.items():
         verify(b)
-        values = inputs(a, plain.scaled_init if attr == "scaled_backward" else plain.init, seed=3)
+        values = inputs(a, init, seed=3)
         want, got = run(a, values), run(b, values)
         assert list(got) == list(want)
         for output in want:  # the same float64 operations in the same order: equal, not just close
@@ -134,7 +137,7 @@ def test_ordered_like_puts_each_output_after_the_last_node_it_needs() -> None:
     "data", [deep_chain(40), mlp(784, [512] * 6, 10, 256), digits_cnn()], ids=["deep chain", "MLP 6x512", "digits CNN"]
 )
 def test_checkpointing_plans_fewer_bytes(data: dict[str, Any]) -> None:
-    plain, cut = (plan_program(c, Level.PROD, frozenset()) for c in both(data))
+    plain, cut = (c.at(Level.PROD, frozenset()).plan for c in both(data))
     assert cut.step.bytes[KEPT] < plain.step.bytes[KEPT]
     assert cut.total < plain.total
     assert cut.functions[0].kernels > plain.functions[0].kernels  # the recomputation's price

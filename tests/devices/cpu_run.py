@@ -13,6 +13,7 @@ from scellis.lower import Schedule, lower
 from scellis.ops import DType, Node, Op
 from scellis.ops.defs import Role
 from scellis.ops.node import input_node
+from scellis.plan import planned
 from scellis.runtime.cpu import CpuPath
 from scellis.runtime.cpu_device import compile_schedule
 from scellis.runtime.reference import run
@@ -42,7 +43,7 @@ def from_device(data: bytes, node: Node) -> np.ndarray:
 
 
 def run_cpu(cpu: CpuPath, fn: Function, inputs: Mapping[str, np.ndarray], schedule: Schedule | None = None) -> dict:
-    compiled = compile_schedule(cpu, schedule or lower(fn, Level.PROD))
+    compiled = compile_schedule(cpu, planned(schedule or lower(fn, Level.PROD)))
     for node in fn.inputs:
         compiled.write(input_name(node), to_device(inputs[input_name(node)], node.dtype))
     compiled.run()

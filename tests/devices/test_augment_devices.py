@@ -24,6 +24,7 @@ from scellis.ops import DType, Op, make
 from scellis.ops import defs as d
 from scellis.ops.node import input_node
 from scellis.pipeline import compile_program
+from scellis.plan import planned
 from scellis.runtime import reference_train as rt
 from scellis.runtime.cpu import CpuPath
 from scellis.runtime.cpu_device import CpuDevice
@@ -131,7 +132,7 @@ def test_augmented_cnn_training_steps_match_the_reference(devices: dict[str, obj
     schedule = lower(step, Level.PROD)
     kinds = [k.kind for k in schedule.kernels]
     assert kinds.count(Kind.SHIFT2D) == 3 and kinds.count(Kind.FLIP_LAST) == 3, "two forward, one backward each"
-    on_device = devices[device].compile(schedule)  # type: ignore[attr-defined]
+    on_device = devices[device].compile(planned(schedule))  # type: ignore[attr-defined]
     state = rt.initial_state(compiled.init, step, seed=3)
     state.values = {k: v.astype(np.float32).astype(v.dtype) for k, v in state.values.items()}
     held = [input_name(n) for n in step.inputs if input_role(n) in (d.Role.PARAM, d.Role.STATE)]

@@ -20,12 +20,10 @@ from scellis.examples import char_transformer, deep_chain, digits_cnn, digits_ml
 from scellis.ir import Function
 from scellis.ir.function import input_name, input_role
 from scellis.levels import Level
-from scellis.lower import lower
 from scellis.ops.defs import Role
 from scellis.pipeline import Compiled, compile_program
-from scellis.plan import plan_memory, update_in_place
-from scellis.planning import plan_program
-from scellis.remedies import apply
+from scellis.plan import lowered
+from scellis.plan.remedies import apply
 from scellis.runtime import reference_train as rt
 from scellis.runtime.cpu import CpuPath
 from scellis.runtime.cpu_device import CpuDevice
@@ -57,7 +55,7 @@ def inputs(fn: Function, init: Function, seed: int) -> dict[str, bytes]:
 
 
 def run_raw(device: Any, fn: Function, values: dict[str, bytes]) -> dict[str, bytes]:
-    compiled = device.compile(lower(fn, Level.DEBUG))
+    compiled = device.compile(lowered(fn, Level.DEBUG))
     for name, data in values.items():
         compiled.write(name, data)
     compiled.run()
@@ -104,13 +102,12 @@ def test_training_with_checkpointing_leaves_bit_identical_weights(devices: dict[
 def test_devices_allocate_exactly_the_checkpointed_plan(devices: dict[str, Any], name: str) -> None:
     data = apply(PROGRAMS[name](), {"checkpoint": True})
     plain, cut = both(data)
-    schedule = lower(cut.step, Level.PROD)
-    planned = plan_memory(update_in_place(schedule)).allocated
-    assert planned < plan_memory(update_in_place(lower(plain.step, Level.PROD))).allocated
+    done = lowered(cut.step, Level.PROD)
+    assert done.memory.allocated < lowered(plain.step, Level.PROD).memory.allocated
     for device_name in ("lavapipe", "wasmtime"):
         device = devices[device_name]
-        assert device.compile(schedule).allocated == planned, device_name
+        assert device.compile(done).allocated == done.memory.allocated, device_name
         session = Session(data, device, seed=1, level=Level.PROD, eval_batch=8)
         asyncio.run(session.start())
-        plan = plan_program(compile_program(data, eval_batch=8), Level.PROD, device.features)
+        plan = compile_program(data, eval_batch=8).at(Level.PROD, device.features).plan
         assert session.step.allocated + session.eval.allocated == plan.total, device_name

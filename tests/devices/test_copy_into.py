@@ -13,10 +13,10 @@ import pytest
 
 from scellis.ir import Function
 from scellis.levels import Level
-from scellis.lower import lower
 from scellis.ops import DType, Op, const, make
 from scellis.ops import defs as d
 from scellis.ops.node import input_node
+from scellis.plan import lowered
 from scellis.runtime.cpu_device import CpuDevice
 from scellis.runtime.reference_device import ReferenceDevice
 from scellis.runtime.wgpu_native import WgpuDevice
@@ -41,7 +41,7 @@ def doubled(name: str, shape: tuple[int, ...]) -> Function:
 
 
 def compiled(device: Any, fn: Function) -> Any:
-    return device.compile(lower(fn, Level.DEBUG))
+    return device.compile(lowered(fn, Level.DEBUG))
 
 
 def test_the_named_buffers_arrive_and_nothing_else_moves(device: Any) -> None:

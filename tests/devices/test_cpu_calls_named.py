@@ -16,7 +16,7 @@ from scellis.lower import lower
 from scellis.ops import Op, make
 from scellis.ops import defs as d
 from scellis.pipeline import compile_program
-from scellis.plan import update_in_place
+from scellis.plan import planned, update_in_place
 from scellis.runtime.cpu import CpuPath
 from scellis.runtime.cpu_device import compile_schedule
 
@@ -40,7 +40,7 @@ STEPS: dict[str, Callable[[], Function]] = {
 @pytest.mark.parametrize("name", STEPS)
 def test_the_cpu_path_calls_what_cpu_calls_names(cpu: CpuPath, name: str) -> None:
     schedule = lower(STEPS[name](), Level.DEBUG)
-    compiled = compile_schedule(cpu, schedule)
+    compiled = compile_schedule(cpu, planned(schedule))
     named = [export for kernel in schedule.kernels for export in cpu_calls(kernel)]
     carry = [COPY] * len(update_in_place(schedule).carry)
     assert [call.export for call in compiled.calls] == named + carry

@@ -28,6 +28,7 @@ from scellis.lower import Kind, lower
 from scellis.ops import DType, Node, Op, const, make
 from scellis.ops import defs as d
 from scellis.ops.defs import Role
+from scellis.plan import lowered
 from scellis.runtime.cpu import CpuPath
 from scellis.runtime.cpu_device import STEP_EXPORTS, compile_schedule
 from scellis.runtime.cpu_tape import OPCODES, TapeError, merge_axes
@@ -570,7 +571,7 @@ def test_work_ranges_split_across_calls_give_the_same_bytes(cpu: CpuPath) -> Non
         "mean": make(Op.MEAN, conv, arg=d.ReduceArg((0, 2), False)),
     }
     fn = function(outs)
-    compiled = compile_schedule(cpu, lower(fn, Level.PROD))
+    compiled = compile_schedule(cpu, lowered(fn, Level.PROD))
     values = {"x": randn((70, 4, 9, 7), 1), "w": randn((6, 2, 3, 3), 2), "t": randn((40, 8), 3)}
     values.update(v=randn((flat.shape[1], 70), 4), i=np.array([3, 39, 3, 0, 17], np.int32))
     for name, value in values.items():
@@ -587,7 +588,7 @@ def test_work_ranges_split_across_calls_give_the_same_bytes(cpu: CpuPath) -> Non
 
 
 def test_compiled_schedule_rejects_unknown_names_and_sizes(cpu: CpuPath) -> None:
-    compiled = compile_schedule(cpu, lower(function({"y": make(Op.EXP, inp("x", (3,)))}), Level.PROD))
+    compiled = compile_schedule(cpu, lowered(function({"y": make(Op.EXP, inp("x", (3,)))}), Level.PROD))
     with pytest.raises(KeyError, match="no input or output 'z'"):
         compiled.write("z", b"")
     with pytest.raises(ValueError, match="holds 12 bytes, got 8"):

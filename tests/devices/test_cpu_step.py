@@ -20,9 +20,9 @@ from scellis.examples import digits_mlp
 from scellis.graph import Program
 from scellis.ir.function import Function, input_name, input_role
 from scellis.levels import Level
-from scellis.lower import lower
 from scellis.ops.defs import Role
 from scellis.pipeline import compile_program
+from scellis.plan import lowered
 from scellis.runtime import reference_train as rt
 from scellis.runtime.cpu import CpuPath
 from scellis.runtime.cpu_device import CompiledCpu, compile_schedule
@@ -91,7 +91,7 @@ def load_state(device: CompiledCpu, fn: Function, state: rt.TrainState) -> None:
 def test_training_steps_match_the_reference(cpu: CpuPath, program) -> None:
     compiled = compile_program(program())
     fn = compiled.step
-    device = compile_schedule(cpu, lower(fn, Level.PROD))
+    device = compile_schedule(cpu, lowered(fn, Level.PROD))
     state = rt.initial_state(compiled.init, fn, seed=5)
     load_state(device, fn, state)
     data = batches(fn, 11)

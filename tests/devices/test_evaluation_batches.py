@@ -13,7 +13,6 @@ from scellis.datasets import Split
 from scellis.examples import digits_mlp
 from scellis.levels import Level
 from scellis.pipeline import compile_program
-from scellis.planning import plan_program
 from scellis.runtime.cpu_device import CpuDevice
 from scellis.runtime.wgpu_native import WgpuDevice
 from scellis.session import Session
@@ -47,10 +46,10 @@ def test_batches_weighted_by_rows_give_the_whole_splits_metrics(devices: dict[st
 
 
 def test_the_plan_holds_the_last_batchs_evaluation_and_names_it() -> None:
-    plan = plan_program(compile_program(digits_mlp(), eval_rows=HELD_OUT), Level.PROD, frozenset())
+    plan = compile_program(digits_mlp(), eval_rows=HELD_OUT).at(Level.PROD, frozenset()).plan
     names = [f.name for f in plan.functions]
     assert names == ["training step", "evaluation", "evaluation, last batch", "init"]
-    whole = plan_program(compile_program(digits_mlp(), eval_rows=128), Level.PROD, frozenset())
+    whole = compile_program(digits_mlp(), eval_rows=128).at(Level.PROD, frozenset()).plan
     assert [f.name for f in whole.functions] == ["training step", "evaluation", "init"]  # two whole batches
     small = compile_program(digits_mlp(), eval_rows=10)  # fewer rows than a batch: one call of 10
     assert small.evaluate_last is None and small.evaluate.inputs[0].shape[0] == 10

@@ -17,11 +17,11 @@ import pytest
 from scellis.autodiff import VJP
 from scellis.ir import Function
 from scellis.levels import Level
-from scellis.lower import lower
 from scellis.lower.variants import TOLERANCE
 from scellis.ops import DType, Op, make
 from scellis.ops.defs import Role
 from scellis.ops.node import input_node
+from scellis.plan import lowered
 from scellis.runtime.cpu import CpuPath
 from scellis.runtime.cpu_device import CpuDevice
 from scellis.runtime.reference_device import ReferenceDevice
@@ -49,7 +49,7 @@ def points() -> np.ndarray:
 
 
 def run(device: object, fn: Function, inputs: dict[str, np.ndarray], level: Level) -> dict[str, np.ndarray]:
-    compiled = device.compile(lower(fn, level))  # type: ignore[attr-defined]
+    compiled = device.compile(lowered(fn, level))  # type: ignore[attr-defined]
     for name, value in inputs.items():
         compiled.write(name, np.asarray(value, "<f4").tobytes())
     compiled.run()

@@ -26,11 +26,10 @@ import pytest
 from scellis.datasets import Split, digits_csv, read_digits
 from scellis.examples import digits_cnn, digits_mlp
 from scellis.levels import Level
-from scellis.lower import lower
 from scellis.ops import DType
 from scellis.optim.storage import StorageUnsupported
 from scellis.pipeline import compile_program
-from scellis.planning import plan_program
+from scellis.plan import lowered
 from scellis.runtime import reference_train as rt
 from scellis.runtime.cpu_device import CpuDevice
 from scellis.runtime.reference import run
@@ -99,7 +98,7 @@ def test_the_schedule_rounds_where_the_ir_does(example: str, checkpoint: bool) -
     given = rt.example_inputs(fn, compiled.init, 4, classes=3)
     inputs = {k: np.asarray(v).astype(WIRE[fn.input(k).dtype]) for k, v in given.items()}
     want = run(fn, inputs)
-    device = ReferenceDevice(F16).compile(lower(fn, Level.PROD, F16))
+    device = ReferenceDevice(F16).compile(lowered(fn, Level.PROD, F16))
     for name, value in inputs.items():
         device.write(name, value.tobytes())
     device.run()
@@ -114,13 +113,13 @@ def test_the_schedule_rounds_where_the_ir_does(example: str, checkpoint: bool) -
 @pytest.mark.parametrize("name", PROGRAMS)
 def test_lavapipe_allocates_the_planned_bytes(lavapipe: WgpuDevice, name: str) -> None:
     compiled = compile_program(stored_as(name, "float16"), eval_batch=8)
-    plan = plan_program(compiled, Level.PROD, lavapipe.features)
+    plan = compiled.at(Level.PROD, lavapipe.features).plan
     for function in plan.functions:
-        assert lavapipe.compile(function.schedule).allocated == function.allocated, function.name
+        assert lavapipe.compile(function.planned).allocated == function.allocated, function.name
     session = Session(stored_as(name, "float16"), lavapipe, seed=1, level=Level.PROD, eval_batch=8)
     asyncio.run(session.start())
     assert session.step.allocated + session.eval.allocated == plan.total  # type: ignore[attr-defined]
-    float32 = plan_program(compile_program(stored_as(name, "float32"), eval_batch=8), Level.PROD, F16)
+    float32 = compile_program(stored_as(name, "float32"), eval_batch=8).at(Level.PROD, F16).plan
     assert plan.totals["activations kept for backward"] < 0.51 * float32.totals["activations kept for backward"]
 
 
@@ -128,6 +127,6 @@ def test_the_cpu_path_refuses_float16_storage_naming_the_feature() -> None:
     device = asyncio.run(CpuDevice.open())
     with pytest.raises(StorageUnsupported, match="needs the device feature shader-f16, which this device lacks"):
         Session(stored_as("digits MLP", "float16"), device, seed=1, level=Level.PROD, eval_batch=8)
-    schedule = plan_program(compile_program(stored_as("digits MLP", "float16")), Level.PROD, F16).functions[0]
+    step = compile_program(stored_as("digits MLP", "float16")).at(Level.PROD, F16).plan.functions[0]
     with pytest.raises(ValueError, match="float16 storage needs a WebGPU device with shader-f16"):
-        device.compile(schedule.schedule)
+        device.compile(step.planned)

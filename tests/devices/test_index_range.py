@@ -19,11 +19,11 @@ from scellis.datasets import Split
 from scellis.ir import Function
 from scellis.ir.function import input_name
 from scellis.levels import Level
-from scellis.lower import lower
 from scellis.ops import DType, Op, make
 from scellis.ops import defs as d
 from scellis.ops.build import mul
 from scellis.ops.indices import IndexRangeError
+from scellis.plan import lowered
 from scellis.runtime.cpu import CpuPath
 from scellis.runtime.cpu_device import CpuDevice
 from scellis.runtime.reference import run
@@ -107,7 +107,7 @@ CASES: dict[str, tuple[Callable[[], Function], Callable[..., dict[str, np.ndarra
 
 
 def compiled_on(device: object, fn: Function) -> object:
-    return device.compile(lower(fn, Level.PROD))  # type: ignore[attr-defined]
+    return device.compile(lowered(fn, Level.PROD))  # type: ignore[attr-defined]
 
 
 def writes(fn: Function, inputs: dict[str, np.ndarray]) -> dict[str, bytes]:

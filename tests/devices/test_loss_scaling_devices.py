@@ -33,6 +33,7 @@ from scellis.optim import apply_optimizer
 from scellis.optim.loss_scaling import FINITE_STEPS, LOSS_SCALE, SCALED_LOSS, scale_loss
 from scellis.optim.optimizers import STEP
 from scellis.pipeline import compile_program
+from scellis.plan import lowered, planned
 from scellis.runtime import reference_train as rt
 from scellis.runtime.cpu import CpuPath
 from scellis.runtime.cpu_device import CpuDevice
@@ -81,7 +82,7 @@ def test_skips_backoff_and_growth_follow_the_reference(devices: dict[str, object
         if input_name(node).startswith("opt."):
             values[input_name(node)] = np.zeros(node.shape, DEVICE_DTYPES[node.dtype])
     values[LOSS_SCALE] = np.array(2.0**122, np.float32)
-    compiled = devices[device].compile(lower(fn, Level.FAST))  # type: ignore[attr-defined]
+    compiled = devices[device].compile(lowered(fn, Level.FAST))  # type: ignore[attr-defined]
     for name, value in values.items():
         compiled.write(name, value.astype(DEVICE_DTYPES[fn.input(name).dtype]).tobytes())
     seen, expected = [], []
@@ -104,7 +105,7 @@ def mlp_step() -> tuple[Function, Function]:
     program["optimizer"] = {"kind": "sgd", "lr": 0.05}
     compiled = compile_program(program)
     f16 = frozenset({"shader-f16"})
-    return compiled.step_for(Level.FAST, f16), compiled.init_for(Level.FAST, f16)
+    return compiled.at(Level.FAST, f16).step, compiled.at(Level.FAST, f16).init
 
 
 def test_fast_mlp_steps_on_lavapipe_match_the_reference() -> None:
@@ -114,7 +115,7 @@ def test_fast_mlp_steps_on_lavapipe_match_the_reference() -> None:
     schedule = lower(fn, Level.FAST, device.features)
     assert sum("f16" in k.variant for k in schedule.kernels) >= 3  # forward, input and weight gradients
     reference = rt.initial_state(init, fn, seed=2)
-    compiled = device.compile(schedule)
+    compiled = device.compile(planned(schedule))
     for node in fn.inputs:
         if input_role(node) in (Role.PARAM, Role.STATE):
             value = reference.values[input_name(node)]

@@ -11,10 +11,8 @@ import pytest
 
 from scellis.examples import char_transformer, digits_cnn, digits_mlp, mlp
 from scellis.levels import Level
-from scellis.lower import lower
 from scellis.pipeline import compile_program
-from scellis.plan import plan_memory, update_in_place
-from scellis.planning import plan_program
+from scellis.plan import lowered
 from scellis.runtime.cpu_device import CpuDevice
 from scellis.runtime.wgpu_native import WgpuDevice
 from scellis.session import Session
@@ -36,12 +34,11 @@ def devices() -> dict[str, object]:
 def test_allocated_bytes_equal_the_plan(devices: dict[str, object], name: str) -> None:
     compiled = compile_program(PROGRAMS[name]())
     for fn in (compiled.step, compiled.evaluate, compiled.init):
-        schedule = lower(fn, Level.PROD)
-        planned = plan_memory(update_in_place(schedule)).allocated
+        done = lowered(fn, Level.PROD)
         for device_name, device in devices.items():
-            step = device.compile(schedule)  # type: ignore[attr-defined]
-            assert step.allocated == planned, (device_name, fn.name)
-    cpu = devices["wasmtime"].compile(lower(compiled.step, Level.PROD))  # type: ignore[attr-defined]
+            step = device.compile(done)  # type: ignore[attr-defined]
+            assert step.allocated == done.memory.allocated, (device_name, fn.name)
+    cpu = devices["wasmtime"].compile(lowered(compiled.step, Level.PROD))  # type: ignore[attr-defined]
     assert 0 <= cpu.workspace < 0.1 * cpu.allocated  # the CPU path's temporaries and alignment, beyond the plan
 
 
@@ -50,5 +47,5 @@ def test_a_session_holds_what_the_program_plan_says(devices: dict[str, object], 
     for device in devices.values():
         session = Session(PROGRAMS[name](), device, seed=1, level=Level.PROD, eval_batch=8)  # type: ignore[arg-type]
         asyncio.run(session.start())
-        plan = plan_program(compile_program(PROGRAMS[name](), eval_batch=8), Level.PROD, device.features)  # type: ignore[attr-defined]
+        plan = compile_program(PROGRAMS[name](), eval_batch=8).at(Level.PROD, device.features).plan  # type: ignore[attr-defined]
         assert session.step.allocated + session.eval.allocated == plan.total  # type: ignore[attr-defined]

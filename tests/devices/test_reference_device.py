@@ -9,8 +9,8 @@ import pytest
 
 from scellis.examples import digits_cnn, digits_mlp
 from scellis.levels import Level
-from scellis.lower import lower
 from scellis.pipeline import compile_program
+from scellis.plan import lowered
 from scellis.runtime import reference_train as rt
 from scellis.runtime.reference import run
 from scellis.runtime.reference_device import WIRE, ReferenceDevice
@@ -40,7 +40,7 @@ def test_schedule_on_the_reference_device_equals_the_ir(program: dict) -> None:
     given = rt.example_inputs(fn, compiled.init, 4, classes=3)
     inputs = {k: np.asarray(v).astype(WIRE[fn.input(k).dtype]) for k, v in given.items()}
     want = run(fn, inputs)
-    device = ReferenceDevice().compile(lower(fn, Level.PROD))
+    device = ReferenceDevice().compile(lowered(fn, Level.PROD))
     for name, value in inputs.items():
         device.write(name, value.tobytes())
     device.run()

@@ -13,7 +13,7 @@ from splits import random_split
 
 from scellis.examples import digits_cnn, digits_mlp
 from scellis.levels import Level
-from scellis.remedies import apply
+from scellis.plan.remedies import apply
 from scellis.runtime.cpu_device import CpuDevice
 from scellis.runtime.wgpu_native import WgpuDevice
 from scellis.session import Session

@@ -15,7 +15,7 @@ from splits import random_split
 
 from scellis.examples import digits_cnn
 from scellis.levels import Level
-from scellis.remedies import apply
+from scellis.plan.remedies import apply
 from scellis.runtime.cpu_device import CpuDevice
 from scellis.runtime.wgpu_native import WgpuDevice
 from scellis.session import Session, checkpoints_to
@@ -63,9 +63,7 @@ async def in_two(device: object, store: DirectoryStore) -> tuple[str, str, list[
     await first.run(train, test, steps=50)  # mid-epoch: the sixth epoch's order is drawn
     middle = await save(store, await first.checkpoint())
     second = new_session(device, store)
-    checkpoint = await load(
-        store, middle, expect_program=second.compiled.key(Level.DEBUG, second.device.features), expect_level=Level.DEBUG
-    )
+    checkpoint = await load(store, middle, expect_program=second.at.key, expect_level=Level.DEBUG)
     await second.resume(checkpoint, train)
     await second.run(train, test, steps=50)
     return middle, await save(store, await second.checkpoint()), second.checkpoints
@@ -74,9 +72,7 @@ async def in_two(device: object, store: DirectoryStore) -> tuple[str, str, list[
 async def from_rule_checkpoint(device: object, store: DirectoryStore, key: str) -> tuple[str, list[tuple[int, str]]]:
     train, test = random_split(ROWS, 1), random_split(HELD_OUT, 2)
     session = new_session(device, store)
-    checkpoint = await load(
-        store, key, expect_program=session.compiled.key(Level.DEBUG, session.device.features), expect_level=Level.DEBUG
-    )
+    checkpoint = await load(store, key, expect_program=session.at.key, expect_level=Level.DEBUG)
     await session.resume(checkpoint, train)
     await session.run(train, test, steps=100 - checkpoint.step)
     return await save(store, await session.checkpoint()), session.checkpoints
@@ -100,10 +96,10 @@ def test_resume_refuses_what_it_cannot_continue(devices: dict[str, object], tmp_
     device = devices["wasmtime"]
     middle, _, _ = asyncio.run(in_two(device, store))
     session = new_session(device, store)
-    key = session.compiled.key(Level.DEBUG, session.device.features)  # type: ignore[attr-defined]
+    key = session.at.key  # type: ignore[attr-defined]
     with pytest.raises(ResumeError, match="it was saved at level debug, and this run is at level prod"):
         asyncio.run(load(store, middle, expect_program=key, expect_level=Level.PROD))
-    other = new_session(device, store, data=apply(program(), {"batch": 32})).compiled.key(Level.DEBUG)
+    other = new_session(device, store, data=apply(program(), {"batch": 32})).compiled.at(Level.DEBUG).key
     with pytest.raises(ResumeError, match=f"this run's program is {other}"):
         asyncio.run(load(store, middle, expect_program=other, expect_level=Level.DEBUG))
     path = store.path(middle)

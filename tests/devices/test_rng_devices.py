@@ -14,7 +14,7 @@ import wgpu
 from scellis.codegen.wgsl_random import PHILOX_FN
 from scellis.examples import random_draws
 from scellis.levels import Level
-from scellis.lower import lower
+from scellis.plan import lowered
 from scellis.rng import philox4x32, uniform_bytes
 from scellis.runtime.cpu import CpuPath
 from scellis.runtime.cpu_device import CpuDevice
@@ -86,7 +86,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
 
 
 def draw_hash(device: object) -> str:
-    compiled = device.compile(lower(random_draws(DRAWS), Level.PROD))  # type: ignore[attr-defined]
+    compiled = device.compile(lowered(random_draws(DRAWS), Level.PROD))  # type: ignore[attr-defined]
     compiled.write("rng.test", struct.pack("<2I", 0x01234567, 0x89ABCDEF))
     compiled.run()
     return hashlib.sha256(compiled.read("u")).hexdigest()

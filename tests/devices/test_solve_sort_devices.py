@@ -20,6 +20,7 @@ from scellis.lower.variants import SMALL_SOLVE, tolerance
 from scellis.ops import DType, Node, Op, make
 from scellis.ops import defs as d
 from scellis.ops.node import input_node
+from scellis.plan import planned
 from scellis.runtime.cpu import CpuPath
 from scellis.runtime.cpu_device import CpuDevice
 from scellis.runtime.reference_device import ReferenceDevice
@@ -41,7 +42,7 @@ def data(name: str, shape: tuple[int, ...]) -> Node:
 def run_at(device: object, fn: Function, inputs: dict[str, np.ndarray], level: Level) -> tuple[Schedule, dict]:
     """Lower `fn` for `level`, compile it on `device`, run once: the schedule and every output's bytes."""
     schedule = lower(fn, level)
-    compiled = device.compile(schedule)  # type: ignore[attr-defined]
+    compiled = device.compile(planned(schedule))  # type: ignore[attr-defined]
     for name, value in inputs.items():
         compiled.write(name, np.asarray(value, dtype="<f4").tobytes())
     compiled.run()

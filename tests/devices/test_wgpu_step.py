@@ -17,9 +17,9 @@ from wgpu_harness import DEVICE_DTYPES
 from scellis.examples import digits_mlp
 from scellis.ir.function import input_name, input_role
 from scellis.levels import Level
-from scellis.lower import lower
 from scellis.ops.defs import Role
 from scellis.pipeline import compile_program
+from scellis.plan import lowered
 from scellis.runtime import reference_train as rt
 from scellis.runtime.wgpu_native import WgpuDevice
 
@@ -33,7 +33,7 @@ def train_both(optimizer: dict) -> tuple[list[tuple[float, float]], dict, rt.Tra
     compiled = compile_program(program)
     fn = compiled.step
     reference = rt.initial_state(compiled.init, fn, seed=3, float_dtype=np.float32)
-    device = WgpuDevice().compile(lower(fn, Level.PROD))
+    device = WgpuDevice().compile(lowered(fn, Level.PROD))
     for node in fn.inputs:
         if input_role(node) in (Role.PARAM, Role.STATE):
             name = input_name(node)

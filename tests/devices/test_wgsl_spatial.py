@@ -23,6 +23,7 @@ from scellis.ops import DType, Op, const, make
 from scellis.ops import defs as d
 from scellis.ops.node import input_node
 from scellis.pipeline import compile_program
+from scellis.plan import lowered, planned
 from scellis.runtime import reference_train as rt
 from scellis.runtime.reference import run
 from scellis.runtime.wgpu_native import CompiledWgpu, WgpuDevice
@@ -64,7 +65,7 @@ def read(compiled: CompiledWgpu, fn: Function) -> dict[str, np.ndarray]:
 
 def on_device(device: WgpuDevice, fn: Function, inputs: dict[str, np.ndarray]) -> tuple[Schedule, dict]:
     schedule = lower(fn, Level.PROD)
-    compiled = device.compile(schedule)
+    compiled = device.compile(planned(schedule))
     write(compiled, fn, inputs)
     compiled.run()
     return schedule, read(compiled, fn)
@@ -143,7 +144,7 @@ def test_conv2d_gradients_repeat_bit_for_bit(device: WgpuDevice) -> None:
     dw = make(Op.CONV2D_GRAD_WEIGHT, x, g, arg=d.ConvGradArg(arg, w.shape))
     fn = Function("grads", (x, w, g), (("dx", dx), ("dw", dw)))
     rng = np.random.default_rng(3)
-    compiled = device.compile(lower(fn, Level.PROD))
+    compiled = device.compile(lowered(fn, Level.PROD))
     write(compiled, fn, {input_name(node): f32(rng, node.shape) for node in fn.inputs})
     compiled.run()
     first = [compiled.read(name) for name, _ in fn.outputs]
@@ -303,7 +304,7 @@ def test_cnn_training_steps_match_the_reference(device: WgpuDevice) -> None:
     schedule = lower(step, Level.PROD)
     needed = {Kind.CONV2D, Kind.CONV2D_GRAD_INPUT, Kind.CONV2D_GRAD_WEIGHT, Kind.MAX_POOL2D, Kind.MAX_POOL2D_GRAD}
     assert needed | {Kind.RANDOM} <= set(kinds(schedule))
-    gpu = device.compile(schedule)
+    gpu = device.compile(planned(schedule))
     state = rt.initial_state(compiled.init, step, seed=3)
     # float32 starting values, so both sides start from the same numbers
     state.values = {k: v.astype(np.float32).astype(v.dtype) for k, v in state.values.items()}

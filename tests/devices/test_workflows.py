@@ -108,7 +108,7 @@ def test_the_option_run_resumed_mid_way_ends_on_the_same_bits(devices: dict, tmp
         await first.run(None, None, steps=7)
         middle = await save(store, await first.checkpoint())
         second = Session(program, device, seed=5, level=Level.DEBUG)
-        key = second.compiled.key(Level.DEBUG, device.features)
+        key = second.compiled.at(Level.DEBUG, device.features).key
         await second.resume(await load(store, middle, expect_program=key, expect_level=Level.DEBUG))
         results = await second.run(None, None)
         return await save(store, await second.checkpoint()), results[-1].metrics
@@ -251,7 +251,7 @@ def test_bootstrap_intervals_are_bit_identical_on_rerun_and_on_resume_at_debug(
         await first.run(cancer, None, steps=3)  # three of the eight Newton steps
         middle = await save(store, await first.checkpoint())
         second = Session(program, device, seed=9, level=Level.DEBUG)
-        key = second.compiled.key(Level.DEBUG, device.features)
+        key = second.compiled.at(Level.DEBUG, device.features).key
         await second.resume(await load(store, middle, expect_program=key, expect_level=Level.DEBUG), cancer)
         results = await second.run(cancer, None)
         return await save(store, await second.checkpoint()), results[-1].metrics

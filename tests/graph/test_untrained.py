@@ -14,6 +14,7 @@ import pytest
 from scellis import examples
 from scellis.graph import Program, ProgramError, Ref, validate
 from scellis.graph.lowering import Mode
+from scellis.guide import guide_links, stages
 from scellis.ir import Function
 from scellis.ir.from_program import forward_values
 from scellis.ir.function import toposort
@@ -235,16 +236,16 @@ def test_per_run_draws_repeat_at_every_step_and_per_step_draws_do_not() -> None:
 
 def test_the_loop_text_and_the_guide_say_what_a_simulation_does() -> None:
     compiled = compile_program(examples.option_pricing(1024, 8))
-    stages = dict(compiled.stages(Level.PROD))
+    shown = dict(stages(compiled.at(Level.PROD)))
     assert (
         "8 steps, each on 1024 replicas side by side: one step (its states carried to the next)"
-        in stages["loop program"]
+        in shown["loop program"]
     )
-    assert "compute the results from the states at the end of each epoch" in stages["loop program"]
-    assert stages["backward IR"].startswith("# none: the program has no loss")
-    assert "random[distribution=normal, substream=paths" in stages["typed IR"]
-    assert "metric/european" in stages["evaluation IR"]
-    assert compiled.guide_links(Level.PROD)["kernels"]
+    assert "compute the results from the states at the end of each epoch" in shown["loop program"]
+    assert shown["backward IR"].startswith("# none: the program has no loss")
+    assert "random[distribution=normal, substream=paths" in shown["typed IR"]
+    assert "metric/european" in shown["evaluation IR"]
+    assert guide_links(compiled.at(Level.PROD))["kernels"]
 
 
 def test_progress_of_a_simulation_names_results_not_a_loss() -> None:

@@ -8,6 +8,7 @@ import pytest
 
 from scellis import examples
 from scellis.graph import Program
+from scellis.guide import stages
 from scellis.ir import Function, IRError, structural_key, to_text, toposort, verify
 from scellis.ir.key import encode
 from scellis.levels import Level
@@ -50,15 +51,15 @@ def test_text_form_is_readable() -> None:
 
 def test_structural_key_is_stable_and_sensitive() -> None:
     first, second = compile_program(mlp()), compile_program(mlp())
-    key = first.key(Level.PROD)
-    assert key == second.key(Level.PROD) and key.startswith("sha256:")
+    key = first.at(Level.PROD).key
+    assert key == second.at(Level.PROD).key and key.startswith("sha256:")
     assert encode(first.step) == encode(second.step)
-    assert compile_program(mlp(hidden=17)).key(Level.PROD) != key
-    assert compile_program(mlp(lr=2e-3)).key(Level.PROD) != key
-    assert first.key(Level.DEBUG) == key  # the same step function; only the kernels differ
-    assert first.key(Level.FAST, frozenset({"shader-f16"})) == key  # too small for float16 tiles: no scaling
+    assert compile_program(mlp(hidden=17)).at(Level.PROD).key != key
+    assert compile_program(mlp(lr=2e-3)).at(Level.PROD).key != key
+    assert first.at(Level.DEBUG).key == key  # the same step function; only the kernels differ
+    assert first.at(Level.FAST, frozenset({"shader-f16"})).key == key  # too small for float16 tiles: no scaling
     large = compile_program(examples.mlp(64, [1024, 1024], 10, 512))
-    assert large.key(Level.FAST, frozenset({"shader-f16"})) != large.key(Level.PROD)  # fast scales its loss
+    assert large.at(Level.FAST, frozenset({"shader-f16"})).key != large.at(Level.PROD).key  # fast scales its loss
 
 
 def test_key_ignores_object_identity_but_not_structure() -> None:
@@ -107,7 +108,7 @@ def test_verifier_rejects_a_bad_argument() -> None:
 
 def test_fast_stages_show_the_loss_scaled_functions() -> None:
     compiled = compile_program(examples.mlp(64, [1024, 1024], 10, 512))
-    fast, prod = dict(compiled.stages(Level.FAST, frozenset({"shader-f16"}))), dict(compiled.stages(Level.PROD))
+    fast, prod = dict(stages(compiled.at(Level.FAST, frozenset({"shader-f16"})))), dict(stages(compiled.at(Level.PROD)))
     for title in ("backward IR", "optimizer IR (training step)"):
         assert "loss_scaled" in fast[title] and "loss_scaled" not in prod[title]
     assert "opt.loss_scale" in fast["init IR"] and "opt.loss_scale" not in prod["init IR"]

@@ -122,15 +122,15 @@ def test_fast_scales_its_loss_only_where_it_runs_float16_kernels() -> None:
     f16 = frozenset({"shader-f16"})
     small = compile_program(digits_mlp())  # no matmul large enough for the float16 tiles
     for level in Level:
-        assert small.step_for(level, f16) is small.step and small.init_for(level, f16) is small.init
-    assert small.key(Level.FAST, f16) == small.key(Level.PROD)
+        assert small.at(level, f16).step is small.step and small.at(level, f16).init is small.init
+    assert small.at(Level.FAST, f16).key == small.at(Level.PROD).key
     compiled = compile_program(mlp(64, [1024, 1024], 10, 512))
-    assert compiled.scales_loss(Level.FAST, f16)
-    assert not any(compiled.scales_loss(level, frozenset()) for level in Level)  # no shader-f16: prod's kernels
-    assert compiled.step_for(Level.PROD, f16) is compiled.step
-    fast = compiled.step_for(Level.FAST, f16)
+    assert compiled.at(Level.FAST, f16).scales_loss
+    assert not any(compiled.at(level, frozenset()).scales_loss for level in Level)  # no shader-f16: prod's kernels
+    assert compiled.at(Level.PROD, f16).step is compiled.step
+    fast = compiled.at(Level.FAST, f16).step
     assert fast.has_input(LOSS_SCALE) and fast.has_input(FINITE_STEPS) and not compiled.step.has_input(LOSS_SCALE)
     names = {name for name, _ in fast.outputs}
     assert {f"state/{LOSS_SCALE}", f"state/{FINITE_STEPS}", "loss_scale", "loss"} <= names
-    init = run(compiled.init_for(Level.FAST, f16), {"rng.init": np.array([1, 2], np.uint32)})
+    init = run(compiled.at(Level.FAST, f16).init, {"rng.init": np.array([1, 2], np.uint32)})
     assert float(init[f"state/{LOSS_SCALE}"]) == 2.0**15 and int(init[f"state/{FINITE_STEPS}"]) == 0

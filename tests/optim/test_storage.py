@@ -22,12 +22,11 @@ from scellis.ops import DType, Op
 from scellis.ops.defs import Role
 from scellis.optim.loss_scaling import LOSS_SCALE
 from scellis.optim.storage import StorageUnsupported, master_name
-from scellis.pipeline import Compiled, compile_program
+from scellis.pipeline import Compiled, compile_program, planner
 from scellis.plan import update_in_place
 from scellis.plan.breakdown import categories
 from scellis.plan.budget import Budget, DeviceLimits
-from scellis.planning import plan_program
-from scellis.remedies import advise, apply, device_judge
+from scellis.plan.remedies import Target, advise, apply, device_judge
 
 F16 = frozenset({"shader-f16"})
 PROGRAMS = {"digits MLP": digits_mlp, "digits CNN": digits_cnn}
@@ -55,7 +54,7 @@ def test_the_setting_defaults_to_float32_and_knows_its_choices() -> None:
 def test_parameters_are_float16_and_the_optimizer_updates_float32_masters(name: str) -> None:
     compiled = compile_program(stored_as(PROGRAMS[name](), "float16"))
     step, init = compiled.step, compiled.init
-    for fn in (compiled.forward.fn, compiled.backward, step, compiled.evaluate, init, compiled.scaled_step):
+    for fn in (compiled.forward.fn, compiled.backward, step, compiled.evaluate, init, compiled.loss_scaled.step):
         verify(fn)  # every node's type is its rule's
     params = [n for n in step.inputs if input_role(n) is Role.PARAM]
     assert params and all(n.dtype is DType.F16 for n in params)
@@ -103,28 +102,28 @@ def test_float16_storage_needs_shader_f16_at_every_level() -> None:
     compiled = compile_program(stored_as(digits_mlp(), "float16"))
     for level in Level:
         with pytest.raises(StorageUnsupported, match="needs the device feature shader-f16, which this device lacks"):
-            compiled.step_for(level, frozenset())
-        assert compiled.step_for(level, F16) is compiled.step
+            compiled.at(level, frozenset())
+        assert compiled.at(level, F16).step is compiled.step
     with pytest.raises(StorageUnsupported, match="its features: none"):
-        plan_program(compiled, Level.PROD, frozenset())
-    compile_program(digits_mlp()).step_for(Level.PROD, frozenset())  # float32 storage needs nothing
+        compiled.at(Level.PROD, frozenset())
+    assert compile_program(digits_mlp()).at(Level.PROD, frozenset()).step  # float32 storage needs nothing
 
 
 def test_fast_scales_its_loss_over_float16_storage_too() -> None:
     """Loss scaling and float16 storage compose: the scaled step stores in float16 the same way."""
     compiled = compile_program(stored_as(mlp(64, [1024, 1024], 10, 512), "float16"))
-    assert compiled.scales_loss(Level.FAST, F16)
-    fast = compiled.step_for(Level.FAST, F16)
-    assert fast is compiled.scaled_step and fast.has_input(LOSS_SCALE)
+    assert compiled.at(Level.FAST, F16).scales_loss
+    fast = compiled.at(Level.FAST, F16).step
+    assert fast is compiled.loss_scaled.step and fast.has_input(LOSS_SCALE)
     assert all(n.dtype is DType.F16 for n in fast.inputs if input_role(n) is Role.PARAM)
     assert all(fast.has_input(master_name(p)) for p in compiled.forward.trainable)
-    init = dict(compiled.init_for(Level.FAST, F16).outputs)
+    init = dict(compiled.at(Level.FAST, F16).init.outputs)
     assert f"state/{LOSS_SCALE}" in init and all(f"state/{master_name(p)}" in init for p in compiled.forward.trainable)
 
 
 def test_the_plan_counts_master_weights_and_float16_parameters() -> None:
     compiled = compile_program(stored_as(mlp(784, [512, 512], 10, 256), "float16"))
-    plan = plan_program(compiled, Level.PROD, F16)
+    plan = compiled.at(Level.PROD, F16).plan
     params = [n for n in compiled.step.inputs if input_role(n) is Role.PARAM]
     count = sum(n.size for n in params)
     assert plan.totals["mixed-precision master copy"] == 4 * count
@@ -132,29 +131,31 @@ def test_the_plan_counts_master_weights_and_float16_parameters() -> None:
     assert plan.step.bytes["mixed-precision master copy"] == 4 * count  # held throughout the step
 
 
-def judge_within(budget: int) -> Any:
-    return device_judge(DeviceLimits(1 << 30, 1 << 30, 32), lambda need: Budget(budget, "a test budget"))
+def advice_within(data: dict[str, Any], features: frozenset[str], budget: Budget) -> Any:
+    judge = device_judge(DeviceLimits(1 << 30, 1 << 30, 32), budget)
+    plan = compile_program(data).at(Level.PROD, features).plan
+    return advise(data, plan, budget, Target(planner(Level.PROD, features), judge))
 
 
 def test_float16_storage_is_offered_where_the_device_has_shader_f16_and_replans_smaller() -> None:
     data = digits_cnn()  # activations outweigh its parameters: float16 storage saves bytes
-    plain = plan_program(compile_program(data), Level.PROD, F16).total
+    plain = compile_program(data).at(Level.PROD, F16).plan.total
     budget = Budget(plain // 2, "a test budget")
-    advice = advise(data, Level.PROD, F16, budget, judge_within(plain // 2))
+    advice = advice_within(data, F16, budget)
     remedy = next(r for r in advice.remedies if r.name == "float16 storage")
     assert remedy.change == {"storage": "float16"} and remedy.plan.total < plain
     applied = apply(data, remedy.change)
     assert applied["memory"]["storage"] == "float16" and "storage" not in data.get("memory", {})
-    assert plan_program(compile_program(applied), Level.PROD, F16).total == remedy.plan.total
-    without = advise(data, Level.PROD, frozenset(), budget, judge_within(plain // 2))
+    assert compile_program(applied).at(Level.PROD, F16).plan.total == remedy.plan.total
+    without = advice_within(data, frozenset(), budget)
     assert all("storage" not in r.change for r in without.remedies)
-    again = advise(applied, Level.PROD, F16, budget, judge_within(plain // 2))
+    again = advice_within(applied, F16, budget)
     assert all("storage" not in r.change for r in again.remedies)  # already stored so
 
 
 def test_the_breakdown_of_a_float16_step_adds_up() -> None:
     compiled = compile_program(stored_as(digits_cnn(), "float16"))
-    plan = plan_program(compiled, Level.PROD, F16)
+    plan = compiled.at(Level.PROD, F16).plan
     assert plan.step.total == plan.functions[0].allocated
     kinds = Counter(plan.totals)
     assert kinds["activations kept for backward"] > 0 and kinds["updated parameters and state"] == 0

@@ -11,10 +11,9 @@ from scellis.graph import ProgramError
 from scellis.ir.function import input_name, input_role
 from scellis.levels import Level
 from scellis.ops.defs import Role
-from scellis.pipeline import compile_program
+from scellis.pipeline import compile_program, planner
 from scellis.plan.budget import Budget, DeviceLimits
-from scellis.planning import plan_program
-from scellis.remedies import advise, apply, device_judge
+from scellis.plan.remedies import Target, advise, apply, device_judge
 
 LIMITS = DeviceLimits(1 << 30, 1 << 30, 32)
 EXAMPLES = 1438  # the digits' training split
@@ -37,8 +36,8 @@ def test_the_step_gathers_its_batch_from_the_resident_split() -> None:
 
 @pytest.mark.parametrize("make", [digits_mlp, digits_cnn])
 def test_the_resident_split_is_planned_as_its_own_category(make) -> None:  # type: ignore[no-untyped-def]
-    streamed = plan_program(compile_program(make()), Level.PROD, frozenset())
-    held = plan_program(compile_program(resident(make()), examples=EXAMPLES), Level.PROD, frozenset())
+    streamed = compile_program(make()).at(Level.PROD, frozenset()).plan
+    held = compile_program(resident(make()), examples=EXAMPLES).at(Level.PROD, frozenset()).plan
     split = EXAMPLES * (64 + 1) * 4  # float32 pixels and an int32 label per example
     assert streamed.step.bytes["resident data set"] == 0
     assert held.step.bytes["resident data set"] == split
@@ -60,16 +59,16 @@ def test_a_resident_program_needs_its_size() -> None:
 def test_streaming_is_the_remedy_when_the_data_set_is_what_does_not_fit() -> None:
     examples = 60_000  # MNIST-sized: the split outweighs everything else the MLP holds
     program = resident(digits_mlp())
-    held = plan_program(compile_program(program, examples=examples), Level.PROD, frozenset())
-    streamed = plan_program(compile_program(digits_mlp()), Level.PROD, frozenset())
+    held = compile_program(program, examples=examples).at(Level.PROD, frozenset()).plan
+    streamed = compile_program(digits_mlp()).at(Level.PROD, frozenset()).plan
     budget = Budget(held.total // 2, "a test budget")
     assert streamed.total < 0.8 * budget.bytes  # type: ignore[operator]
-    judge = device_judge(LIMITS, lambda need: budget)
+    judge = device_judge(LIMITS, budget)
     assert judge(held).color == "red"
-    advice = advise(program, Level.PROD, frozenset(), budget, judge, examples=examples)
+    advice = advise(program, held, budget, Target(planner(Level.PROD, frozenset(), examples=examples), judge))
     first = advice.remedies[0]
     assert (first.name, first.change, first.verdict.color) == ("stream the data set", {"data": "stream"}, "green")
     assert not advice.capacity  # parameters, gradients and optimizer state fit: it is not a capacity problem
     applied = apply(program, first.change)
-    assert plan_program(compile_program(applied, examples=examples), Level.PROD, frozenset()).total == first.plan.total
+    assert compile_program(applied, examples=examples).at(Level.PROD, frozenset()).plan.total == first.plan.total
     assert judge(first.plan).color == "green"

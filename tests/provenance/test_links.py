@@ -14,6 +14,7 @@ import pytest
 
 from scellis.examples import char_transformer, digits_cnn, digits_mlp, mlp
 from scellis.graph import Program
+from scellis.guide import guide_links, guide_of
 from scellis.levels import Level
 from scellis.lower import lower
 from scellis.pipeline import Compiled, compile_program
@@ -82,7 +83,7 @@ def case(name: str) -> tuple[Compiled, dict[str, Any], dict[str, Any]]:
     """The compiled program, its links and its Guide."""
     build, level, features = CASES[name]
     compiled = build()
-    return compiled, compiled.guide_links(level, features), compiled.guide(level, features)
+    return compiled, guide_links(compiled.at(level, features)), guide_of(compiled.at(level, features))
 
 
 def op_kinds(links: dict[str, Any], guide: dict[str, Any], text: str) -> list[str]:
@@ -208,7 +209,7 @@ def test_a_fused_kernel_lists_each_node_it_fuses() -> None:
 def test_outputs_kernels_belong_to_their_nodes_and_the_loop(name: str) -> None:
     compiled, links, _ = case(name)
     _, level, features = CASES[name]
-    schedule = lower(compiled.step_for(level, features), level, features)
+    schedule = lower(compiled.at(level, features).step, level, features)
     written = {b: name for name, b in schedule.outputs}
     params = {p.name: p.node_id for p in compiled.forward.params}
     for k in links["kernels"]:
@@ -248,10 +249,10 @@ def test_recomputation_and_float16_add_ops_to_nodes_without_moving_any(plain: st
 def test_links_change_nothing_the_stages_compute(name: str) -> None:
     build, level, features = CASES[name]
     compiled = build()
-    step = compiled.step_for(level, features)
-    before = (compiled.key(level, features), lower(step, level, features), compiled.guide(level, features))
-    links = compiled.guide_links(level, features)
-    after = (compiled.key(level, features), lower(step, level, features), compiled.guide(level, features))
+    step = compiled.at(level, features).step
+    before = (compiled.at(level, features).key, lower(step, level, features), guide_of(compiled.at(level, features)))
+    links = guide_links(compiled.at(level, features))
+    after = (compiled.at(level, features).key, lower(step, level, features), guide_of(compiled.at(level, features)))
     assert before == after
     assert links["key"] == before[0] and len(links["kernels"]) == len(before[1].kernels)
-    assert build().key(level, features) == before[0]
+    assert build().at(level, features).key == before[0]

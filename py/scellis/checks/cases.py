@@ -13,13 +13,13 @@ from dataclasses import dataclass
 from scellis.graph.settings import Optimizer
 from scellis.ir import Function
 from scellis.levels import Level
-from scellis.lower import lower
 from scellis.lower.kernels import Schedule
 from scellis.ops import DType, Node, Op, const, make
 from scellis.ops import defs as d
 from scellis.ops.build import expand, reshape
 from scellis.ops.node import input_node
 from scellis.optim.optimizers import bias_corrections, update_rule
+from scellis.plan import lowered
 
 
 @dataclass(frozen=True)
@@ -338,11 +338,11 @@ async def run_case(device: object, fn: Function, level: Level, inputs: dict[str,
     a fresh compile; returns the schedule, the first run's outputs (bytes) and whether the second run's
     bytes were identical."""
     features: frozenset[str] = getattr(device, "features", frozenset())
-    schedule = lower(fn, level, features=features)
+    done = lowered(fn, level, features)
     names = [name for name, _ in fn.outputs]
     runs = []
     for _ in range(2):
-        compiled = device.compile(schedule)  # type: ignore[attr-defined]
+        compiled = device.compile(done)  # type: ignore[attr-defined]
         compiled = await compiled if hasattr(compiled, "__await__") else compiled
         runs.append(await compiled.step(inputs, names))
-    return schedule, runs[0], runs[0] == runs[1]
+    return done.logical, runs[0], runs[0] == runs[1]

@@ -111,7 +111,7 @@ def build_manifest(
     python = f"{platform.python_implementation()} {platform.python_version()}"
     return Manifest(
         program=copy.deepcopy(session.compiled.program.source),
-        program_key=session.compiled.key(level, device.features),
+        program_key=session.at.key,
         settings=settings,
         checkpoints=tuple(Written(step, key) for step, key in session.checkpoints),
         engine=engine,

@@ -18,7 +18,6 @@ from typing import Any
 from scellis.datasets import Split
 from scellis.levels import Level
 from scellis.loop import Event
-from scellis.lower import Schedule
 from scellis.manifest.claims import Difference, StoredClaim, check_stored, differences, unchecked_lines
 from scellis.manifest.fields import number_json
 from scellis.manifest.link import FORMAT as LINK_FORMAT
@@ -27,6 +26,7 @@ from scellis.manifest.pins import DataVersion, Engine, Settings, data_json, data
 from scellis.manifest.record import FORMAT as MANIFEST_FORMAT
 from scellis.manifest.record import Manifest, Written, manifest_json
 from scellis.plan.budget import Budget
+from scellis.plan.planned import Planned
 from scellis.runtime.device import Device
 from scellis.session import Checkpointer, EpochResult, Session
 from scellis.store.checkpoint import save
@@ -55,8 +55,8 @@ class NotedDevice:
         self.noted = await measured if inspect.isawaitable(measured) else measured
         return self.noted
 
-    def compile(self, schedule: Schedule) -> Any:
-        return self.device.compile(schedule)
+    def compile(self, planned: Planned) -> Any:
+        return self.device.compile(planned)
 
 
 def checkpoints_as(store: Store, device: str) -> Checkpointer:
@@ -114,7 +114,7 @@ class Outcome:
     @classmethod
     def of(cls, session: Session, final: str, train: Split, test: Split, *, device_kind: str, epochs: int) -> Outcome:
         """Where `session` (a re-run, stopped) ended, its final state saved under `final`."""
-        key = session.compiled.key(session.level, session.device.features)
+        key = session.at.key
         written = tuple(Written(step, k) for step, k in session.checkpoints)
         finished = session.loop.stopped or session.epoch >= epochs
         data = data_versions(train, test) if session.has_data else ()

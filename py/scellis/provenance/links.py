@@ -12,34 +12,37 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from scellis.codegen import render
 from scellis.codegen.cpu import cpu_calls
+from scellis.graph import ValidProgram
 from scellis.ir import Function, to_text
-from scellis.levels import Level
-from scellis.lower import Schedule, lower
+from scellis.lower import Schedule
 from scellis.ops import Node, Op
 from scellis.provenance.match import attribute
 from scellis.provenance.replay import LOOP, Owners, replay
 
-if TYPE_CHECKING:
-    from scellis.pipeline import Compiled
-
 TEXTS = ("forward", "backward", "optimizer", "step")  # the step's text is the optimizer stage's
 
 
-def links(compiled: Compiled, level: Level, features: frozenset[str]) -> dict[str, Any]:
-    """The links for the training step `level` runs on a device with `features` (module docstring)."""
-    forward, backward = compiled.forward.fn, compiled.backward_for(level, features)
-    step = compiled.step_for(level, features)
-    rep = replay(compiled.program, forward, compiled.scales_loss(level, features))
+def links(
+    program: ValidProgram,
+    forward: Function,
+    backward: Function,
+    step: Function,
+    *,
+    scales_loss: bool,
+    schedule: Schedule,
+) -> dict[str, Any]:
+    """The links for the training `step` (built from `forward` and `backward`, with a scaled loss or not)
+    and its kernel `schedule` (module docstring)."""
+    rep = replay(program, forward, scales_loss)
     replayed = zip((forward, backward, step), (rep.forward, rep.backward, rep.step), strict=True)
     found = [attribute(fn, like, rep.owners) for fn, like in replayed]
-    schedule = lower(step, level, features)
     owners = kernel_owners(schedule, step, found[2], rep.outputs.owner)
     ops = op_numbers(forward, backward, step, *found)
-    order = [(node.id, node.op) for node in compiled.program.nodes] + [(LOOP, LOOP)]
+    order = [(node.id, node.op) for node in program.nodes] + [(LOOP, LOOP)]
     texts = zip(TEXTS, (forward, backward, step, step), strict=True)
     return {
         "texts": {text: {"first_op_line": _first_op_line(fn)} for text, fn in texts},

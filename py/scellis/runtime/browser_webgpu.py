@@ -12,8 +12,8 @@ from typing import Any
 import js  # only importable in Pyodide
 from pyodide.ffi import JsException, to_js
 
-from scellis.lower.kernels import Schedule
 from scellis.plan.budget import Budget, DeviceLimits, probe_search
+from scellis.plan.planned import Planned
 from scellis.runtime.devices import DeviceLost
 from scellis.runtime.index_checks import IndexChecks
 from scellis.runtime.step_plan import step_plan
@@ -115,8 +115,8 @@ class BrowserWebGPU:
             budget: Budget = done.value
         return Budget(budget.bytes, f"{budget.how}; {_measured_when(dates)}")
 
-    async def compile(self, schedule: Schedule) -> BrowserCompiled:
-        plan = step_plan(schedule)
+    async def compile(self, planned: Planned) -> BrowserCompiled:
+        plan = step_plan(planned)
         with _loss_named():
             handle = await self.gpu.compile(to_js(plan, dict_converter=js.Object.fromEntries))
-        return BrowserCompiled(handle, IndexChecks(schedule))
+        return BrowserCompiled(handle, IndexChecks(planned.schedule))

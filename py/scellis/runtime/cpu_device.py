@@ -24,11 +24,11 @@ from dataclasses import dataclass
 
 from scellis.codegen.cpu import COPY, PRODUCER_EXPORTS, TAPE, needs_temp
 from scellis.lower import views
-from scellis.lower.kernels import ACC, Expr, Kernel, Kind, Load, Reduction, Schedule, View
+from scellis.lower.kernels import ACC, Expr, Kernel, Kind, Load, Reduction, View
 from scellis.ops import DType, Op
 from scellis.ops import defs as d
-from scellis.plan import plan_memory, update_in_place
 from scellis.plan.budget import Budget, DeviceLimits
+from scellis.plan.planned import Planned
 from scellis.runtime.cpu import CpuPath
 from scellis.runtime.cpu_tape import Source, encode, merge_axes, padded
 from scellis.runtime.index_checks import IndexChecks
@@ -141,8 +141,8 @@ class CpuDevice:
             return Budget(left, how + "; the host's memory is not known here")
         return Budget(min(left, host), how + f"; host memory {host:,} bytes")
 
-    def compile(self, schedule: Schedule) -> CompiledCpu:
-        return compile_schedule(self.cpu, schedule)
+    def compile(self, planned: Planned) -> CompiledCpu:
+        return compile_schedule(self.cpu, planned)
 
 
 WASM32_BYTES = 4 * 2**30  # 65,536 pages of 64 KiB: all a wasm32 memory can address
@@ -167,11 +167,12 @@ class _Memory:
     an address), then of the temporaries some kernels need (numbered after the schedule's buffers, so
     views of them resolve alike)."""
 
-    def __init__(self, cpu: CpuPath, schedule: Schedule) -> None:
+    def __init__(self, cpu: CpuPath, planned: Planned) -> None:
+        schedule = planned.schedule
         count = len(schedule.buffers)
         needing = [i for i, k in enumerate(schedule.kernels) if needs_temp(k)]
         self.temp = {kernel: count + j for j, kernel in enumerate(needing)}  # kernel index -> buffer number
-        self.plan = plan = plan_memory(schedule)
+        self.plan = plan = planned.memory
         self.slot_bytes = plan.allocated
         self.temp_bytes = sum(4 * schedule.kernels[i].out.size for i in needing)
         offsets, end = [], 0
@@ -192,15 +193,16 @@ def _aligned(nbytes: int) -> int:
     return -(-nbytes // 16) * 16
 
 
-def compile_schedule(cpu: CpuPath, schedule: Schedule) -> CompiledCpu:
-    """Place `schedule` in `cpu`'s memory and encode every kernel once (see the module docstring)."""
+def compile_schedule(cpu: CpuPath, planned: Planned) -> CompiledCpu:
+    """Place `planned`'s schedule in `cpu`'s memory as its plan assigns, and encode every kernel once (see
+    the module docstring)."""
+    schedule = planned.schedule
     if any(b.dtype is DType.F16 for b in schedule.buffers):
         raise ValueError(
             f"{schedule.name} stores float16, which the CPU path cannot: float16 storage needs a WebGPU "
             "device with shader-f16"
         )
-    schedule = update_in_place(schedule)
-    memory = _Memory(cpu, schedule)
+    memory = _Memory(cpu, planned)
     parts = [p for i, k in enumerate(schedule.kernels) for p in _kernel_parts(k, memory, memory.temp.get(i))]
     calls = _place_parts(cpu, parts)
     carry = tuple(

@@ -1,7 +1,8 @@
 """The device protocol every executor implements (WebGPU in the browser and through wgpu-py, the CPU
 path in the browser and through wasmtime).
 
-A device compiles a kernel schedule once: it allocates every buffer the schedule names, builds its
+A device compiles a planned schedule (plan.planned: lowered, updated in place and planned) once, as it is:
+it allocates exactly the plan's slots for the buffers the schedule names, builds its
 kernels (WGSL pipelines and bind groups; or the CPU path's encoded call list), and returns a compiled
 step. The compiled step is driven with one call per step: `submit(writes, reads)` writes the named
 inputs, dispatches every kernel and the carry copies (`param/w` into `w` ...), and returns an awaitable
@@ -18,8 +19,8 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
-from scellis.lower.kernels import Schedule
 from scellis.plan.budget import DeviceLimits
+from scellis.plan.planned import Planned
 
 
 class CompiledStep(Protocol):
@@ -51,5 +52,5 @@ class Device(Protocol):
         """The memory a run may allocate (a Budget, or an awaitable of one: the page probes
         asynchronously), measured (for WebGPU, by probing around `need`), or why not."""
 
-    def compile(self, schedule: Schedule) -> Any:
+    def compile(self, planned: Planned) -> Any:
         """A CompiledStep, or an awaitable of one (the browser checks its pipelines asynchronously)."""

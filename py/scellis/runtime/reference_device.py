@@ -15,6 +15,7 @@ from scellis.lower.kernels import Acc, Apply, Const, Coord, Expr, Kernel, Kind, 
 from scellis.ops import DType, Op
 from scellis.ops import defs as d
 from scellis.plan.budget import Budget, DeviceLimits
+from scellis.plan.planned import Planned
 from scellis.runtime import reference as ref
 from scellis.runtime.index_checks import IndexChecks
 from scellis.runtime.ready import Synchronous, copy_sizes
@@ -65,8 +66,8 @@ class ReferenceDevice:
         """The reference computes in host memory; its float64 arrays are not what the plan counts."""
         return Budget(None, "the reference computes in float64 in host memory, not in the planned buffers")
 
-    def compile(self, schedule: Schedule) -> CompiledReference:
-        return CompiledReference(schedule)
+    def compile(self, planned: Planned) -> CompiledReference:
+        return CompiledReference(planned.schedule)
 
 
 class CompiledReference(Synchronous):

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from scellis.lower.kernels import Schedule
 from scellis.plan.budget import Budget, DeviceLimits, probe_search, run_search
+from scellis.plan.planned import Planned
 from scellis.runtime.index_checks import IndexChecks
 from scellis.runtime.ready import Synchronous, copy_sizes
 from scellis.runtime.step_plan import step_plan
@@ -71,9 +71,9 @@ class WgpuDevice:
             )
         return self._pipelines[source]
 
-    def compile(self, schedule: Schedule) -> CompiledWgpu:
-        compiled = CompiledWgpu(self, step_plan(schedule))
-        compiled.index_checks = IndexChecks(schedule)
+    def compile(self, planned: Planned) -> CompiledWgpu:
+        compiled = CompiledWgpu(self, step_plan(planned))
+        compiled.index_checks = IndexChecks(planned.schedule)
         return compiled
 
 

@@ -1,4 +1,4 @@
-"""What to do when a plan does not fit: each remedy re-planned with its new peak, and, when nothing that
+"""Stage: memory. What to do when a plan does not fit: each remedy re-planned with its new peak, and, when nothing that
 depends on the batch can help, the capacity facts stated plainly. What `scellis plan` prints after a
 verdict that is not green, and the app's plan panel offers as buttons.
 
@@ -6,7 +6,10 @@ Remedies here: streaming a resident data set, activation checkpointing, and a sm
 batch whose plan is green); float16 storage where the device has shader-f16. Each is a change to the
 program JSON (`apply`), so applying one is one call and its plan is exactly what was promised. Capacity:
 when parameters, gradients and optimizer state alone exceed the budget, no batch size fits; the figures
-for QLoRA-style adapters, optimizer-state sharding and pooling devices follow."""
+for QLoRA-style adapters, optimizer-state sharding and pooling devices follow.
+
+Expects the program's plan and a planner (`Target.plan_of`: program JSON -> its plan at the same level,
+features and sizes; the pipeline supplies it), so the remedies never compile anything themselves."""
 
 from __future__ import annotations
 
@@ -17,13 +20,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from scellis.graph import validate
-from scellis.ir.function import input_role
-from scellis.levels import Level
-from scellis.ops.defs import Role
 from scellis.optim.storage import STORAGES
-from scellis.pipeline import Compiled, compile_program
 from scellis.plan.budget import Budget, DeviceLimits, Verdict
-from scellis.planning import ProgramPlan, judge, plan_program
+from scellis.plan.program import ProgramPlan, judge
 
 FIXED = ("parameters", "gradients", "optimizer state", "mixed-precision master copy")
 LORA_RANK = 8
@@ -63,54 +62,27 @@ class Remedy:
 
 
 Judge = Callable[[ProgramPlan], Verdict]
+Planner = Callable[[dict[str, Any]], ProgramPlan]
 
 
-def device_judge(limits: DeviceLimits, budget: Callable[[int], Budget]) -> Judge:
-    """A plan's verdict on a device: its limits, and its budget measured for the plan's need."""
-    return lambda plan: judge(plan, limits, budget(plan.total))
+def device_judge(limits: DeviceLimits, budget: Budget) -> Judge:
+    """A plan's verdict on a device with `limits` and the measured `budget` (for WebGPU a lower bound of
+    what can be allocated, so a remedy's green holds)."""
+    return lambda plan: judge(plan, limits, budget)
 
 
 @dataclass(frozen=True)
 class Target:
-    """Where and how the remedied program would run: the level, the device's features and its verdict,
-    and what the session compiles besides the program (`eval_batch`: rows evaluated a call, the training
-    batch unless given; `examples`: the training split's size, for a resident data set; `eval_rows`: the
-    held-out split's size, whose last batch may need an evaluation of its own)."""
+    """How a remedied program is planned (at the level, on the features and with the sizes the session
+    compiles with: the pipeline's planner) and judged on the device."""
 
-    level: Level
-    features: frozenset[str]
+    plan_of: Planner
     judge: Judge
-    eval_batch: int | None = None
-    examples: int | None = None
-    eval_rows: int | None = None
-
-    def compile(self, data: dict[str, Any]) -> Compiled:
-        return compile_program(data, eval_batch=self.eval_batch, examples=self.examples, eval_rows=self.eval_rows)
-
-    def plan(self, data: dict[str, Any]) -> ProgramPlan:
-        compiled = self.compile(data)
-        return plan_program(compiled, self.level, self.features)
 
     def remedy(self, data: dict[str, Any], change: dict[str, Any], name: str) -> Remedy:
         """A remedy: the program with `change` applied, planned again and judged on the device."""
-        plan = self.plan(apply(data, change))
+        plan = self.plan_of(apply(data, change))
         return Remedy(name, change, plan, self.judge(plan))
-
-
-def replan(
-    data: dict[str, Any],
-    change: dict[str, Any],
-    name: str,
-    *,
-    level: Level,
-    features: frozenset[str],
-    judge: Judge,
-    eval_batch: int | None = None,
-    examples: int | None = None,
-    eval_rows: int | None = None,
-) -> Remedy:
-    """A remedy: the program with `change` applied, planned again and judged on the device (see Target)."""
-    return Target(level, features, judge, eval_batch, examples, eval_rows).remedy(data, change, name)
 
 
 def _largest_green_batch(data: dict[str, Any], batch: int, target: Target) -> Remedy | None:
@@ -125,11 +97,9 @@ def _largest_green_batch(data: dict[str, Any], batch: int, target: Target) -> Re
     return best
 
 
-def smaller_batch(
-    data: Any, level: Level, features: frozenset[str], batch: int, verdict_of: Judge, *, eval_batch: int | None = None
-) -> Remedy | None:
+def smaller_batch(data: dict[str, Any], batch: int, target: Target) -> Remedy | None:
     """The largest batch below `batch` whose plan is green (binary search: memory grows with the batch)."""
-    return _largest_green_batch(data, batch, Target(level, features, verdict_of, eval_batch))
+    return _largest_green_batch(data, batch, target)
 
 
 @dataclass(frozen=True)
@@ -138,45 +108,32 @@ class Advice:
     capacity: tuple[str, ...]  # when no batch fits: the figures that would
 
 
-def advise(
-    data: dict[str, Any],
-    level: Level,
-    features: frozenset[str],
-    budget: Budget,
-    verdict_of: Judge,
-    *,
-    eval_batch: int | None = None,
-    examples: int | None = None,
-    eval_rows: int | None = None,
-) -> Advice:
-    """What could make `data` fit: every remedy that lowers its plan's bytes, each re-planned and judged,
-    and the capacity facts when the batch-independent bytes alone exceed `budget` (see Target for
-    `eval_batch`, `examples` and `eval_rows`)."""
-    target = Target(level, features, verdict_of, eval_batch, examples, eval_rows)
-    compiled = target.compile(data)
-    plan = plan_program(compiled, level, features)
-    memory = compiled.program.memory
+def advise(data: dict[str, Any], plan: ProgramPlan, budget: Budget, target: Target) -> Advice:
+    """What could make `data`, planned as `plan`, fit: every remedy that lowers its plan's bytes, each
+    re-planned and judged (`target`), and the capacity facts when the batch-independent bytes alone exceed
+    `budget`."""
+    memory = validate(data).memory
     found: list[Remedy] = []
     if memory.data == "resident":
         found.append(target.remedy(data, {"data": "stream"}, "stream the data set"))
     if not memory.checkpoint:
         found.append(target.remedy(data, {"checkpoint": True}, "activation checkpointing"))
-    if memory.storage != "float16" and not STORAGES["float16"] - features:  # needs shader-f16
+    if memory.storage != "float16" and not STORAGES["float16"] - plan.features:  # needs shader-f16
         found.append(target.remedy(data, {"storage": "float16"}, "float16 storage"))
     batch = _largest_green_batch(data, plan.batch, target)
     if batch is not None:
         found.append(batch)
     useful = [r for r in found if r.plan.total < plan.total]
     useful.sort(key=lambda r: (r.verdict.color != "green", r.plan.total))
-    return Advice(tuple(useful), tuple(capacity(compiled, plan, budget)))
+    return Advice(tuple(useful), tuple(capacity(plan, budget)))
 
 
-def capacity(compiled: Compiled, plan: ProgramPlan, budget: Budget) -> list[str]:
+def capacity(plan: ProgramPlan, budget: Budget) -> list[str]:
     """When the batch-independent bytes alone exceed the budget: say no batch fits, and what would."""
     fixed = sum(plan.totals.get(name, 0) for name in FIXED)
     if budget.bytes is None or fixed <= budget.bytes:
         return []
-    weights = [n.shape for n in compiled.step.inputs if input_role(n) is Role.PARAM]
+    weights = plan.parameters
     count = sum(math.prod(s) for s in weights)
     matrices = [s for s in weights if len(s) >= 2]
     lora = sum(LORA_RANK * (s[0] + math.prod(s[1:])) for s in matrices)
