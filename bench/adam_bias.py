@@ -35,9 +35,9 @@ from scellis.ops.node import input_node
 from scellis.optim import apply_optimizer, optimizers
 from scellis.optim.optimizers import STEP
 from scellis.plan import lowered
-from scellis.runtime.cpu_device import CpuDevice
-from scellis.runtime.reference_device import ReferenceDevice
-from scellis.runtime.wgpu_native import WgpuDevice
+from scellis.runtime.cpu.device import CpuDevice
+from scellis.runtime.reference.device import ReferenceDevice
+from scellis.runtime.webgpu.native import WgpuDevice
 
 SHAPE = (256,)
 LR = 1.0  # the update as large as p_new: its float32 rounding hides nothing

@@ -124,7 +124,7 @@ def step_overhead(every: list[int], runs: int, folder: Path) -> list[tuple[str, 
     from scellis.datasets import digits_csv, read_digits
     from scellis.examples import digits_mlp
     from scellis.levels import Level
-    from scellis.runtime.cpu_device import CpuDevice
+    from scellis.runtime.cpu.device import CpuDevice
     from scellis.session import Session, checkpoints_to
 
     train, test = read_digits(digits_csv().read_bytes())

@@ -52,7 +52,7 @@ def timed(run: Callable[[], None], sync: Callable[[], None], runs: int) -> list[
 
 
 def webgpu(n: int, repeat: int, runs: int, level: Level = Level.PROD) -> tuple[str, list[float]]:
-    from scellis.runtime.wgpu_native import WgpuDevice
+    from scellis.runtime.webgpu.native import WgpuDevice
 
     device = WgpuDevice()
     schedule = lower(matmul_function(n), level, device.features)
@@ -88,8 +88,8 @@ def webgpu(n: int, repeat: int, runs: int, level: Level = Level.PROD) -> tuple[s
 def cpu(n: int, repeat: int, runs: int) -> tuple[str, list[float]]:
     import asyncio
 
-    from scellis.runtime.cpu import CpuPath
-    from scellis.runtime.cpu_device import compile_schedule
+    from scellis.runtime.cpu.device import compile_schedule
+    from scellis.runtime.cpu.module import CpuPath
 
     compiled = compile_schedule(asyncio.run(CpuPath.open()), lower(matmul_function(n), Level.PROD))
     rng = np.random.default_rng(0)

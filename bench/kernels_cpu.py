@@ -34,8 +34,8 @@ from scellis.ops import defs as d
 from scellis.ops.defs import Op, Role
 from scellis.ops.node import input_node
 from scellis.plan import lowered
-from scellis.runtime.cpu import CpuPath
-from scellis.runtime.cpu_device import compile_schedule
+from scellis.runtime.cpu.device import compile_schedule
+from scellis.runtime.cpu.module import CpuPath
 
 
 def median_seconds(fn: Callable[[], object], runs: int) -> float:

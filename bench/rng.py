@@ -29,9 +29,9 @@ from scellis.examples import random_draws
 from scellis.levels import Level
 from scellis.plan import lowered
 from scellis.rng import philox4x32
-from scellis.runtime.reference import philox
-from scellis.runtime.reference_device import ReferenceDevice
-from scellis.runtime.wgpu_native import WgpuDevice
+from scellis.runtime.reference.device import ReferenceDevice
+from scellis.runtime.reference.oracle import philox
+from scellis.runtime.webgpu.native import WgpuDevice
 
 ROOT = Path(__file__).resolve().parents[1]
 KEY = (0x01234567, 0x89ABCDEF)
@@ -55,8 +55,8 @@ import struct, time
 from scellis.examples import random_draws
 from scellis.levels import Level
 from scellis.lower import lower
-from scellis.runtime.browser_webgpu import BrowserWebGPU
-from scellis.runtime.cpu_device import CpuDevice
+from scellis.runtime.webgpu.browser import BrowserWebGPU
+from scellis.runtime.cpu.device import CpuDevice
 from scellis.plan import planned
 schedule = lower(random_draws(DRAWS), Level.PROD)
 rates = {}
@@ -118,7 +118,7 @@ def main() -> None:
         )
     }
     if not args.gpu_only:
-        from scellis.runtime.cpu_device import CpuDevice
+        from scellis.runtime.cpu.device import CpuDevice
 
         rows["CPU path via wasmtime (1 thread)"] = device_rate(asyncio.run(CpuDevice.open()), args.draws, args.runs)
         if not args.no_chromium:

@@ -38,17 +38,17 @@ CPYTHON_DEVICES = """
 import asyncio
 
 def cpython_devices(gpu_only=False):
-    from scellis.runtime.wgpu_native import WgpuDevice
+    from scellis.runtime.webgpu.native import WgpuDevice
     gpu = WgpuDevice()
     yield "CPython: WebGPU via wgpu-py (" + gpu.name + ")", gpu
     if not gpu_only:
-        from scellis.runtime.cpu_device import CpuDevice
+        from scellis.runtime.cpu.device import CpuDevice
         yield "CPython: CPU path via wasmtime", asyncio.run(CpuDevice.open())
 """
 
 PAGE_DEVICES = """
-from scellis.runtime.browser_webgpu import BrowserWebGPU
-from scellis.runtime.cpu_device import CpuDevice
+from scellis.runtime.webgpu.browser import BrowserWebGPU
+from scellis.runtime.cpu.device import CpuDevice
 
 async def page_devices():
     return [("Chromium: WebGPU (SwiftShader)", BrowserWebGPU()),

@@ -217,7 +217,7 @@ def engine_resamples(resamples: int, rows: int, seed: int = SEED) -> np.ndarray:
     from scellis.ops.defs import Distribution, RandomArg, Role
     from scellis.ops.node import input_node
     from scellis.rng import substream_key
-    from scellis.runtime import reference
+    from scellis.runtime.reference import oracle as reference
 
     key = input_node("rng.bootstrap", Role.RNG, DType.U32, (2,))
     arg = RandomArg(Distribution.INTEGER, "bootstrap", 0, (resamples, rows), n=rows)
@@ -265,12 +265,12 @@ def open_devices(names: list[str]) -> list[tuple[str, Any]]:
     for name in names:
         try:
             if name == "webgpu":
-                from scellis.runtime.wgpu_native import WgpuDevice
+                from scellis.runtime.webgpu.native import WgpuDevice
 
                 gpu = WgpuDevice()
                 out.append((f"WebGPU (wgpu-py, Vulkan): {gpu.name}", gpu))
             elif name == "cpu":
-                from scellis.runtime.cpu_device import CpuDevice
+                from scellis.runtime.cpu.device import CpuDevice
 
                 cpu = asyncio.run(CpuDevice.open())
                 out.append((f"{cpu.name}, 1 thread", cpu))

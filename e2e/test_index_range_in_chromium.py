@@ -17,14 +17,14 @@ from scellis.ops import DType, Op, make
 from scellis.ops.defs import Role
 from scellis.ops.indices import IndexRangeError
 from scellis.ops.node import input_node
-from scellis.runtime.cpu_device import CpuDevice
+from scellis.runtime.cpu.device import CpuDevice
 from scellis.plan import planned
 table = input_node("embed.weight", Role.PARAM, DType.F32, (5, 2))
 tokens = input_node("tokens", Role.DATA, DType.I32, (3,))
 schedule = lower(Function("gather", (table, tokens), (("rows", make(Op.GATHER, table, tokens)),)), Level.DEBUG)
 devices = [("cpu", await CpuDevice.open())]
 if KIND == "webgpu":
-    from scellis.runtime.browser_webgpu import BrowserWebGPU
+    from scellis.runtime.webgpu.browser import BrowserWebGPU
     devices.append(("webgpu", BrowserWebGPU()))
 out = {}
 for name, device in devices:

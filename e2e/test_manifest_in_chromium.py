@@ -21,7 +21,7 @@ from scellis.examples import digits_mlp
 from scellis.levels import Level
 from scellis.manifest import build_manifest, engine_from_build, to_json
 from scellis.runtime.browser_store import BrowserStore
-from scellis.runtime.cpu_device import CpuDevice
+from scellis.runtime.cpu.device import CpuDevice
 from scellis.session import Session, checkpoints_to
 from scellis.store import save
 

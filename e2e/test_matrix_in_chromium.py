@@ -21,7 +21,7 @@ from scellis.checks.cases import CASES, run_case, unsupported
 from scellis.checks.measure import Record, case_inputs, case_seed, failures, measure, to_bytes
 from scellis.levels import Level
 from scellis.lower import lower
-from scellis.runtime.cpu_device import CpuDevice
+from scellis.runtime.cpu.device import CpuDevice
 
 RECORDS = Path(__file__).resolve().parents[1] / "build" / "correctness"
 HOW = {
@@ -33,10 +33,10 @@ import base64, json
 from scellis.checks.cases import CASES, run_case, unsupported
 from scellis.levels import Level
 if KIND == "webgpu":
-    from scellis.runtime.browser_webgpu import BrowserWebGPU
+    from scellis.runtime.webgpu.browser import BrowserWebGPU
     device = BrowserWebGPU()
 else:
-    from scellis.runtime.cpu_device import CpuDevice
+    from scellis.runtime.cpu.device import CpuDevice
     device = await CpuDevice.open()
 inputs = json.loads(INPUTS)
 results = {}
@@ -160,10 +160,10 @@ from scellis.levels import Level
 from scellis.pipeline import compile_program
 from scellis.session import Session
 if KIND == "webgpu":
-    from scellis.runtime.browser_webgpu import BrowserWebGPU
+    from scellis.runtime.webgpu.browser import BrowserWebGPU
     device = BrowserWebGPU()
 else:
-    from scellis.runtime.cpu_device import CpuDevice
+    from scellis.runtime.cpu.device import CpuDevice
     device = await CpuDevice.open()
 out = {}
 for name, program in (("mlp", digits_mlp()), ("cnn", digits_cnn()), ("transformer", char_transformer())):

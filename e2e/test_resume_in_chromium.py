@@ -18,7 +18,7 @@ from scellis.datasets import Split
 from scellis.examples import digits_cnn
 from scellis.levels import Level
 from scellis.runtime.browser_store import BrowserStore
-from scellis.runtime.cpu_device import CpuDevice
+from scellis.runtime.cpu.device import CpuDevice
 from scellis.session import Session, checkpoints_to
 from scellis.store import load, save
 

@@ -14,13 +14,13 @@ PAGE = """
 import hashlib, struct
 from scellis.examples import random_draws
 from scellis.lower import lower
-from scellis.runtime.cpu_device import CpuDevice
+from scellis.runtime.cpu.device import CpuDevice
 from scellis.levels import Level
 from scellis.plan import planned
 schedule = lower(random_draws(DRAWS), Level.DEBUG)
 devices = [("cpu", await CpuDevice.open())]
 if KIND == "webgpu":
-    from scellis.runtime.browser_webgpu import BrowserWebGPU
+    from scellis.runtime.webgpu.browser import BrowserWebGPU
     devices.append(("webgpu", BrowserWebGPU()))
 hashes = {}
 for name, device in devices:

@@ -8,10 +8,10 @@ from pathlib import Path
 from appdriver import LoadedApp, open_app, wait_ready
 
 from scellis.assets import WASM_NAME, read_asset
-from scellis.runtime.cpu import CpuPath
+from scellis.runtime.cpu.module import CpuPath
+from scellis.runtime.cpu.wasm import WasmtimeInstance
 from scellis.runtime.devices import CPU_BANNER
 from scellis.runtime.selfcheck import first_kernels
-from scellis.runtime.wasm import WasmtimeInstance
 
 
 def variant(app: LoadedApp) -> str:

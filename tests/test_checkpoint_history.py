@@ -24,7 +24,7 @@ from splits import random_split
 
 from scellis.examples import mlp
 from scellis.levels import Level
-from scellis.runtime.cpu_device import CpuDevice
+from scellis.runtime.cpu.device import CpuDevice
 from scellis.session import Session, checkpoints_to
 from scellis.store import Checkpoint, ResumeError, decode, encode, load, save
 from scellis.store.history import History

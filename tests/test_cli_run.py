@@ -20,7 +20,7 @@ from scellis.examples import digits_mlp
 from scellis.levels import Level
 from scellis.manifest import Settings, Shared, read_manifest, read_share_link, share_link
 from scellis.manifest.replay import checkpoints_as, new_session
-from scellis.runtime.cpu_device import CpuDevice
+from scellis.runtime.cpu.device import CpuDevice
 from scellis.session import Session, checkpoints_to
 from scellis.store import DirectoryStore, key_of
 

@@ -41,7 +41,7 @@ from scellis.manifest.link import MAX_JSON, MAX_PAYLOAD
 from scellis.manifest.pins import DataVersion, check_data
 from scellis.manifest.record import MAX_EVENTS, MAX_MANIFEST
 from scellis.manifest.replay import NotedDevice, new_session
-from scellis.runtime.cpu_device import CpuDevice
+from scellis.runtime.cpu.device import CpuDevice
 from scellis.session import checkpoints_to
 from scellis.store import DirectoryStore, key_of, save
 from scellis.store.checkpoint import load

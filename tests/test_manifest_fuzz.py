@@ -55,7 +55,7 @@ from scellis.manifest.replay import (
     replay_session,
     unchecked_claims,
 )
-from scellis.runtime.cpu_device import CpuDevice
+from scellis.runtime.cpu.device import CpuDevice
 from scellis.session import checkpoints_to
 from scellis.store import DirectoryStore, save
 

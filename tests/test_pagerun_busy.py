@@ -16,7 +16,7 @@ from scellis.examples import digits_mlp
 from scellis.levels import Level
 from scellis.manifest import engine_from_build
 from scellis.pagerun import PageRun
-from scellis.runtime.cpu_device import CpuDevice
+from scellis.runtime.cpu.device import CpuDevice
 from scellis.store import DirectoryStore
 from scellis.store.checkpoint import Checkpoint
 

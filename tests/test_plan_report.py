@@ -14,7 +14,7 @@ from scellis.pipeline import compile_program, plan_report
 from scellis.plan.budget import Budget, DeviceLimits
 from scellis.plan.remedies import apply
 from scellis.plan.report import Report
-from scellis.runtime.cpu_device import CpuDevice
+from scellis.runtime.cpu.device import CpuDevice
 
 
 def plan(data: dict[str, Any], device: Any, level: Level, budget: int | None = None) -> Report:

@@ -26,7 +26,7 @@ from scellis.datasets import digits_csv, read_digits, to_files
 from scellis.engine import engine_files
 from scellis.examples import digits_mlp, mlp
 from scellis.levels import Level
-from scellis.runtime.cpu_device import CpuDevice
+from scellis.runtime.cpu.device import CpuDevice
 from scellis.session import Session, checkpoints_to
 from scellis.store import DirectoryStore
 from scellis.store.objects import MissingObject

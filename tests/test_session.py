@@ -9,7 +9,7 @@ import asyncio
 from scellis.datasets import digits_csv, read_chars, read_digits, zen_of_python
 from scellis.examples import char_transformer, digits_mlp
 from scellis.levels import Level
-from scellis.runtime.wgpu_native import WgpuDevice
+from scellis.runtime.webgpu.native import WgpuDevice
 from scellis.session import Session
 
 
@@ -26,7 +26,7 @@ def test_digits_mlp_trains_on_webgpu() -> None:
 
 
 def test_digits_mlp_trains_on_the_cpu_path() -> None:
-    from scellis.runtime.cpu_device import CpuDevice
+    from scellis.runtime.cpu.device import CpuDevice
 
     train, test = read_digits(digits_csv().read_bytes())
     device = asyncio.run(CpuDevice.open())
@@ -39,7 +39,7 @@ def test_digits_mlp_trains_on_the_cpu_path() -> None:
 def test_char_transformer_learns_on_the_cpu_path() -> None:
     """Four epochs: the held-out loss falls every epoch from about ln(32), and the model predicts better
     than always answering the most common next character (an "e", 16% of the held-out windows)."""
-    from scellis.runtime.cpu_device import CpuDevice
+    from scellis.runtime.cpu.device import CpuDevice
 
     train, test, alphabet = read_chars(zen_of_python())
     session = Session(

@@ -51,11 +51,11 @@ from scellis.store.retention import KEEP
 
 async def _device(kind: str) -> Device:
     if kind == "webgpu":
-        from scellis.runtime.browser_webgpu import BrowserWebGPU
+        from scellis.runtime.webgpu.browser import BrowserWebGPU
 
         return BrowserWebGPU()
     if kind == "cpu":
-        from scellis.runtime.cpu_device import CpuDevice
+        from scellis.runtime.cpu.device import CpuDevice
 
         return await CpuDevice.open()
     raise ValueError(f"unknown device kind {kind!r} (expected 'webgpu' or 'cpu')")

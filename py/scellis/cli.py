@@ -76,10 +76,10 @@ EXAMPLES_HELP = "training examples, for a program that keeps its data set on the
 def _device(kind: str) -> object:
     """This machine's WebGPU adapter through wgpu-py, or the CPU path under wasmtime."""
     if kind == "webgpu":
-        from scellis.runtime.wgpu_native import WgpuDevice
+        from scellis.runtime.webgpu.native import WgpuDevice
 
         return WgpuDevice()
-    from scellis.runtime.cpu_device import CpuDevice
+    from scellis.runtime.cpu.device import CpuDevice
 
     return asyncio.run(CpuDevice.open())
 

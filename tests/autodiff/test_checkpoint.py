@@ -21,8 +21,8 @@ from scellis.levels import Level
 from scellis.ops import Op
 from scellis.pipeline import Compiled, compile_program
 from scellis.plan.remedies import apply
-from scellis.runtime import reference_train as rt
-from scellis.runtime.reference import run
+from scellis.runtime.reference import train as rt
+from scellis.runtime.reference.oracle import run
 
 PROGRAMS: dict[str, Callable[[], dict[str, Any]]] = {
     "digits MLP": digits_mlp,

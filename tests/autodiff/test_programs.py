@@ -12,8 +12,8 @@ from scellis.graph import Program, Ref
 from scellis.ir.function import input_name, input_role
 from scellis.ops.defs import Role
 from scellis.pipeline import Compiled, compile_program
-from scellis.runtime import reference_train as rt
-from scellis.runtime.reference import run
+from scellis.runtime.reference import train as rt
+from scellis.runtime.reference.oracle import run
 
 BATCH = 3
 

@@ -16,7 +16,7 @@ from scellis.ops import DType, Node, Op, make
 from scellis.ops import defs as d
 from scellis.ops.build import cast, mul, total
 from scellis.ops.node import RULES, input_node
-from scellis.runtime import reference
+from scellis.runtime.reference import oracle as reference
 
 EPS = 1e-6
 RTOL, ATOL = 1e-5, 1e-6

@@ -9,7 +9,7 @@ import pytest
 import wgpu
 
 from scellis.assets import read_asset
-from scellis.runtime.cpu import CpuPath
+from scellis.runtime.cpu.module import CpuPath
 
 
 @pytest.fixture(scope="session")

@@ -14,9 +14,9 @@ from scellis.ops import DType, Node, Op
 from scellis.ops.defs import Role
 from scellis.ops.node import input_node
 from scellis.plan import planned
-from scellis.runtime.cpu import CpuPath
-from scellis.runtime.cpu_device import compile_schedule
-from scellis.runtime.reference import run
+from scellis.runtime.cpu.device import compile_schedule
+from scellis.runtime.cpu.module import CpuPath
+from scellis.runtime.reference.oracle import run
 
 # How each dtype sits in device memory: 4 bytes, bools as u32 0/1.
 DEVICE = {DType.F32: np.float32, DType.I32: np.int32, DType.U32: np.uint32, DType.BOOL: np.uint32}

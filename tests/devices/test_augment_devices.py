@@ -25,12 +25,12 @@ from scellis.ops import defs as d
 from scellis.ops.node import input_node
 from scellis.pipeline import compile_program
 from scellis.plan import planned
-from scellis.runtime import reference_train as rt
-from scellis.runtime.cpu import CpuPath
-from scellis.runtime.cpu_device import CpuDevice
-from scellis.runtime.reference import run
-from scellis.runtime.reference_device import ReferenceDevice
-from scellis.runtime.wgpu_native import WgpuDevice
+from scellis.runtime.cpu.device import CpuDevice
+from scellis.runtime.cpu.module import CpuPath
+from scellis.runtime.reference import train as rt
+from scellis.runtime.reference.device import ReferenceDevice
+from scellis.runtime.reference.oracle import run
+from scellis.runtime.webgpu.native import WgpuDevice
 
 TRAIN_TOL = 1e-5
 WIRE = {DType.F32: "<f4", DType.I32: "<i4", DType.U32: "<u4", DType.BOOL: "<u4"}

@@ -11,8 +11,8 @@ import wgpu
 from scellis.examples import digits_cnn
 from scellis.levels import Level
 from scellis.plan.budget import Budget, verdict
-from scellis.runtime.cpu_device import WASM32_BYTES, CpuDevice
-from scellis.runtime.wgpu_native import WgpuDevice
+from scellis.runtime.cpu.device import WASM32_BYTES, CpuDevice
+from scellis.runtime.webgpu.native import WgpuDevice
 from scellis.session import PlanRefused, Session
 
 

@@ -24,11 +24,11 @@ from scellis.ops.defs import Role
 from scellis.pipeline import Compiled, compile_program
 from scellis.plan import lowered
 from scellis.plan.remedies import apply
-from scellis.runtime import reference_train as rt
-from scellis.runtime.cpu import CpuPath
-from scellis.runtime.cpu_device import CpuDevice
-from scellis.runtime.reference_device import ReferenceDevice
-from scellis.runtime.wgpu_native import WgpuDevice
+from scellis.runtime.cpu.device import CpuDevice
+from scellis.runtime.cpu.module import CpuPath
+from scellis.runtime.reference import train as rt
+from scellis.runtime.reference.device import ReferenceDevice
+from scellis.runtime.webgpu.native import WgpuDevice
 from scellis.session import Session
 
 PROGRAMS: dict[str, Callable[[], dict[str, Any]]] = {

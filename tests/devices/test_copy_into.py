@@ -17,9 +17,9 @@ from scellis.ops import DType, Op, const, make
 from scellis.ops import defs as d
 from scellis.ops.node import input_node
 from scellis.plan import lowered
-from scellis.runtime.cpu_device import CpuDevice
-from scellis.runtime.reference_device import ReferenceDevice
-from scellis.runtime.wgpu_native import WgpuDevice
+from scellis.runtime.cpu.device import CpuDevice
+from scellis.runtime.reference.device import ReferenceDevice
+from scellis.runtime.webgpu.native import WgpuDevice
 
 RNG = np.random.default_rng(11)
 

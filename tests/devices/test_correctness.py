@@ -16,8 +16,8 @@ import pytest
 from scellis.checks.cases import CASES, Case, unsupported
 from scellis.checks.measure import Record, check_case, failures
 from scellis.levels import Level
-from scellis.runtime.cpu_device import CpuDevice
-from scellis.runtime.wgpu_native import WgpuDevice
+from scellis.runtime.cpu.device import CpuDevice
+from scellis.runtime.webgpu.native import WgpuDevice
 
 RECORDS = Path(__file__).resolve().parents[2] / "build" / "correctness"
 DEVICES = {

@@ -17,8 +17,8 @@ from scellis.ops import Op, make
 from scellis.ops import defs as d
 from scellis.pipeline import compile_program
 from scellis.plan import planned, update_in_place
-from scellis.runtime.cpu import CpuPath
-from scellis.runtime.cpu_device import compile_schedule
+from scellis.runtime.cpu.device import compile_schedule
+from scellis.runtime.cpu.module import CpuPath
 
 
 def concat_of_convolutions() -> Function:

@@ -29,10 +29,10 @@ from scellis.ops import DType, Node, Op, const, make
 from scellis.ops import defs as d
 from scellis.ops.defs import Role
 from scellis.plan import lowered
-from scellis.runtime.cpu import CpuPath
-from scellis.runtime.cpu_device import STEP_EXPORTS, compile_schedule
-from scellis.runtime.cpu_tape import OPCODES, TapeError, merge_axes
-from scellis.runtime.reference import run
+from scellis.runtime.cpu.device import STEP_EXPORTS, compile_schedule
+from scellis.runtime.cpu.module import CpuPath
+from scellis.runtime.cpu.tape import OPCODES, TapeError, merge_axes
+from scellis.runtime.reference.oracle import run
 
 ROOT = Path(__file__).resolve().parents[2]
 ULP2 = 2.5e-7

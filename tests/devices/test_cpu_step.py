@@ -23,9 +23,9 @@ from scellis.levels import Level
 from scellis.ops.defs import Role
 from scellis.pipeline import compile_program
 from scellis.plan import lowered
-from scellis.runtime import reference_train as rt
-from scellis.runtime.cpu import CpuPath
-from scellis.runtime.cpu_device import CompiledCpu, compile_schedule
+from scellis.runtime.cpu.device import CompiledCpu, compile_schedule
+from scellis.runtime.cpu.module import CpuPath
+from scellis.runtime.reference import train as rt
 
 STEPS = 20
 

@@ -13,8 +13,8 @@ from scellis.datasets import Split
 from scellis.examples import digits_mlp
 from scellis.levels import Level
 from scellis.pipeline import compile_program
-from scellis.runtime.cpu_device import CpuDevice
-from scellis.runtime.wgpu_native import WgpuDevice
+from scellis.runtime.cpu.device import CpuDevice
+from scellis.runtime.webgpu.native import WgpuDevice
 from scellis.session import Session
 
 HELD_OUT = 100  # one batch of 64 and a last batch of 36

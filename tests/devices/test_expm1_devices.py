@@ -22,10 +22,10 @@ from scellis.ops import DType, Op, make
 from scellis.ops.defs import Role
 from scellis.ops.node import input_node
 from scellis.plan import lowered
-from scellis.runtime.cpu import CpuPath
-from scellis.runtime.cpu_device import CpuDevice
-from scellis.runtime.reference_device import ReferenceDevice
-from scellis.runtime.wgpu_native import WgpuDevice
+from scellis.runtime.cpu.device import CpuDevice
+from scellis.runtime.cpu.module import CpuPath
+from scellis.runtime.reference.device import ReferenceDevice
+from scellis.runtime.webgpu.native import WgpuDevice
 
 DEVICES = ["reference", "cpu", "webgpu"]
 LEVELS = list(Level)

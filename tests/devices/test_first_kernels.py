@@ -9,7 +9,7 @@ import struct
 import numpy as np
 import pytest
 
-from scellis.runtime.cpu import CpuPath
+from scellis.runtime.cpu.module import CpuPath
 from scellis.runtime.selfcheck import CHECK_LENGTH, check_inputs, first_kernels
 
 SIZES = [1, 3, 4, 7, 8, 9, 4095, 4096, 4097, CHECK_LENGTH, 100_003]

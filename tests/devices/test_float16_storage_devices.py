@@ -30,11 +30,11 @@ from scellis.ops import DType
 from scellis.optim.storage import StorageUnsupported
 from scellis.pipeline import compile_program
 from scellis.plan import lowered
-from scellis.runtime import reference_train as rt
-from scellis.runtime.cpu_device import CpuDevice
-from scellis.runtime.reference import run
-from scellis.runtime.reference_device import WIRE, ReferenceDevice
-from scellis.runtime.wgpu_native import WgpuDevice
+from scellis.runtime.cpu.device import CpuDevice
+from scellis.runtime.reference import train as rt
+from scellis.runtime.reference.device import WIRE, ReferenceDevice
+from scellis.runtime.reference.oracle import run
+from scellis.runtime.webgpu.native import WgpuDevice
 from scellis.session import Session
 
 PROGRAMS = {"digits MLP": digits_mlp, "digits CNN": digits_cnn}

@@ -24,11 +24,11 @@ from scellis.ops import defs as d
 from scellis.ops.build import mul
 from scellis.ops.indices import IndexRangeError
 from scellis.plan import lowered
-from scellis.runtime.cpu import CpuPath
-from scellis.runtime.cpu_device import CpuDevice
-from scellis.runtime.reference import run
-from scellis.runtime.reference_device import ReferenceDevice
-from scellis.runtime.wgpu_native import WgpuDevice
+from scellis.runtime.cpu.device import CpuDevice
+from scellis.runtime.cpu.module import CpuPath
+from scellis.runtime.reference.device import ReferenceDevice
+from scellis.runtime.reference.oracle import run
+from scellis.runtime.webgpu.native import WgpuDevice
 from scellis.session import Session
 
 DEVICES = ["reference", "cpu", "webgpu"]

@@ -14,10 +14,10 @@ from scellis.ops import DType, Op, make
 from scellis.ops.build import mul
 from scellis.ops.defs import Role
 from scellis.ops.node import input_node
-from scellis.runtime.cpu import CpuPath
-from scellis.runtime.cpu_device import CpuDevice
-from scellis.runtime.reference import run
-from scellis.runtime.wgpu_native import WgpuDevice
+from scellis.runtime.cpu.device import CpuDevice
+from scellis.runtime.cpu.module import CpuPath
+from scellis.runtime.reference.oracle import run
+from scellis.runtime.webgpu.native import WgpuDevice
 
 BITS = [0x7F800000, 0xFF800000, 0x7FC00000, 0x7F800001, 0xFFFFFFFF, 0x7FBFFFFF, 0x7F7FFFFF, 0xFF7FFFFF, 0x00000001]
 BITS += [0x807FFFFF, 0x00800000, 0x00000000, 0x80000000, 0x3F800000, 0x7EFFFFFF]

@@ -18,7 +18,7 @@ from scellis.examples import digits_mlp
 from scellis.levels import Level
 from scellis.optim.optimizers import STEP
 from scellis.rng import permutation
-from scellis.runtime.cpu_device import CpuDevice
+from scellis.runtime.cpu.device import CpuDevice
 from scellis.session import Session
 
 ROWS, HELD_OUT, POISONED = 640, 64, 321  # ten batches of 64; example 321's pixels are NaN

@@ -34,11 +34,11 @@ from scellis.optim.loss_scaling import FINITE_STEPS, LOSS_SCALE, SCALED_LOSS, sc
 from scellis.optim.optimizers import STEP
 from scellis.pipeline import compile_program
 from scellis.plan import lowered, planned
-from scellis.runtime import reference_train as rt
-from scellis.runtime.cpu import CpuPath
-from scellis.runtime.cpu_device import CpuDevice
-from scellis.runtime.reference import run
-from scellis.runtime.wgpu_native import WgpuDevice
+from scellis.runtime.cpu.device import CpuDevice
+from scellis.runtime.cpu.module import CpuPath
+from scellis.runtime.reference import train as rt
+from scellis.runtime.reference.oracle import run
+from scellis.runtime.webgpu.native import WgpuDevice
 from scellis.session import Session
 
 # |device - numpy float32| of each parameter: 2.4e-7 measured on lavapipe, 0 on the CPU path (the bias

@@ -13,8 +13,8 @@ from scellis.examples import char_transformer, digits_cnn, digits_mlp, mlp
 from scellis.levels import Level
 from scellis.pipeline import compile_program
 from scellis.plan import lowered
-from scellis.runtime.cpu_device import CpuDevice
-from scellis.runtime.wgpu_native import WgpuDevice
+from scellis.runtime.cpu.device import CpuDevice
+from scellis.runtime.webgpu.native import WgpuDevice
 from scellis.session import Session
 
 PROGRAMS = {

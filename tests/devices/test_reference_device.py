@@ -11,9 +11,9 @@ from scellis.examples import digits_cnn, digits_mlp
 from scellis.levels import Level
 from scellis.pipeline import compile_program
 from scellis.plan import lowered
-from scellis.runtime import reference_train as rt
-from scellis.runtime.reference import run
-from scellis.runtime.reference_device import WIRE, ReferenceDevice
+from scellis.runtime.reference import train as rt
+from scellis.runtime.reference.device import WIRE, ReferenceDevice
+from scellis.runtime.reference.oracle import run
 
 
 def transformer() -> dict:

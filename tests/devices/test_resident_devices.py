@@ -14,8 +14,8 @@ from splits import random_split
 from scellis.examples import digits_cnn, digits_mlp
 from scellis.levels import Level
 from scellis.plan.remedies import apply
-from scellis.runtime.cpu_device import CpuDevice
-from scellis.runtime.wgpu_native import WgpuDevice
+from scellis.runtime.cpu.device import CpuDevice
+from scellis.runtime.webgpu.native import WgpuDevice
 from scellis.session import Session
 
 ROWS = 192  # three batches of 64

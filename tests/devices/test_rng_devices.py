@@ -16,10 +16,10 @@ from scellis.examples import random_draws
 from scellis.levels import Level
 from scellis.plan import lowered
 from scellis.rng import philox4x32, uniform_bytes
-from scellis.runtime.cpu import CpuPath
-from scellis.runtime.cpu_device import CpuDevice
-from scellis.runtime.reference_device import ReferenceDevice
-from scellis.runtime.wgpu_native import WgpuDevice
+from scellis.runtime.cpu.device import CpuDevice
+from scellis.runtime.cpu.module import CpuPath
+from scellis.runtime.reference.device import ReferenceDevice
+from scellis.runtime.webgpu.native import WgpuDevice
 
 # Random123 kat_vectors for philox4x32_10: (counter, key, result)
 KAT = [

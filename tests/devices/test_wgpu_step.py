@@ -20,8 +20,8 @@ from scellis.levels import Level
 from scellis.ops.defs import Role
 from scellis.pipeline import compile_program
 from scellis.plan import lowered
-from scellis.runtime import reference_train as rt
-from scellis.runtime.wgpu_native import WgpuDevice
+from scellis.runtime.reference import train as rt
+from scellis.runtime.webgpu.native import WgpuDevice
 
 STEPS = 20
 

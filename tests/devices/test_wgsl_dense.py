@@ -14,8 +14,8 @@ from scellis.lower import lower, variants
 from scellis.ops import DType, Node, Op, const, make
 from scellis.ops import defs as d
 from scellis.ops.node import input_node
-from scellis.runtime.reference import run
-from scellis.runtime.wgpu_native import WgpuDevice
+from scellis.runtime.reference.oracle import run
+from scellis.runtime.webgpu.native import WgpuDevice
 
 RNG = np.random.default_rng(1234)
 SHAPES = [(1,), (7,), (3, 1, 5), (2, 33, 17), (257,), (4, 64)]

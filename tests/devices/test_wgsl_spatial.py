@@ -24,9 +24,9 @@ from scellis.ops import defs as d
 from scellis.ops.node import input_node
 from scellis.pipeline import compile_program
 from scellis.plan import lowered, planned
-from scellis.runtime import reference_train as rt
-from scellis.runtime.reference import run
-from scellis.runtime.wgpu_native import CompiledWgpu, WgpuDevice
+from scellis.runtime.reference import train as rt
+from scellis.runtime.reference.oracle import run
+from scellis.runtime.webgpu.native import CompiledWgpu, WgpuDevice
 
 TOL = {
     "conv2d": 1e-5,  # dot products and gradient sums of at most a few hundred terms

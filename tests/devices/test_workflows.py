@@ -26,9 +26,9 @@ from scellis.ops import DType, Op, const, make
 from scellis.ops.defs import Distribution, RandomArg, Role
 from scellis.ops.node import input_node
 from scellis.rng import substream_key
-from scellis.runtime import reference
-from scellis.runtime.cpu_device import CpuDevice
-from scellis.runtime.wgpu_native import WgpuDevice
+from scellis.runtime.cpu.device import CpuDevice
+from scellis.runtime.reference import oracle as reference
+from scellis.runtime.webgpu.native import WgpuDevice
 from scellis.session import Session
 from scellis.store import DirectoryStore
 from scellis.store.checkpoint import load, save

@@ -17,8 +17,8 @@ from scellis.ir import Function
 from scellis.ir.from_program import forward
 from scellis.ops import DType, Op
 from scellis.ops.defs import Role
-from scellis.runtime import reference_train as rt
-from scellis.runtime.reference import run
+from scellis.runtime.reference import train as rt
+from scellis.runtime.reference.oracle import run
 
 AUGMENTATIONS = ("random_crop", "random_flip", "gaussian_noise")
 SEED, POSITION = 11, 6

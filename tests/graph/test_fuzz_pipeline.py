@@ -40,10 +40,10 @@ from scellis.ops import Op, ShapeError
 from scellis.ops.indices import IndexRangeError
 from scellis.optim.storage import StorageUnsupported
 from scellis.pipeline import Compiled, compile_program
-from scellis.runtime import reference_train as rt
-from scellis.runtime.cpu import CpuPath
-from scellis.runtime.cpu_device import CpuDevice
-from scellis.runtime.reference_device import ReferenceDevice
+from scellis.runtime.cpu.device import CpuDevice
+from scellis.runtime.cpu.module import CpuPath
+from scellis.runtime.reference import train as rt
+from scellis.runtime.reference.device import ReferenceDevice
 from scellis.session import PlanRefused, Session
 
 CASES = 1100

@@ -8,8 +8,8 @@ import pytest
 
 from scellis.graph import Program, ProgramError
 from scellis.pipeline import Compiled, compile_program
-from scellis.runtime import reference_train as rt
-from scellis.runtime.reference import run
+from scellis.runtime.reference import train as rt
+from scellis.runtime.reference.oracle import run
 
 BATCH = 4
 

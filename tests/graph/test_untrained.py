@@ -22,8 +22,8 @@ from scellis.levels import Level
 from scellis.ops import Op
 from scellis.pipeline import compile_program
 from scellis.rng import substream_key
-from scellis.runtime import reference
-from scellis.runtime.reference_device import ReferenceDevice
+from scellis.runtime.reference import oracle as reference
+from scellis.runtime.reference.device import ReferenceDevice
 from scellis.session import Session
 
 RNG = np.random.default_rng(5)

@@ -19,7 +19,7 @@ from scellis.optim import apply_optimizer
 from scellis.optim.loss_scaling import FINITE_STEPS, LOSS_SCALE, SCALED_LOSS, scale_loss
 from scellis.optim.optimizers import STEP
 from scellis.pipeline import compile_program
-from scellis.runtime.reference import run
+from scellis.runtime.reference.oracle import run
 
 ADAM = Optimizer(kind="adam", lr=0.01)
 

@@ -17,7 +17,7 @@ from scellis.ops.build import mul, sub, total
 from scellis.ops.node import input_node
 from scellis.optim import apply_optimizer, learning_rate
 from scellis.optim.optimizers import STEP
-from scellis.runtime.reference import run
+from scellis.runtime.reference.oracle import run
 
 SHAPES = {"w": (3, 4), "b": (4,)}
 

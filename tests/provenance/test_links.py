@@ -19,7 +19,7 @@ from scellis.levels import Level
 from scellis.lower import lower
 from scellis.pipeline import Compiled, compile_program
 from scellis.provenance import LOOP
-from scellis.runtime.cpu_device import RUN_ORDER
+from scellis.runtime.cpu.device import RUN_ORDER
 
 F16 = frozenset({"shader-f16"})
 NO_KERNEL = {"reshape", "expand", "permute", "slice", "const"}  # ops that lower to views or inline values

@@ -13,7 +13,7 @@ from scellis.datasets import digits_csv, read_digits
 from scellis.examples import digits_cnn
 from scellis.levels import Level
 from scellis.rng import RngState, counter, integer, permutation, substream_key
-from scellis.runtime.reference_device import ReferenceDevice
+from scellis.runtime.reference.device import ReferenceDevice
 from scellis.session import Session
 
 
@@ -91,7 +91,7 @@ def test_distributions_pass_sanity_checks() -> None:
     from scellis.ops import DType, Op, const, make
     from scellis.ops import defs as d
     from scellis.ops.node import input_node
-    from scellis.runtime.reference import run
+    from scellis.runtime.reference.oracle import run
 
     n = 200_000
 

@@ -1,4 +1,4 @@
-"""The browser's WebGPU device (runtime.browser_webgpu) under CPython, with stand-ins for Pyodide's `js` and
+"""The browser's WebGPU device (runtime.webgpu.browser) under CPython, with stand-ins for Pyodide's `js` and
 `pyodide.ffi`: the executor's GpuLostError, wherever it surfaces (a step, its reads awaited later, a read
 back, a copy, compiling, the allocation probe), is raised as DeviceLost with the executor's words; any
 other JS error passes as it is."""
@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from scellis.lower.kernels import Schedule
-from scellis.runtime.devices import DeviceLost
+from scellis.runtime.device import DeviceLost
 from scellis.runtime.index_checks import IndexChecks
 
 NO_CHECKS = IndexChecks(Schedule("step", (), (), (), ()))  # a step without indexing ops
@@ -57,13 +57,14 @@ def browser(monkeypatch: pytest.MonkeyPatch) -> Iterator[types.ModuleType]:
     ffi = types.ModuleType("pyodide.ffi")
     ffi.JsException = JsException  # type: ignore[attr-defined]
     ffi.to_js = lambda value, **_: value  # type: ignore[attr-defined]
+    ffi.jsnull = None  # type: ignore[attr-defined]
     pyodide = types.ModuleType("pyodide")
     pyodide.ffi = ffi  # type: ignore[attr-defined]
     for name, module in (("js", js), ("pyodide", pyodide), ("pyodide.ffi", ffi)):
         monkeypatch.setitem(sys.modules, name, module)
-    monkeypatch.delitem(sys.modules, "scellis.runtime.browser_webgpu", raising=False)
-    yield importlib.import_module("scellis.runtime.browser_webgpu")
-    sys.modules.pop("scellis.runtime.browser_webgpu", None)
+    monkeypatch.delitem(sys.modules, "scellis.runtime.webgpu.browser", raising=False)
+    yield importlib.import_module("scellis.runtime.webgpu.browser")
+    sys.modules.pop("scellis.runtime.webgpu.browser", None)
 
 
 def handle(name: str) -> Any:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from scellis.runtime.devices import CPU_BANNER, WASM32_MEMORY, DeviceInfo, cpu_device, select
+from scellis.runtime.device import DeviceInfo
+from scellis.runtime.devices import CPU_BANNER, WASM32_MEMORY, cpu_device, select
 
 
 def gpu(name: str, software: bool = False) -> DeviceInfo:

@@ -15,7 +15,7 @@ from scellis.ops import DType, Node, Op, make
 from scellis.ops import defs as d
 from scellis.ops.indices import IndexRangeError
 from scellis.ops.node import input_node
-from scellis.runtime.reference import ReferenceInputError, run
+from scellis.runtime.reference.oracle import ReferenceInputError, run
 
 SETTINGS = settings(max_examples=25, deadline=None, derandomize=True, database=None)
 
@@ -470,7 +470,7 @@ def test_run_rejects_missing_unknown_and_misshapen_inputs() -> None:
 
 def test_shuffle_permutation_is_the_same_in_pure_python_and_numpy() -> None:
     from scellis.rng import permutation
-    from scellis.runtime.reference_train import permutation as vectorised
+    from scellis.runtime.reference.train import permutation as vectorised
 
     for n, seed, epoch in [(1, 0, 0), (97, 5, 3), (1400, 1, 0)]:
         order = permutation(n, seed, epoch)

@@ -16,7 +16,7 @@ from scellis.ir import Function
 from scellis.ops import DType, Op, make
 from scellis.ops import defs as d
 from scellis.ops.node import input_node
-from scellis.runtime.reference import eliminate, run
+from scellis.runtime.reference.oracle import eliminate, run
 
 SETTINGS = settings(max_examples=25, deadline=None, derandomize=True, database=None)
 

@@ -22,7 +22,7 @@ from scellis.lower.kernels import Kernel, Kind, Schedule
 from scellis.lower.variants import float16_roundings, summed_terms, tolerance
 from scellis.ops import DType
 from scellis.ops import defs as d
-from scellis.runtime.reference import run
+from scellis.runtime.reference.oracle import run
 
 SCHEMA = "scellis.correctness/1"
 WIRE = {DType.F32: "<f4", DType.F16: "<f2", DType.I32: "<i4", DType.U32: "<u4", DType.BOOL: "<u4"}

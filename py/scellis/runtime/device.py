@@ -17,6 +17,7 @@ Implementations: `runtime.browser_webgpu` (the page's WebGPU, through app/src/ex
 
 from __future__ import annotations
 
+from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol
 
 from scellis.plan.budget import DeviceLimits
@@ -54,3 +55,48 @@ class Device(Protocol):
 
     def compile(self, planned: Planned) -> Any:
         """A CompiledStep, or an awaitable of one (the browser checks its pipelines asynchronously)."""
+
+
+@dataclass(frozen=True)
+class DeviceInfo:
+    """One reachable device, as shown to users and recorded with every run."""
+
+    kind: str  # "webgpu" or "cpu"
+    name: str
+    host: str  # what reaches it: "wgpu-py 0.32.0 (Vulkan)", "Chromium WebGPU", "wasmtime 50.0.1"...
+    vendor: str = ""
+    architecture: str = ""
+    software: bool = False  # a software rasteriser or fallback adapter, not a GPU
+    max_buffer_size: int = 0
+    max_storage_binding: int = 0
+    features: tuple[str, ...] = field(default_factory=tuple)
+
+    def to_json(self) -> dict:
+        data = asdict(self)
+        data["features"] = list(self.features)
+        return data
+
+    def describe(self) -> str:
+        """One line for logs, the CLI and run records."""
+        if self.kind == "cpu":
+            return f"CPU path (WebAssembly) via {self.host}; memory ceiling {_size(self.max_buffer_size)}"
+        parts = [p for p in (self.vendor, self.architecture) if p]
+        soft = ", software adapter" if self.software else ""
+        return (
+            f"WebGPU: {self.name} [{' / '.join(parts) or 'vendor not reported'}{soft}] via {self.host}; "
+            f"max buffer {_size(self.max_buffer_size)}, "
+            f"max storage binding {_size(self.max_storage_binding)}"
+        )
+
+
+class DeviceLost(RuntimeError):
+    """The GPU a run was on is lost (WebGPU's `device.lost`): nothing on it can run or be read back any more.
+    The message says what the browser said (GPUDeviceLostInfo's reason and message) and names the device."""
+
+
+def _size(n: int) -> str:
+    """Bytes in binary units, 4 significant digits: 2147483648 -> '2 GiB'."""
+    value, unit = float(n), 0
+    while value >= 1024 and unit < 4:
+        value, unit = value / 1024, unit + 1
+    return f"{n} B" if unit == 0 else f"{value:.4g} {('KiB', 'MiB', 'GiB', 'TiB')[unit - 1]}"

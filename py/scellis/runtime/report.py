@@ -10,7 +10,7 @@ from scellis import __version__
 from scellis.engine import installed_engine_version
 from scellis.levels import PROMISES, Level
 from scellis.runtime import IN_BROWSER
-from scellis.runtime.cpu import CpuPath
+from scellis.runtime.cpu.module import CpuPath
 from scellis.runtime.devices import cpu_device, select, webgpu_devices
 from scellis.runtime.selfcheck import first_kernels
 

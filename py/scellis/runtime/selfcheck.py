@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import struct
 
-from scellis.runtime.cpu import CpuPath
+from scellis.runtime.cpu.module import CpuPath
 
 # Three full sum blocks and a ragged tail: exercises the SIMD body and the scalar tail.
 CHECK_LENGTH = 3 * 4096 + 7

@@ -16,9 +16,9 @@ from scellis.ops import DType, Op
 from scellis.ops import defs as d
 from scellis.plan.budget import Budget, DeviceLimits
 from scellis.plan.planned import Planned
-from scellis.runtime import reference as ref
 from scellis.runtime.index_checks import IndexChecks
 from scellis.runtime.ready import Synchronous, copy_sizes
+from scellis.runtime.reference import oracle as ref
 
 FLOAT = np.dtype(np.float64)
 WIRE = {DType.F32: "<f4", DType.F16: "<f2", DType.I32: "<i4", DType.U32: "<u4", DType.BOOL: "<u4"}

@@ -13,7 +13,7 @@ from scellis.ir.function import Function, input_name, input_role
 from scellis.ops import DType
 from scellis.ops.defs import Role
 from scellis.rng import RngState, position_substream, substream_key
-from scellis.runtime.reference import philox, run
+from scellis.runtime.reference.oracle import philox, run
 
 
 @dataclass

@@ -6,7 +6,7 @@ where free memory starts, and `CpuPath` places operands from there, 16-byte alig
 
 from __future__ import annotations
 
-from scellis.runtime.wasm import PAGE, WasmInstance, instantiate
+from scellis.runtime.cpu.wasm import PAGE, WasmInstance, instantiate
 
 ALIGN = 16
 F32 = 4

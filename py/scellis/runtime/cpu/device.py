@@ -29,8 +29,8 @@ from scellis.ops import DType, Op
 from scellis.ops import defs as d
 from scellis.plan.budget import Budget, DeviceLimits
 from scellis.plan.planned import Planned
-from scellis.runtime.cpu import CpuPath
-from scellis.runtime.cpu_tape import Source, encode, merge_axes, padded
+from scellis.runtime.cpu.module import CpuPath
+from scellis.runtime.cpu.tape import Source, encode, merge_axes, padded
 from scellis.runtime.index_checks import IndexChecks
 from scellis.runtime.ready import Synchronous, copy_sizes
 

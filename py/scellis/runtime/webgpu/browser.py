@@ -1,7 +1,8 @@
-"""The WebGPU device in the browser: step plans handed to the page's JS executor (app/src/executor.js)
-through Pyodide's FFI. One FFI call per step; outputs come back as promises the caller awaits later. The
-index checks' records (runtime.index_checks) are one more named output, read with the others. A device
-the browser lost raises DeviceLost (the executor's GpuLostError), never a raw JS exception."""
+"""The WebGPU adapter and device in the browser: step plans handed to the page's JS executor
+(app/src/executor.js) through Pyodide's FFI. One FFI call per step; outputs come back as promises the
+caller awaits later. The index checks' records (runtime.index_checks) are one more named output, read
+with the others. A device the browser lost raises DeviceLost (the executor's GpuLostError), never a raw
+JS exception."""
 
 from __future__ import annotations
 
@@ -10,13 +11,13 @@ from contextlib import contextmanager
 from typing import Any
 
 import js  # only importable in Pyodide
-from pyodide.ffi import JsException, to_js
+from pyodide.ffi import JsException, jsnull, to_js
 
 from scellis.plan.budget import Budget, DeviceLimits, probe_search
 from scellis.plan.planned import Planned
-from scellis.runtime.devices import DeviceLost
+from scellis.runtime.device import DeviceInfo, DeviceLost
 from scellis.runtime.index_checks import IndexChecks
-from scellis.runtime.step_plan import step_plan
+from scellis.runtime.webgpu.wire import step_plan
 
 GPU_LOST = "GpuLostError"  # the name of app/src/gpulost.js's error
 
@@ -120,3 +121,44 @@ class BrowserWebGPU:
         with _loss_named():
             handle = await self.gpu.compile(to_js(plan, dict_converter=js.Object.fromEntries))
         return BrowserCompiled(handle, IndexChecks(planned.schedule))
+
+
+def _browser() -> str:
+    """The browser's name and major version, from User-Agent Client Hints where offered."""
+    data = getattr(js.navigator, "userAgentData", None)
+    if data is not None and data is not jsnull:
+        brands = [(str(b.brand), str(b.version)) for b in data.brands if "Not" not in str(b.brand)]
+        named = [b for b in brands if b[0] != "Chromium"] or brands
+        if named:
+            return f"{named[0][0]} {named[0][1]}"
+    agent = str(js.navigator.userAgent)
+    for token, name in (("Firefox/", "Firefox"), ("Safari/", "Safari")):
+        if token in agent:
+            return f"{name} {agent.split(token)[1].split(' ', maxsplit=1)[0]}"
+    return "browser"
+
+
+async def adapters() -> list[DeviceInfo]:
+    """The page's adapter, or nothing when `navigator.gpu` is absent or `requestAdapter()` gives null."""
+    gpu = getattr(js.navigator, "gpu", None)
+    if gpu is None or gpu is jsnull:
+        return []
+    adapter = await gpu.requestAdapter()
+    if adapter is None or adapter is jsnull:
+        return []
+    info, limits = adapter.info, adapter.limits
+    vendor, arch = str(info.vendor or ""), str(info.architecture or "")
+    fallback = bool(getattr(info, "isFallbackAdapter", False))
+    return [
+        DeviceInfo(
+            kind="webgpu",
+            name=str(info.description or info.device or " ".join(p for p in (vendor, arch) if p) or "WebGPU adapter"),
+            host=f"{_browser()} WebGPU",
+            vendor=vendor,
+            architecture=arch,
+            software=fallback or arch == "swiftshader",
+            max_buffer_size=int(limits.maxBufferSize),
+            max_storage_binding=int(limits.maxStorageBufferBindingSize),
+            features=("shader-f16",) if adapter.features.has("shader-f16") else (),
+        )
+    ]

@@ -1,17 +1,21 @@
-"""The WebGPU device under CPython, through wgpu-py: the same WGSL the browser runs, on lavapipe in CI
-or a real GPU elsewhere. It replays a step plan exactly as the app's JS executor does: every dispatch
-and carry copy recorded into one command encoder, one submission per step."""
+"""The WebGPU adapters and device under CPython, through wgpu-py: the same WGSL the browser runs, on
+lavapipe in CI or a real GPU elsewhere. The device replays a step plan exactly as the app's JS executor
+does: every dispatch and carry copy recorded into one command encoder, one submission per step."""
 
 from __future__ import annotations
 
+from importlib.metadata import version
 from typing import Any
 
 from scellis.plan.budget import Budget, DeviceLimits, probe_search, run_search
 from scellis.plan.planned import Planned
+from scellis.runtime.device import DeviceInfo
 from scellis.runtime.index_checks import IndexChecks
 from scellis.runtime.ready import Synchronous, copy_sizes
-from scellis.runtime.step_plan import step_plan
+from scellis.runtime.webgpu.wire import step_plan
 
+# Backends wgpu can drive compute through well; GL's compute support is partial.
+NATIVE_BACKENDS = ("Vulkan", "Metal", "D3D12")
 LIMIT_KEYS = ("max-buffer-size", "max-storage-buffer-binding-size", "max-storage-buffers-per-shader-stage")
 
 
@@ -124,3 +128,29 @@ class CompiledWgpu(Synchronous):
         for src, dst, size in self.plan["carry"]:
             encoder.copy_buffer_to_buffer(self.buffers[src], 0, self.buffers[dst], 0, size)
         dev.queue.submit([encoder.finish()])
+
+
+def adapters() -> list[DeviceInfo]:
+    """Every adapter wgpu-py enumerates, native backends first (none without wgpu-py)."""
+    try:
+        import wgpu
+    except ImportError:
+        return []
+    found = []
+    for adapter in wgpu.gpu.enumerate_adapters_sync():
+        info, limits = adapter.info, adapter.limits
+        backend = info.get("backend_type", "")
+        found.append(
+            DeviceInfo(
+                kind="webgpu",
+                name=info.get("device") or info.get("description") or "unnamed adapter",
+                host=f"wgpu-py {version('wgpu')} ({backend})",
+                vendor=info.get("vendor", ""),
+                architecture=info.get("architecture", ""),
+                software=info.get("adapter_type", "") == "CPU",
+                max_buffer_size=int(limits["max-buffer-size"]),
+                max_storage_binding=int(limits["max-storage-buffer-binding-size"]),
+                features=tuple(sorted(f for f in adapter.features if f == "shader-f16")),
+            )
+        )
+    return sorted(found, key=lambda d: not d.host.endswith(tuple(f"({b})" for b in NATIVE_BACKENDS)))
