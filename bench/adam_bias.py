@@ -90,7 +90,7 @@ def f32(x: np.ndarray) -> np.ndarray:
 
 def correction_errors(device: object, opt: Optimizer, level: Level, steps: list[int]) -> float:
     fn = corrections_function(opt)
-    compiled = device.compile(lowered(fn, level))  # type: ignore[attr-defined]
+    compiled = asyncio.run(device.compile(lowered(fn, level)))  # type: ignore[attr-defined]
     worst = 0.0
     for step in steps:
         compiled.write(STEP, np.int32(step).tobytes())
@@ -108,7 +108,7 @@ def update_errors(device: object, opt: Optimizer, level: Level, *, start: int, s
     m = f32(sign * rng.uniform(0.5, 1.5, SHAPE)) if start else np.zeros(SHAPE)
     v = f32(m * m * rng.uniform(1.0, 3.0, SHAPE)) if start else np.zeros(SHAPE)
     fn = step_function(opt)
-    compiled = device.compile(lowered(fn, level))  # type: ignore[attr-defined]
+    compiled = asyncio.run(device.compile(lowered(fn, level)))  # type: ignore[attr-defined]
     for name, value in (("opt.m/w", m), ("opt.v/w", v)):
         compiled.write(name, value.astype("<f4").tobytes())
     compiled.write(STEP, np.int32(start).tobytes())

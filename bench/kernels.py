@@ -14,6 +14,7 @@ median GFLOP/s over --runs timings, each timing `--repeat` products back to back
 from __future__ import annotations
 
 import argparse
+import asyncio
 import statistics
 import sys
 import time
@@ -56,7 +57,7 @@ def webgpu(n: int, repeat: int, runs: int, level: Level = Level.PROD) -> tuple[s
 
     device = WgpuDevice()
     schedule = lower(matmul_function(n), level, device.features)
-    compiled = device.compile(planned(schedule))
+    compiled = asyncio.run(device.compile(planned(schedule)))
     rng = np.random.default_rng(0)
     for name in ("a", "b"):
         compiled.write(name, rng.standard_normal((n, n)).astype("<f4").tobytes())

@@ -38,7 +38,7 @@ KEY = (0x01234567, 0x89ABCDEF)
 
 
 def device_rate(device: object, draws: int, runs: int, wait: object = None) -> float:
-    compiled = device.compile(lowered(random_draws(draws), Level.PROD))  # type: ignore[attr-defined]
+    compiled = asyncio.run(device.compile(lowered(random_draws(draws), Level.PROD)))  # type: ignore[attr-defined]
     compiled.write("rng.test", struct.pack("<2I", *KEY))
     times = []
     for _ in range(runs + 1):
@@ -62,8 +62,7 @@ schedule = lower(random_draws(DRAWS), Level.PROD)
 rates = {}
 for label, device in (("Chromium: WebGPU (SwiftShader)", BrowserWebGPU()),
                       ("Chromium: CPU path (WebAssembly)", await CpuDevice.open())):
-    compiled = device.compile(planned(schedule))
-    compiled = await compiled if hasattr(compiled, "__await__") else compiled
+    compiled = await device.compile(planned(schedule))
     compiled.write("rng.test", struct.pack("<2I", *KEY))
     await compiled.step({}, ["u"])
     start = time.perf_counter()

@@ -28,8 +28,7 @@ if KIND == "webgpu":
     devices.append(("webgpu", BrowserWebGPU()))
 out = {}
 for name, device in devices:
-    compiled = device.compile(planned(schedule))
-    compiled = await compiled if hasattr(compiled, "__await__") else compiled
+    compiled = await device.compile(planned(schedule))
     compiled.write("embed.weight", struct.pack("<10f", *range(10)))
     good = await compiled.step({"tokens": struct.pack("<3i", 4, 0, 2)}, ["rows"])
     await compiled.step({"tokens": struct.pack("<3i", 1, 7, 2)}, [])  # read nothing: the record waits

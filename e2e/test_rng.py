@@ -24,8 +24,7 @@ if KIND == "webgpu":
     devices.append(("webgpu", BrowserWebGPU()))
 hashes = {}
 for name, device in devices:
-    compiled = device.compile(planned(schedule))
-    compiled = await compiled if hasattr(compiled, "__await__") else compiled
+    compiled = await device.compile(planned(schedule))
     compiled.write("rng.test", struct.pack("<2I", 0x01234567, 0x89ABCDEF))
     out = await compiled.step({}, ["u"])
     hashes[name] = hashlib.sha256(out["u"]).hexdigest()

@@ -7,7 +7,6 @@ page's importers wrote), the program JSON and dist/build.json, and opened the We
 
 from __future__ import annotations
 
-import inspect
 import json
 import time
 from typing import Any
@@ -42,7 +41,7 @@ from scellis.plan.planned import Planned
 from scellis.plan.remedies import Advice, apply
 from scellis.plan.report import Report
 from scellis.rerunstorage import rerun_storage
-from scellis.runtime.device import Device
+from scellis.runtime.device import CompiledStep, Device
 from scellis.runtime.host import pyodide_version
 from scellis.session import PlanRefused
 from scellis.store.objects import Store, check_key
@@ -139,11 +138,10 @@ class CappedDevice:
         self.name, self.features, self.limits = device.name, device.features, device.limits
 
     async def budget(self, need: int) -> Budget:
-        measured = self.device.budget(need)  # the page's WebGPU probes asynchronously
-        return capped(await measured if inspect.isawaitable(measured) else measured, self.cap)
+        return capped(await self.device.budget(need), self.cap)
 
-    def compile(self, planned: Planned) -> Any:
-        return self.device.compile(planned)
+    async def compile(self, planned: Planned) -> CompiledStep:
+        return await self.device.compile(planned)
 
 
 def example_program() -> str:

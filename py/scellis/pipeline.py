@@ -6,7 +6,6 @@ and devices compile the planned schedules as they are."""
 from __future__ import annotations
 
 import dataclasses
-import inspect
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
@@ -271,8 +270,7 @@ async def plan_report(
     and when the verdict is not green, the remedies, each re-planned and judged against the same budget."""
     plan = at.plan
     if budget is None:
-        measured = device.budget(plan.total)
-        budget = await measured if inspect.isawaitable(measured) else measured
+        budget = await device.budget(plan.total)
     verdict = judge(plan, device.limits, budget)
     advice = None
     if verdict.color != "green":

@@ -10,7 +10,6 @@ runs in the browser (async FFI) and in CPython (wgpu-py, wasmtime).
 from __future__ import annotations
 
 import contextlib
-import inspect
 import math
 import struct
 import time
@@ -28,7 +27,6 @@ from scellis.ops.defs import Role
 from scellis.optim.optimizers import LAST_SKIPPED, LR_SCALE, SKIPPED
 from scellis.pipeline import Compiled, compile_program
 from scellis.plan.budget import Verdict
-from scellis.plan.planned import Planned
 from scellis.plan.program import judge
 from scellis.rng import RngState, permutation, position_substream
 from scellis.runtime.device import CompiledStep, Device
@@ -252,17 +250,11 @@ class Session:
         pairs = ((self.features, x), (self.labels, y))
         return {name: data for name, data in pairs if name is not None and name in names}
 
-    async def _compile(self, planned: Planned) -> CompiledStep:
-        """Device compiles may be immediate (CPython) or awaitable (the browser checks its pipelines)."""
-        compiled = self.device.compile(planned)
-        return await compiled if inspect.isawaitable(compiled) else compiled
-
     async def check_memory(self) -> Verdict:
         """The memory plan's verdict on this device; a red plan is refused here, before any work
         reaches the device (PlanRefused names every reason)."""
         plan = self.plan
-        budget = self.device.budget(plan.total)  # the page's WebGPU probes asynchronously
-        budget = await budget if inspect.isawaitable(budget) else budget
+        budget = await self.device.budget(plan.total)
         self.verdict = judge(plan, self.device.limits, budget)
         if self.verdict.color == "red":
             why = "; ".join(self.verdict.reasons)
@@ -278,18 +270,18 @@ class Session:
             got = "none" if train is None else f"{train.n} examples"
             raise ValueError(f"the resident data set was planned for {self.examples} examples, got {got}")
         await self.check_memory()
-        self.step = await self._compile(self.plan.functions[0].planned)
+        self.step = await self.device.compile(self.plan.functions[0].planned)
         evaluation, last, init_plan = (self.plan.function(n) for n in ("evaluation", "evaluation, last batch", "init"))
         assert evaluation is not None and init_plan is not None
-        self.eval = await self._compile(evaluation.planned)
+        self.eval = await self.device.compile(evaluation.planned)
         if last is not None:
-            self.eval_last = await self._compile(last.planned)
+            self.eval_last = await self.device.compile(last.planned)
         for compiled, fn in ((self.eval, self.compiled.evaluate), (self.eval_last, self.compiled.evaluate_last)):
             if compiled is not None and fn is not None:  # an evaluation that draws (e.g. a bootstrap's results)
                 for name, data in self._keys(fn).items():
                     compiled.write(name, data)
         init_fn = self.at.init
-        init = await self._compile(init_plan.planned)
+        init = await self.device.compile(init_plan.planned)
         names = [name for name, _ in init_fn.outputs]
         values = await init.step(self._keys(init_fn), names)
         self.rng.take("init")  # the init function draws at position 0

@@ -12,6 +12,8 @@ Measured (bench/adam_bias.py): corrections within 8e-8, updates within 3.2e-7, o
 
 from __future__ import annotations
 
+import asyncio
+
 import numpy as np
 import pytest
 
@@ -66,7 +68,7 @@ def test_bias_corrections(devices: dict[str, object], device: str, level: Level,
     step = input_node(STEP, Role.STATE, DType.I32, ())
     c1, c2 = bias_corrections(opt, cast(step, DType.F32))
     fn = Function("corrections", (step,), (("c1", c1), ("c2", c2)))
-    compiled = devices[device].compile(lowered(fn, level))  # type: ignore[attr-defined]
+    compiled = asyncio.run(devices[device].compile(lowered(fn, level)))  # type: ignore[attr-defined]
     for counter in (0, 1, 2, 3, 4, 999):
         compiled.write(STEP, np.int32(counter).tobytes())
         compiled.run()
@@ -104,13 +106,13 @@ def check_updates(compiled: object, opt: Optimizer, *, first: int, m: np.ndarray
 @pytest.mark.parametrize("opt", OPTIMIZERS, ids=lambda o: o.kind)
 def test_updates(devices: dict[str, object], device: str, level: Level, opt: Optimizer) -> None:
     schedule = lower(step_function(opt), level)
-    fresh = devices[device].compile(planned(schedule))  # type: ignore[attr-defined]
+    fresh = asyncio.run(devices[device].compile(planned(schedule)))  # type: ignore[attr-defined]
     zeros = np.zeros(SHAPE)
     for name in ("opt.m/w", "opt.v/w"):
         fresh.write(name, zeros.astype("<f4").tobytes())
     fresh.write(STEP, np.int32(0).tobytes())
     check_updates(fresh, opt, first=0, m=zeros, v=zeros, steps=5)
-    late = devices[device].compile(planned(schedule))  # type: ignore[attr-defined]
+    late = asyncio.run(devices[device].compile(planned(schedule)))  # type: ignore[attr-defined]
     rng = np.random.default_rng(1000)
     m = f32(rng.choice([-1.0, 1.0], SHAPE) * rng.uniform(0.5, 1.5, SHAPE))
     v = f32(m * m * rng.uniform(1.0, 3.0, SHAPE))

@@ -7,6 +7,7 @@ tolerance (relative to max(1, max |reference|)): TRAIN_TOL, as for test_wgsl_spa
 
 from __future__ import annotations
 
+import asyncio
 import functools
 
 import numpy as np
@@ -132,7 +133,7 @@ def test_augmented_cnn_training_steps_match_the_reference(devices: dict[str, obj
     schedule = lower(step, Level.PROD)
     kinds = [k.kind for k in schedule.kernels]
     assert kinds.count(Kind.SHIFT2D) == 3 and kinds.count(Kind.FLIP_LAST) == 3, "two forward, one backward each"
-    on_device = devices[device].compile(planned(schedule))  # type: ignore[attr-defined]
+    on_device = asyncio.run(devices[device].compile(planned(schedule)))  # type: ignore[attr-defined]
     state = rt.initial_state(compiled.init, step, seed=3)
     state.values = {k: v.astype(np.float32).astype(v.dtype) for k, v in state.values.items()}
     held = [input_name(n) for n in step.inputs if input_role(n) in (d.Role.PARAM, d.Role.STATE)]

@@ -24,7 +24,7 @@ def live_buffers() -> tuple[int, int]:
 def test_the_probe_leaves_no_allocation_behind() -> None:
     device = WgpuDevice()
     before = live_buffers()
-    budget = device.budget(300_000_000)  # more than one 128 MiB binding, in several buffers
+    budget = asyncio.run(device.budget(300_000_000))  # more than one 128 MiB binding, in several buffers
     assert budget.bytes is not None and budget.bytes >= 300_000_000
     assert live_buffers() == before
 
@@ -51,24 +51,28 @@ def test_a_failed_probe_is_red_and_releases_what_it_got(monkeypatch: pytest.Monk
 
     monkeypatch.setattr(device.device, "create_buffer", create_buffer)
     monkeypatch.setattr(device, "limits", device.limits.__class__(20_000_000, 20_000_000, 32))
-    budget = device.budget(80_000_000)
+    budget = asyncio.run(device.budget(80_000_000))
     assert budget.bytes == 40_000_000 and "could allocate 40,000,000 bytes, not 80,000,000" in budget.how
     assert live == []  # every buffer of every probe destroyed, the failed ones too
     assert verdict(80_000_000, 20_000_000, 4, device.limits, budget).color == "red"
-    tight = device.budget(45_000_000)  # fits, but not with the headroom green asks for
+    tight = asyncio.run(device.budget(45_000_000))  # fits, but not with the headroom green asks for
     assert tight.bytes == 45_000_000 and verdict(45_000_000, 20_000_000, 4, device.limits, tight).color == "yellow"
 
 
 def test_the_cpu_path_budget_is_the_wasm32_memory_left() -> None:
     device = asyncio.run(CpuDevice.open())
-    budget = device.budget(1)
+    budget = asyncio.run(device.budget(1))
     assert budget.bytes is not None and 0 < budget.bytes <= WASM32_BYTES - device.cpu.free_base
     assert budget.how.startswith("wasm32 memory: 4 GiB")
 
 
 def test_a_session_refuses_a_red_plan_before_anything_reaches_the_device(monkeypatch: pytest.MonkeyPatch) -> None:
     device = asyncio.run(CpuDevice.open())
-    monkeypatch.setattr(device, "budget", lambda need: Budget(100_000, "a small test budget"))
+
+    async def small(need: int) -> Budget:
+        return Budget(100_000, "a small test budget")
+
+    monkeypatch.setattr(device, "budget", small)
     session = Session(digits_cnn(), device, seed=1, level=Level.PROD, eval_batch=8)
     before = device.cpu.free_base
     with pytest.raises(PlanRefused, match=r"digits-cnn does not fit on CPU path .*: needs [\d,]+ bytes, more than"):

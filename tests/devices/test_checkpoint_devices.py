@@ -55,7 +55,7 @@ def inputs(fn: Function, init: Function, seed: int) -> dict[str, bytes]:
 
 
 def run_raw(device: Any, fn: Function, values: dict[str, bytes]) -> dict[str, bytes]:
-    compiled = device.compile(lowered(fn, Level.DEBUG))
+    compiled = asyncio.run(device.compile(lowered(fn, Level.DEBUG)))
     for name, data in values.items():
         compiled.write(name, data)
     compiled.run()
@@ -106,7 +106,7 @@ def test_devices_allocate_exactly_the_checkpointed_plan(devices: dict[str, Any],
     assert done.memory.allocated < lowered(plain.step, Level.PROD).memory.allocated
     for device_name in ("lavapipe", "wasmtime"):
         device = devices[device_name]
-        assert device.compile(done).allocated == done.memory.allocated, device_name
+        assert asyncio.run(device.compile(done)).allocated == done.memory.allocated, device_name
         session = Session(data, device, seed=1, level=Level.PROD, eval_batch=8)
         asyncio.run(session.start())
         plan = compile_program(data, eval_batch=8).at(Level.PROD, device.features).plan

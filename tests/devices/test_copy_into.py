@@ -41,7 +41,7 @@ def doubled(name: str, shape: tuple[int, ...]) -> Function:
 
 
 def compiled(device: Any, fn: Function) -> Any:
-    return device.compile(lowered(fn, Level.DEBUG))
+    return asyncio.run(device.compile(lowered(fn, Level.DEBUG)))
 
 
 def test_the_named_buffers_arrive_and_nothing_else_moves(device: Any) -> None:

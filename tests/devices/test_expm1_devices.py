@@ -11,6 +11,8 @@ the elementwise kernels' declared tolerance (lower.variants: 5e-6 of max(1, max 
 
 from __future__ import annotations
 
+import asyncio
+
 import numpy as np
 import pytest
 
@@ -49,7 +51,7 @@ def points() -> np.ndarray:
 
 
 def run(device: object, fn: Function, inputs: dict[str, np.ndarray], level: Level) -> dict[str, np.ndarray]:
-    compiled = device.compile(lowered(fn, level))  # type: ignore[attr-defined]
+    compiled = asyncio.run(device.compile(lowered(fn, level)))  # type: ignore[attr-defined]
     for name, value in inputs.items():
         compiled.write(name, np.asarray(value, "<f4").tobytes())
     compiled.run()

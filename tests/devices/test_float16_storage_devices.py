@@ -98,7 +98,7 @@ def test_the_schedule_rounds_where_the_ir_does(example: str, checkpoint: bool) -
     given = rt.example_inputs(fn, compiled.init, 4, classes=3)
     inputs = {k: np.asarray(v).astype(WIRE[fn.input(k).dtype]) for k, v in given.items()}
     want = run(fn, inputs)
-    device = ReferenceDevice(F16).compile(lowered(fn, Level.PROD, F16))
+    device = asyncio.run(ReferenceDevice(F16).compile(lowered(fn, Level.PROD, F16)))
     for name, value in inputs.items():
         device.write(name, value.tobytes())
     device.run()
@@ -115,7 +115,7 @@ def test_lavapipe_allocates_the_planned_bytes(lavapipe: WgpuDevice, name: str) -
     compiled = compile_program(stored_as(name, "float16"), eval_batch=8)
     plan = compiled.at(Level.PROD, lavapipe.features).plan
     for function in plan.functions:
-        assert lavapipe.compile(function.planned).allocated == function.allocated, function.name
+        assert asyncio.run(lavapipe.compile(function.planned)).allocated == function.allocated, function.name
     session = Session(stored_as(name, "float16"), lavapipe, seed=1, level=Level.PROD, eval_batch=8)
     asyncio.run(session.start())
     assert session.step.allocated + session.eval.allocated == plan.total  # type: ignore[attr-defined]
@@ -129,4 +129,4 @@ def test_the_cpu_path_refuses_float16_storage_naming_the_feature() -> None:
         Session(stored_as("digits MLP", "float16"), device, seed=1, level=Level.PROD, eval_batch=8)
     step = compile_program(stored_as("digits MLP", "float16")).at(Level.PROD, F16).plan.functions[0]
     with pytest.raises(ValueError, match="float16 storage needs a WebGPU device with shader-f16"):
-        device.compile(step.planned)
+        asyncio.run(device.compile(step.planned))

@@ -107,7 +107,7 @@ CASES: dict[str, tuple[Callable[[], Function], Callable[..., dict[str, np.ndarra
 
 
 def compiled_on(device: object, fn: Function) -> object:
-    return device.compile(lowered(fn, Level.PROD))  # type: ignore[attr-defined]
+    return asyncio.run(device.compile(lowered(fn, Level.PROD)))  # type: ignore[attr-defined]
 
 
 def writes(fn: Function, inputs: dict[str, np.ndarray]) -> dict[str, bytes]:

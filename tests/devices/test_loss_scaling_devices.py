@@ -82,7 +82,7 @@ def test_skips_backoff_and_growth_follow_the_reference(devices: dict[str, object
         if input_name(node).startswith("opt."):
             values[input_name(node)] = np.zeros(node.shape, DEVICE_DTYPES[node.dtype])
     values[LOSS_SCALE] = np.array(2.0**122, np.float32)
-    compiled = devices[device].compile(lowered(fn, Level.FAST))  # type: ignore[attr-defined]
+    compiled = asyncio.run(devices[device].compile(lowered(fn, Level.FAST)))  # type: ignore[attr-defined]
     for name, value in values.items():
         compiled.write(name, value.astype(DEVICE_DTYPES[fn.input(name).dtype]).tobytes())
     seen, expected = [], []
@@ -115,7 +115,7 @@ def test_fast_mlp_steps_on_lavapipe_match_the_reference() -> None:
     schedule = lower(fn, Level.FAST, device.features)
     assert sum("f16" in k.variant for k in schedule.kernels) >= 3  # forward, input and weight gradients
     reference = rt.initial_state(init, fn, seed=2)
-    compiled = device.compile(planned(schedule))
+    compiled = asyncio.run(device.compile(planned(schedule)))
     for node in fn.inputs:
         if input_role(node) in (Role.PARAM, Role.STATE):
             value = reference.values[input_name(node)]

@@ -36,9 +36,9 @@ def test_allocated_bytes_equal_the_plan(devices: dict[str, object], name: str) -
     for fn in (compiled.step, compiled.evaluate, compiled.init):
         done = lowered(fn, Level.PROD)
         for device_name, device in devices.items():
-            step = device.compile(done)  # type: ignore[attr-defined]
+            step = asyncio.run(device.compile(done))  # type: ignore[attr-defined]
             assert step.allocated == done.memory.allocated, (device_name, fn.name)
-    cpu = devices["wasmtime"].compile(lowered(compiled.step, Level.PROD))  # type: ignore[attr-defined]
+    cpu = asyncio.run(devices["wasmtime"].compile(lowered(compiled.step, Level.PROD)))  # type: ignore[attr-defined]
     assert 0 <= cpu.workspace < 0.1 * cpu.allocated  # the CPU path's temporaries and alignment, beyond the plan
 
 

@@ -4,6 +4,8 @@ lowering (fusion, views, epilogues, carry) independently of any GPU or WebAssemb
 
 from __future__ import annotations
 
+import asyncio
+
 import numpy as np
 import pytest
 
@@ -40,7 +42,7 @@ def test_schedule_on_the_reference_device_equals_the_ir(program: dict) -> None:
     given = rt.example_inputs(fn, compiled.init, 4, classes=3)
     inputs = {k: np.asarray(v).astype(WIRE[fn.input(k).dtype]) for k, v in given.items()}
     want = run(fn, inputs)
-    device = ReferenceDevice().compile(lowered(fn, Level.PROD))
+    device = asyncio.run(ReferenceDevice().compile(lowered(fn, Level.PROD)))
     for name, value in inputs.items():
         device.write(name, value.tobytes())
     device.run()

@@ -86,7 +86,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
 
 
 def draw_hash(device: object) -> str:
-    compiled = device.compile(lowered(random_draws(DRAWS), Level.PROD))  # type: ignore[attr-defined]
+    compiled = asyncio.run(device.compile(lowered(random_draws(DRAWS), Level.PROD)))  # type: ignore[attr-defined]
     compiled.write("rng.test", struct.pack("<2I", 0x01234567, 0x89ABCDEF))
     compiled.run()
     return hashlib.sha256(compiled.read("u")).hexdigest()

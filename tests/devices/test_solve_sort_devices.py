@@ -9,6 +9,8 @@ infinities and signed zeros included. Debug and prod give identical bytes from a
 
 from __future__ import annotations
 
+import asyncio
+
 import numpy as np
 import pytest
 
@@ -42,7 +44,7 @@ def data(name: str, shape: tuple[int, ...]) -> Node:
 def run_at(device: object, fn: Function, inputs: dict[str, np.ndarray], level: Level) -> tuple[Schedule, dict]:
     """Lower `fn` for `level`, compile it on `device`, run once: the schedule and every output's bytes."""
     schedule = lower(fn, level)
-    compiled = device.compile(planned(schedule))  # type: ignore[attr-defined]
+    compiled = asyncio.run(device.compile(planned(schedule)))  # type: ignore[attr-defined]
     for name, value in inputs.items():
         compiled.write(name, np.asarray(value, dtype="<f4").tobytes())
     compiled.run()

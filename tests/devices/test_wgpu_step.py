@@ -9,6 +9,8 @@ of the weights were 2e-4 off, some by ~lr).
 
 from __future__ import annotations
 
+import asyncio
+
 import numpy as np
 import pytest
 from sklearn.datasets import load_digits
@@ -33,7 +35,7 @@ def train_both(optimizer: dict) -> tuple[list[tuple[float, float]], dict, rt.Tra
     compiled = compile_program(program)
     fn = compiled.step
     reference = rt.initial_state(compiled.init, fn, seed=3, float_dtype=np.float32)
-    device = WgpuDevice().compile(lowered(fn, Level.PROD))
+    device = asyncio.run(WgpuDevice().compile(lowered(fn, Level.PROD)))
     for node in fn.inputs:
         if input_role(node) in (Role.PARAM, Role.STATE):
             name = input_name(node)

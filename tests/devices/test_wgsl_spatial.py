@@ -8,6 +8,7 @@ against float64 give well under these. Uniform, bernoulli and integer draws are 
 
 from __future__ import annotations
 
+import asyncio
 import math
 
 import numpy as np
@@ -65,7 +66,7 @@ def read(compiled: CompiledWgpu, fn: Function) -> dict[str, np.ndarray]:
 
 def on_device(device: WgpuDevice, fn: Function, inputs: dict[str, np.ndarray]) -> tuple[Schedule, dict]:
     schedule = lower(fn, Level.PROD)
-    compiled = device.compile(planned(schedule))
+    compiled = asyncio.run(device.compile(planned(schedule)))
     write(compiled, fn, inputs)
     compiled.run()
     return schedule, read(compiled, fn)
@@ -144,7 +145,7 @@ def test_conv2d_gradients_repeat_bit_for_bit(device: WgpuDevice) -> None:
     dw = make(Op.CONV2D_GRAD_WEIGHT, x, g, arg=d.ConvGradArg(arg, w.shape))
     fn = Function("grads", (x, w, g), (("dx", dx), ("dw", dw)))
     rng = np.random.default_rng(3)
-    compiled = device.compile(lowered(fn, Level.PROD))
+    compiled = asyncio.run(device.compile(lowered(fn, Level.PROD)))
     write(compiled, fn, {input_name(node): f32(rng, node.shape) for node in fn.inputs})
     compiled.run()
     first = [compiled.read(name) for name, _ in fn.outputs]
@@ -304,7 +305,7 @@ def test_cnn_training_steps_match_the_reference(device: WgpuDevice) -> None:
     schedule = lower(step, Level.PROD)
     needed = {Kind.CONV2D, Kind.CONV2D_GRAD_INPUT, Kind.CONV2D_GRAD_WEIGHT, Kind.MAX_POOL2D, Kind.MAX_POOL2D_GRAD}
     assert needed | {Kind.RANDOM} <= set(kinds(schedule))
-    gpu = device.compile(planned(schedule))
+    gpu = asyncio.run(device.compile(planned(schedule)))
     state = rt.initial_state(compiled.init, step, seed=3)
     # float32 starting values, so both sides start from the same numbers
     state.values = {k: v.astype(np.float32).astype(v.dtype) for k, v in state.values.items()}

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import numpy as np
 
 from scellis.ir import Function
@@ -14,7 +16,7 @@ DEVICE_DTYPES = {DType.F32: "<f4", DType.I32: "<i4", DType.U32: "<u4", DType.BOO
 
 def run_on(device: object, fn: Function, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     """Lower `fn`, compile it on `device`, write the inputs, run once, read every output."""
-    compiled = device.compile(lowered(fn, Level.PROD))  # type: ignore[attr-defined]
+    compiled = asyncio.run(device.compile(lowered(fn, Level.PROD)))  # type: ignore[attr-defined]
     for name, value in inputs.items():
         node = fn.input(name)
         compiled.write(name, np.asarray(value).astype(DEVICE_DTYPES[node.dtype]).tobytes())

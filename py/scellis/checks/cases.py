@@ -342,7 +342,6 @@ async def run_case(device: object, fn: Function, level: Level, inputs: dict[str,
     names = [name for name, _ in fn.outputs]
     runs = []
     for _ in range(2):
-        compiled = device.compile(done)  # type: ignore[attr-defined]
-        compiled = await compiled if hasattr(compiled, "__await__") else compiled
+        compiled = await device.compile(done)  # type: ignore[attr-defined]
         runs.append(await compiled.step(inputs, names))
     return done.logical, runs[0], runs[0] == runs[1]

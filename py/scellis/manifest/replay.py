@@ -10,7 +10,6 @@ its state, wherever it ran.
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
@@ -27,7 +26,7 @@ from scellis.manifest.record import FORMAT as MANIFEST_FORMAT
 from scellis.manifest.record import Manifest, Written, manifest_json
 from scellis.plan.budget import Budget
 from scellis.plan.planned import Planned
-from scellis.runtime.device import Device
+from scellis.runtime.device import CompiledStep, Device
 from scellis.session import Checkpointer, EpochResult, Session
 from scellis.store.checkpoint import save
 from scellis.store.objects import Store, settle
@@ -51,12 +50,11 @@ class NotedDevice:
         self.name, self.features, self.limits = device.name, device.features, device.limits
 
     async def budget(self, need: int) -> Budget:
-        measured = self.device.budget(need)
-        self.noted = await measured if inspect.isawaitable(measured) else measured
+        self.noted = await self.device.budget(need)
         return self.noted
 
-    def compile(self, planned: Planned) -> Any:
-        return self.device.compile(planned)
+    async def compile(self, planned: Planned) -> CompiledStep:
+        return await self.device.compile(planned)
 
 
 def checkpoints_as(store: Store, device: str) -> Checkpointer:

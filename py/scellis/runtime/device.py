@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol
 
-from scellis.plan.budget import DeviceLimits
+from scellis.plan.budget import Budget, DeviceLimits
 from scellis.plan.planned import Planned
 
 
@@ -49,12 +49,12 @@ class Device(Protocol):
     features: frozenset[str]  # optional WebGPU features enabled on it (shader-f16); the fast level reads them
     limits: DeviceLimits  # the largest buffer and binding, and how many buffers a kernel may bind
 
-    def budget(self, need: int) -> Any:
-        """The memory a run may allocate (a Budget, or an awaitable of one: the page probes
-        asynchronously), measured (for WebGPU, by probing around `need`), or why not."""
+    async def budget(self, need: int) -> Budget:
+        """The memory a run may allocate, measured (for WebGPU, by probing around `need`), or why not."""
 
-    def compile(self, planned: Planned) -> Any:
-        """A CompiledStep, or an awaitable of one (the browser checks its pipelines asynchronously)."""
+    async def compile(self, planned: Planned) -> CompiledStep:
+        """The planned schedule compiled (the browser checks its pipelines asynchronously; every device
+        is awaited alike)."""
 
 
 @dataclass(frozen=True)

@@ -130,7 +130,7 @@ class CpuDevice:
     async def open(cls) -> CpuDevice:
         return cls(await CpuPath.open())
 
-    def budget(self, need: int) -> Budget:
+    async def budget(self, need: int) -> Budget:
         """What is left of the 4 GiB a wasm32 memory can reach, capped by the host's memory (`need`
         plays no part: both are known without trying)."""
         used = self.cpu.free_base
@@ -141,7 +141,7 @@ class CpuDevice:
             return Budget(left, how + "; the host's memory is not known here")
         return Budget(min(left, host), how + f"; host memory {host:,} bytes")
 
-    def compile(self, planned: Planned) -> CompiledCpu:
+    async def compile(self, planned: Planned) -> CompiledCpu:
         return compile_schedule(self.cpu, planned)
 
 

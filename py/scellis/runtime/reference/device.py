@@ -62,11 +62,11 @@ class ReferenceDevice:
         float64 (fast's float16 matmul tiles are not modelled: their tolerance covers the difference)."""
         self.features = features
 
-    def budget(self, need: int) -> Budget:
+    async def budget(self, need: int) -> Budget:
         """The reference computes in host memory; its float64 arrays are not what the plan counts."""
         return Budget(None, "the reference computes in float64 in host memory, not in the planned buffers")
 
-    def compile(self, planned: Planned) -> CompiledReference:
+    async def compile(self, planned: Planned) -> CompiledReference:
         return CompiledReference(planned.schedule)
 
 

@@ -62,7 +62,7 @@ class WgpuDevice:
                     buffer.destroy()
         return self._probes[nbytes]
 
-    def budget(self, need: int) -> Budget:
+    async def budget(self, need: int) -> Budget:
         """WebGPU does not say how much memory its device has: the allocation probe measures around
         `need` (plan.budget.probe_search)."""
         return run_search(probe_search(need), self.probe)
@@ -75,7 +75,7 @@ class WgpuDevice:
             )
         return self._pipelines[source]
 
-    def compile(self, planned: Planned) -> CompiledWgpu:
+    async def compile(self, planned: Planned) -> CompiledWgpu:
         compiled = CompiledWgpu(self, step_plan(planned))
         compiled.index_checks = IndexChecks(planned.schedule)
         return compiled
