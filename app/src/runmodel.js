@@ -1,6 +1,6 @@
 // The run panel's logic without the DOM: driving a run a chunk of steps at a time (so the page can pause,
 // take a single step and go on), the figures it shows, the last run kept across visits, the data files a
-// re-run asks for, and the manifest's file name. Node runs it in tests/test_app_js.py.
+// re-run asks for, and the manifest's file name. Node runs it in tests/js/app.test.js.
 
 export const CHUNK_TARGET_MS = 150; // a chunk of steps this long keeps the page answering between chunks
 export const MAX_CHUNK = 2000;

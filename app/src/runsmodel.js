@@ -1,7 +1,7 @@
 // The Runs history's logic without the DOM or IndexedDB: a run's record as it goes (settings, the epochs'
 // metrics, its checkpoints by key, its end, its manifest), the newest-first order, the summary line of
 // each run, what deleting a run frees (checkpoint objects no other run refers to), and a stored record
-// checked field by field before anything reads it. Node runs it in tests/test_runsmodel_js.py.
+// checked field by field before anything reads it. Node runs it in tests/js/runsmodel.test.js.
 //
 // A record (format FORMAT): {format, id, program (JSON text), name, data: {name, versions (null, or the
 // manifest's data versions once there is one)}, level, seed (text), epochs, kind ("webgpu" or "cpu"),
