@@ -46,7 +46,8 @@ test("answers are reused on a later visit and not by another adapter", async () 
   const kept = storage();
   const probe = counting((n) => n <= 100);
   const first = await probes.probeStore(kept, identity, probe, now).measure(64);
-  const later = await probes.probeStore(kept, identity, counting(() => false), now).measure(64);
+  const refusing = counting(() => false);
+  const later = await probes.probeStore(kept, identity, refusing, now).measure(64);
   const other = probes.adapterIdentity(adapter, "OtherBrowser/2.0");
   const elsewhere = counting(() => true);
   const fromOther = await probes.probeStore(kept, other, elsewhere, now).measure(64);
@@ -68,7 +69,11 @@ test("corrupt, foreign or tampered entries are ignored and replaced", async () =
     corrupt: "{not json",
     foreign: JSON.stringify({ format: "other/9", identity, answers: [good] }),
     anotherAdapter: JSON.stringify({ format: probes.FORMAT, identity: { ...identity, vendor: "x" }, answers: [good] }),
-    badAnswer: JSON.stringify({ format: probes.FORMAT, identity, answers: [good, { ...good, bytes: 32, fits: "yes" }] }),
+    badAnswer: JSON.stringify({
+      format: probes.FORMAT,
+      identity,
+      answers: [good, { ...good, bytes: 32, fits: "yes" }],
+    }),
     badDate: JSON.stringify({ format: probes.FORMAT, identity, answers: [{ ...good, measured: "yesterday" }] }),
     notAList: JSON.stringify({ format: probes.FORMAT, identity, answers: { 64: true } }),
     nullEntry: "null",
@@ -86,7 +91,8 @@ test("corrupt, foreign or tampered entries are ignored and replaced", async () =
   }
   const kept = storage();
   kept.setItem(key, JSON.stringify({ format: probes.FORMAT, identity, answers: [good] }));
-  const trusted = await probes.probeStore(kept, identity, counting(() => false), now).measure(64);
+  const refusing = counting(() => false);
+  const trusted = await probes.probeStore(kept, identity, refusing, now).measure(64);
   assert.deepEqual(trusted, { fits: true, measured: "2025-01-01T00:00:00.000Z", stored: true });
 });
 
@@ -95,7 +101,8 @@ test("storage that refuses keeps nothing and fails nothing", async () => {
     throw new Error("quota exceeded");
   };
   const refusing = { getItem: () => null, setItem: refuse, removeItem: refuse };
-  const store = probes.probeStore(refusing, identity, counting(() => true), now);
+  const fits = counting(() => true);
+  const store = probes.probeStore(refusing, identity, fits, now);
   assert.deepEqual(await store.measure(8), { fits: true, measured: MEASURED, stored: false });
   store.forget();
 });
@@ -222,7 +229,8 @@ test("the driver runs in chunks, pauses, steps and goes on", async () => {
     }
   });
   const { calls } = run;
-  assert.equal(paused, calls.slice(0, 3).reduce((a, b) => a + b, 0));
+  const [first, second, third] = calls;
+  assert.equal(paused, first + second + third);
   assert.equal(calls[0], 4);
   assert.equal(stepped, paused + 1);
   assert.equal(calls[3], 1);
@@ -236,7 +244,8 @@ test("the driver runs in chunks, pauses, steps and goes on", async () => {
   );
   assert.ok(Math.max(...calls) <= 60); // 150 ms at 10 ms a step, changing at most fourfold per chunk
   let refused = "none";
-  const slow = () => new Promise((resolve) => setTimeout(() => resolve(JSON.stringify({ step: 1, total: 5, done: false })), 5));
+  const slow = () =>
+    new Promise((resolve) => setTimeout(() => resolve(JSON.stringify({ step: 1, total: 5, done: false })), 5));
   const busy = new runs.Driver({ advance: slow }, { onState: () => {}, wait: async () => {} });
   const going = busy.go();
   try {
@@ -270,10 +279,12 @@ test("figures and durations", () => {
   assert.equal(done, "step 440 of 440 · epoch 20 of 20 · 90.0 steps/s · done");
   assert.ok(stopped.endsWith("· stopped by a rule"), stopped);
   assert.ok(soon.endsWith("· 361 steps/s · under a second left"), soon);
-  assert.deepEqual(
-    [0.2, 59.4, 61, 3600 * 2 + 65].map(runs.formatDuration),
-    ["under a second", "59 s", "1 min 01 s", "2 h 01 min"],
-  );
+  assert.deepEqual([0.2, 59.4, 61, 3600 * 2 + 65].map(runs.formatDuration), [
+    "under a second",
+    "59 s",
+    "1 min 01 s",
+    "2 h 01 min",
+  ]);
   const phases = Object.fromEntries(["running", "paused", "done", "failed", "idle"].map((p) => [p, runs.controls(p)]));
   assert.deepEqual(phases.running, {
     pause: true,
@@ -299,7 +310,18 @@ test("figures read the same at any speed", () => {
   assert.equal(at(48213.7, 0.0017), "step 4 of 88 · epoch 1 of 4 · 48,214 steps/s · under a second left");
   assert.equal(at(null, null), "step 4 of 88 · epoch 1 of 4");
   const rates = [0.001, 0.01, 0.0999, 1, 9.996, 99.94, 99.96, 100, 999.5, 1234567.8].map(runs.formatRate);
-  assert.deepEqual(rates, ["under 0.01", "0.0100", "0.0999", "1.00", "10.0", "99.9", "100", "100", "1,000", "1,234,568"]);
+  assert.deepEqual(rates, [
+    "under 0.01",
+    "0.0100",
+    "0.0999",
+    "1.00",
+    "10.0",
+    "99.9",
+    "100",
+    "100",
+    "1,000",
+    "1,234,568",
+  ]);
   const durations = [0, 0.999, 1, 1.49, 59.49, 59.5, 3599.4, 3599.5, 86400 * 3 + 7].map(runs.formatDuration);
   assert.deepEqual(durations, [
     "under a second",

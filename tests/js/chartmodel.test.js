@@ -9,7 +9,8 @@ import { plain } from "./lib.js";
 // `state(step, loss, rows)`: a run state as PageRun.state() sends it (only the keys the charts read).
 const state = (step, loss, rows = []) => ({ step, loss, epochs_done: rows });
 const row = (steps, test) => ({ epoch: 1, steps, train_loss: 0.5, test });
-const range = (start, stop, step = 1) => Array.from({ length: Math.ceil((stop - start) / step) }, (_, i) => start + i * step);
+const range = (start, stop, step = 1) =>
+  Array.from({ length: Math.ceil((stop - start) / step) }, (_, i) => start + i * step);
 
 test("a table stays bounded and keeps its first and newest rows", () => {
   const table = new charts.Table(100);

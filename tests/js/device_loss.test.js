@@ -90,7 +90,8 @@ test("an answer measured on a lost device is not kept", async () => {
   assert.equal(isGpuLost(e), true);
   assert.ok(e.message.includes("the GPU was lost (destroyed: Device was destroyed.)"), e.message);
   assert.deepEqual([...kept.items.keys()], []); // nothing stored from the lost device
-  const alive = probes.probeStore(kept, identity, async () => true, now, async () => null);
+  const [fits, notLost] = [async () => true, async () => null];
+  const alive = probes.probeStore(kept, identity, fits, now, notLost);
   assert.deepEqual(await alive.measure(64), { fits: true, measured: "2025-03-04T05:06:07.000Z", stored: false });
   const entry = JSON.parse(kept.getItem(probes.storageKey(identity)));
   assert.equal(entry.format, "scellis-probes/2");

@@ -95,7 +95,9 @@ test("the program kept in storage and storage that refuses", () => {
 // -- the side panel's fields ----------------------------------------------------------------------------
 
 test("every catalog parameter gets a control and every example value reads back", () => {
-  const choices = new Set(catalog.ops.flatMap((op) => op.params.filter((p) => p.choices).map((p) => `${op.name}.${p.name}`)));
+  const choices = new Set(
+    catalog.ops.flatMap((op) => op.params.filter((p) => p.choices).map((p) => `${op.name}.${p.name}`)),
+  );
   for (const op of catalog.ops) {
     for (const p of op.params) {
       const name = `${op.name}.${p.name}`;

@@ -472,15 +472,16 @@ test("export is stable, one node and one edge a line", () => {
     assert.equal(io.exportProgram(io.importProgram(text).program), text, name);
     // braces, a line per field, a closing line for the node and edge lists, a line per node and per edge
     const lines = splitlines(text);
-    assert.equal(
-      lines.length,
-      Object.keys(program).length + 2 + 2 + program.nodes.length + program.edges.length,
-      name,
-    );
+    assert.equal(lines.length, Object.keys(program).length + 2 + 2 + program.nodes.length + program.edges.length, name);
     texts[name] = text;
   }
   const first = splitlines(texts.digits_mlp);
-  assert.deepEqual(first.slice(0, 4), ["{", '  "format": "scellis.program/1",', '  "name": "digits-mlp",', '  "nodes": [']);
+  assert.deepEqual(first.slice(0, 4), [
+    "{",
+    '  "format": "scellis.program/1",',
+    '  "name": "digits-mlp",',
+    '  "nodes": [',
+  ]);
   const params = '"params": {"shape": [64], "dtype": "float32", "role": "features"}';
   assert.equal(first[4], `    {"id": "pixels", "op": "input", ${params}},`);
 });

@@ -74,7 +74,10 @@ test("each differing file is named with why", async () => {
 
 test("the engine installed must be the one build.json names", () => {
   const build = integrity.readBuild(JSON.stringify(buildOf(FILES)));
-  assert.equal(outcome(() => integrity.checkEngine(build, { engine_version: build.engine_version })), "ok");
+  assert.equal(
+    outcome(() => integrity.checkEngine(build, { engine_version: build.engine_version })),
+    "ok",
+  );
   assert.throws(
     () => integrity.checkEngine(build, { engine_version: "0.1.0+000000000000" }),
     (e) => {

@@ -55,7 +55,8 @@ export const assertClose = (actual, expected, { rel, abs } = {}) => {
   const [got, want] = [[actual].flat(), [expected].flat()];
   assert.equal(got.length, want.length, "lengths differ");
   want.forEach((e, i) => {
-    const tolerance = rel === undefined && abs !== undefined ? abs : Math.max((rel ?? 1e-6) * Math.abs(e), abs ?? 1e-12);
+    const tolerance =
+      rel === undefined && abs !== undefined ? abs : Math.max((rel ?? 1e-6) * Math.abs(e), abs ?? 1e-12);
     assert.ok(Math.abs(got[i] - e) <= tolerance, `item ${i}: ${got[i]} is not ${e} within ${tolerance}`);
   });
 };

@@ -32,7 +32,12 @@ test("results pair values with standard errors and intervals", () => {
 });
 
 test("a program trains when it has a loss", () => {
-  const kinds = [model.trains('{"loss": "loss"}'), model.trains('{"loss": null}'), model.trains("{}"), model.trains("{")];
+  const kinds = [
+    model.trains('{"loss": "loss"}'),
+    model.trains('{"loss": null}'),
+    model.trains("{}"),
+    model.trains("{"),
+  ];
   assert.deepEqual(kinds, [true, false, false, true]); // unreadable text: the page's default words
 });
 

@@ -41,7 +41,9 @@ test("states change the record at epochs and checkpoints, not at every chunk", (
   assert.deepEqual(changes, [true, false, true, true, false, true]);
   assert.equal(r.device, "CPU path (WebAssembly) via pyodide");
   assert.equal(r.step, 27);
-  assert.deepEqual(plain(r.rows), [{ epoch: 1, steps: 22, train_loss: 0.5, test: { loss: 0.6, "metric/accuracy": 0.8 } }]);
+  assert.deepEqual(plain(r.rows), [
+    { epoch: 1, steps: 22, train_loss: 0.5, test: { loss: 0.6, "metric/accuracy": 0.8 } },
+  ]);
   assert.deepEqual(
     r.checkpoints.map((c) => [c.step, c.kind]),
     [
@@ -188,13 +190,13 @@ const MALFORMED = {
     (r) => (r.rows = [{ ...row(1, 0.9, 0.3), test: null }]),
     "rows[0].test: expected an object",
   ],
-  "a metric that is an object": [(r) => (r.rows = [{ ...row(1, 0.9, 0.3), test: { loss: {} } }]), 'rows[0].test["loss"]'],
+  "a metric that is an object": [
+    (r) => (r.rows = [{ ...row(1, 0.9, 0.3), test: { loss: {} } }]),
+    'rows[0].test["loss"]',
+  ],
   "started as text": [(r) => (r.started = "yesterday"), "started: expected a time"],
   "unknown status": [(r) => (r.status = "exploded"), "status: text of 8 characters is not one of running"],
-  "a checkpoint's key": [
-    (r) => (r.checkpoints = [{ step: 1, key: "sha256:zz", kind: "rule" }]),
-    "checkpoints[0].key",
-  ],
+  "a checkpoint's key": [(r) => (r.checkpoints = [{ step: 1, key: "sha256:zz", kind: "rule" }]), "checkpoints[0].key"],
   "a huge name": [(r) => (r.name = "x".repeat(2_000_000)), "name: text of 2,000,000 characters, more than the 1,000"],
   "a huge program": [(r) => (r.program = "x".repeat(17 * 1024 * 1024)), "program: text of 17,825,792 characters"],
   "data not an object": [(r) => (r.data = "digits"), "data: expected an object, found text of 6 characters"],

@@ -42,7 +42,9 @@ test("files are sorted to their importer or refused with why", () => {
     mixed: "give one file (CSV, NPZ or ZIP)",
     empty_folder: "it holds no PNG or JPEG images",
   };
-  for (const [name, said] of Object.entries(why)) assert.ok(out[name].why.startsWith(said), `${name}: ${out[name].why}`);
+  for (const [name, said] of Object.entries(why)) {
+    assert.ok(out[name].why.startsWith(said), `${name}: ${out[name].why}`);
+  }
   assert.equal(out.none.why, "no files were given");
 });
 
