@@ -49,7 +49,7 @@ export function engineFacts(report, build, readyMs) {
 // An error as one line for the page: Python's (through Pyodide) carries its whole traceback in its
 // message, whose last line names the exception and says what went wrong.
 export function errorText(error) {
-  const message = error && error.message ? String(error.message) : String(error);
+  const message = error?.message ? String(error.message) : String(error);
   if (error?.type === undefined) return message;
   const lines = message.trim().split("\n");
   return lines[lines.length - 1];

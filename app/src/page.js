@@ -234,7 +234,7 @@ export function showOffline(status) {
 export function showError(error) {
   document.getElementById("loading").hidden = true;
   const box = document.getElementById("error");
-  box.textContent = `Scellis could not start: ${error && error.message ? error.message : error}`;
+  box.textContent = `Scellis could not start: ${error?.message ? error.message : error}`;
   box.hidden = false;
   document.body.dataset.state = "error";
 }

@@ -89,7 +89,7 @@ export class Driver {
     this.loop = (async () => {
       try {
         let state = this.last;
-        while (!this.paused && !(state && state.done)) {
+        while (!this.paused && !(state?.done)) {
           state = await this.advance(this.chunk);
           if (!state.done) await this.wait();
         }
@@ -112,7 +112,7 @@ export class Driver {
   // One step, while paused.
   async step() {
     if (this.loop) throw new Error("pause the run before taking a single step");
-    if (this.last && this.last.done) return this.last;
+    if (this.last?.done) return this.last;
     return this.advance(1);
   }
 }

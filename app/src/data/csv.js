@@ -162,7 +162,7 @@ class Table {
   }
 
   decideHeader() {
-    const { header, target } = this.options;
+    const { header } = this.options;
     if (header !== "auto") return header;
     if (this.targetChosen === "named") return true; // a target named by the first row makes it the header
     return this.first.fields.some((text, c) => this.isTextCell(text) && this.columns[c].isNumeric);

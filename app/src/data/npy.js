@@ -64,7 +64,7 @@ const HEADER_ENTRY = /\s*'(descr|fortran_order|shape)':\s*('[^']*'|\[[^\]]*\]|Tr
 
 function parseHeader(text, fail) {
   const notNumpy = () => fail(`has a header that is not NumPy's: ${JSON.stringify(text.trim().slice(0, 200))}`);
-  const body = /^\s*\{([^]*)\}\s*$/.exec(text);
+  const body = /^\s*\{([\s\S]*)\}\s*$/.exec(text);
   if (!body) throw notNumpy();
   const entries = new Map();
   for (let at = 0; !/^\s*$/.test(body[1].slice(at)); at = HEADER_ENTRY.lastIndex) {
