@@ -1,5 +1,5 @@
 """House style, enforced: ruff lint and format over all Python here, mypy over the package, Biome's lint and
-format over the JavaScript (biome.json names which)."""
+format over the JavaScript (biome.json names which), clang-format over the CPU path's C (.clang-format)."""
 
 from __future__ import annotations
 
@@ -31,6 +31,15 @@ def test_biome_lint_and_format_are_clean() -> None:
         [str(biome), "ci", "--colors=off", "--error-on-warnings"], cwd=ROOT, capture_output=True, text=True, check=False
     )
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_clang_format_is_clean_on_the_c() -> None:
+    clang_format = Path(sys.executable).parent / "clang-format"  # the clang-format of requirements-dev.txt
+    sources = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "wasm").iterdir() if p.suffix in (".c", ".h"))
+    done = subprocess.run(
+        [str(clang_format), "--dry-run", "--Werror", *sources], cwd=ROOT, capture_output=True, text=True, check=False
+    )
+    assert sources and done.returncode == 0, done.stdout + done.stderr
 
 
 def test_mypy_is_clean_on_the_package() -> None:
