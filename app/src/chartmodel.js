@@ -144,7 +144,11 @@ export class RunSeries {
 
   // The metrics in column order, each with its label and unit.
   metricColumns() {
-    return [...this.metrics.columns.keys()].map((name) => ({ name, label: metricLabel(name, this.trains), unit: this.units.get(name) }));
+    return [...this.metrics.columns.keys()].map((name) => ({
+      name,
+      label: metricLabel(name, this.trains),
+      unit: this.units.get(name),
+    }));
   }
 
   lossSummary() {

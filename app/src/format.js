@@ -37,7 +37,12 @@ export function engineFacts(report, build, readyMs) {
   const check = report.cpu_check;
   return [
     ["Engine version", report.engine_version],
-    ["Build manifest", build.engine_version === report.engine_version ? "matches the installed engine" : `MISMATCH: build.json says ${build.engine_version}`],
+    [
+      "Build manifest",
+      build.engine_version === report.engine_version
+        ? "matches the installed engine"
+        : `MISMATCH: build.json says ${build.engine_version}`,
+    ],
     ["Python", `${report.python}, ${report.environment}`],
     ["Pyodide", build.tools.pyodide],
     ["Cross-origin isolated", globalThis.crossOriginIsolated ? "yes (CPU-path workers can share memory)" : "no"],
