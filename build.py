@@ -36,6 +36,8 @@ DIST = ROOT / "dist"
 DIST_TEST = ROOT / "dist-test"
 NODE_MODULES = ROOT / "node_modules"
 WASM_OUT = BUILD / "wasm" / "scellis_cpu.wasm"
+# The numbers of sc_cpu_run's step entries, written from the engine's table for wasm/cpu_step.c to include.
+RUN_ORDER_HEADER = BUILD / "wasm" / "include" / "cpu_run_order.h"
 # Debug info would embed the checkout's path; the name section (function names) stays.
 WASM_FLAGS = ["--target=wasm32-freestanding", "-O3", "-msimd128", "-nostdlib", "-Wl,--no-entry", "-Wl,--strip-debug"]
 WARNINGS = ["-Wall", "-Wextra", "-Werror"]
@@ -156,12 +158,35 @@ class Step:
         stamp.write_text(json.dumps(self.record(), indent=1, sort_keys=True))
 
 
+def run_order() -> tuple[str, ...]:
+    """The CPU path's step exports in the order sc_cpu_run's entries number them, from 1: the engine's one
+    table of them (the host encodes its calls by it)."""
+    from scellis.runtime.cpu_device import RUN_ORDER
+
+    return RUN_ORDER
+
+
+def run_order_header(exports: tuple[str, ...]) -> str:
+    """cpu_run_order.h: enum sc_run, a constant SC_RUN_<export> per export, numbered as the engine numbers
+    them. cpu_step.c switches over it with no default, so under -Wall -Werror a case missing from the switch,
+    one naming no export, or a number that differs from the engine's fails to compile."""
+    members = "".join(f"  SC_RUN_{name} = {number},\n" for number, name in enumerate(exports, 1))
+    return (
+        "/* Written by build.py from the engine's RUN_ORDER (scellis.runtime): do not edit. */\n"
+        "#ifndef SCELLIS_CPU_RUN_ORDER_H\n#define SCELLIS_CPU_RUN_ORDER_H\n\n"
+        f"enum sc_run {{\n{members}}};\n\n#endif\n"
+    )
+
+
 def build_wasm() -> None:
     WASM_OUT.parent.mkdir(parents=True, exist_ok=True)
+    RUN_ORDER_HEADER.parent.mkdir(parents=True, exist_ok=True)
+    RUN_ORDER_HEADER.write_text(run_order_header(run_order()))
+    include = ["-I", str(RUN_ORDER_HEADER.parent.relative_to(ROOT))]
     sources = [str(p.relative_to(ROOT)) for p in files_under(ROOT / "wasm", "*.c")]
     # The output's file name ends up in the module, so it is always the same path.
     run(
-        [sys.executable, "-m", "ziglang", "cc", *WASM_FLAGS, *WARNINGS, *sources, "-o", str(WASM_OUT)],
+        [sys.executable, "-m", "ziglang", "cc", *WASM_FLAGS, *WARNINGS, *include, *sources, "-o", str(WASM_OUT)],
         "zig cc",
     )
 
@@ -355,7 +380,7 @@ def steps(tools: dict[str, str]) -> list[Step]:
             lambda: files_under(ROOT / "wasm"),
             lambda: [WASM_OUT],
             build_wasm,
-            f"{tools['zig']} {WASM_FLAGS}",
+            f"{tools['zig']} {WASM_FLAGS} {run_order()}",  # a changed RUN_ORDER changes the header: rebuild
         ),
         Step(
             "wheel",

@@ -31,7 +31,13 @@ function levelSection(entry) {
     d.worst && Number.isFinite(d.worst.share) ? `${(100 * d.worst.share).toFixed(1)} %` : "",
     d.identity.map(describeIdentity).join("; "),
   ]);
-  const headings = ["device", "within tolerance", "error nearest its tolerance", "share of that tolerance", "bit identity"];
+  const headings = [
+    "device",
+    "within tolerance",
+    "error nearest its tolerance",
+    "share of that tolerance",
+    "bit identity",
+  ];
   section.append(table(headings, rows));
   return section;
 }
@@ -59,12 +65,23 @@ async function main() {
   );
   const view = summarize(data, build);
   if (view.empty) {
-    main.append(element("p", "No measurements in this build. Run scripts/test (it writes them), then build again "
-      + "(scripts/serve does).", { class: "banner" }));
+    main.append(
+      element(
+        "p",
+        "No measurements in this build. Run scripts/test (it writes them), then build again " + "(scripts/serve does).",
+        { class: "banner" },
+      ),
+    );
   }
   for (const stale of view.stale) {
-    main.append(element("p", `${stale.id} was measured with engine ${stale.engine}; this build is `
-      + `${build.engine_version}. Run scripts/test again to measure this engine.`, { class: "banner" }));
+    main.append(
+      element(
+        "p",
+        `${stale.id} was measured with engine ${stale.engine}; this build is ` +
+          `${build.engine_version}. Run scripts/test again to measure this engine.`,
+        { class: "banner" },
+      ),
+    );
   }
   main.append(...view.levels.map(levelSection), ...view.records.map(deviceDetails));
   // the sections exist only now: follow a link to one of them (#level-fast) once they do
@@ -73,6 +90,8 @@ async function main() {
 }
 
 main().catch((error) => {
-  document.getElementById("report").append(element("p", `Could not show the record: ${error.message}`, { class: "banner error" }));
+  document
+    .getElementById("report")
+    .append(element("p", `Could not show the record: ${error.message}`, { class: "banner error" }));
   document.body.dataset.state = "error";
 });

@@ -39,7 +39,10 @@ async function showStorage() {
   byId("storage-live-note").textContent = "This site's storage in your browser, as it reports it now:";
 }
 
-for (const [show, note] of [[showAdapter, "gpu-live-note"], [showStorage, "storage-live-note"]]) {
+for (const [show, note] of [
+  [showAdapter, "gpu-live-note"],
+  [showStorage, "storage-live-note"],
+]) {
   show().catch((error) => {
     byId(note).textContent = `Could not read it: ${error.message}`;
   });

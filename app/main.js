@@ -23,8 +23,8 @@ import {
 import { capFromText } from "./src/plan.js";
 import { showCapError, showChanges, showPlan, showPlanMessage, showUnfit, wirePlanControls } from "./src/planpanel.js";
 import { RunControl } from "./src/runcontrol.js";
-import { RunsCard } from "./src/runs.js";
 import { trains } from "./src/runmodel.js";
+import { RunsCard } from "./src/runs.js";
 import { SharedRun } from "./src/sharedrun.js";
 import { StorageCheck } from "./src/storagecheck.js";
 import { applyRemedy, exampleProgram, forgetProbes, planProgram } from "./src/train.js";
@@ -244,11 +244,15 @@ boot(showStage)
     if (SCELLIS_TEST_HOOKS) {
       // the test build's (build.py --test): Python run in the engine's worker (after opening WebGPU when
       // `kind` says), and a JS function's source called there
-      window.scellis.python = (code, values = {}, kind = undefined) => session.engine.call("python", code, values, kind);
+      window.scellis.python = (code, values = {}, kind = undefined) =>
+        session.engine.call("python", code, values, kind);
       window.scellis.inWorker = (source, arg) => session.engine.call("script", source, arg);
     }
     window.scellis.charts = RunCharts; // bench/charts.py feeds the run panel's charts synthetic states
-    const choice = chooseDevice(session.report, storedDevice(() => localStorage));
+    const choice = chooseDevice(
+      session.report,
+      storedDevice(() => localStorage),
+    );
     showReady(session, readyMs, choice);
     return Promise.all([
       showRun(session, choice),

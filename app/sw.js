@@ -83,7 +83,11 @@ async function remember(buildText) {
     const mismatched = checked.filter((c) => !Array.isArray(c));
     if (mismatched.length) {
       await caches.delete(name);
-      return { ok: false, mismatched, error: `files differ from build.json: ${mismatched.map((m) => m.name).join(", ")}` };
+      return {
+        ok: false,
+        mismatched,
+        error: `files differ from build.json: ${mismatched.map((m) => m.name).join(", ")}`,
+      };
     }
     for (const [file, response] of checked) await cache.put(file, response);
     if (names.includes("index.html")) await cache.put("./", (await cache.match("index.html")).clone());
@@ -111,7 +115,10 @@ async function fromNewestBuild(url) {
     const files = (await build.json()).files;
     const why = file in files ? await differs(files[file], bytes) : null;
     if (!why) return cached;
-    return new Response(`${file}: the saved copy is damaged (${why})`, { status: 500, statusText: "saved copy damaged" });
+    return new Response(`${file}: the saved copy is damaged (${why})`, {
+      status: 500,
+      statusText: "saved copy damaged",
+    });
   }
   return undefined;
 }
@@ -120,7 +127,8 @@ async function fromNewestBuild(url) {
 // where the host sent none (opaque responses cannot be changed).
 function guarded(response, url) {
   if (response.type === "opaque") return response;
-  const needs = !response.headers.has("Cross-Origin-Embedder-Policy") || !response.headers.has("Content-Security-Policy");
+  const needs =
+    !response.headers.has("Cross-Origin-Embedder-Policy") || !response.headers.has("Content-Security-Policy");
   if (!needs) return response;
   const headers = new Headers(response.headers);
   if (!headers.has("Cross-Origin-Embedder-Policy")) {

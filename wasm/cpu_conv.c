@@ -92,7 +92,8 @@ void sc_cpu_conv2d(const void *args, void *scratch, u32 start, u32 end) {
       im2col(d, x, cols_of(scratch));
       cols = cols_of(scratch);
     }
-    sc_gemm_args gemm = {d->w + g * og(d) * K, cols, d->out + (n * d->o + g * og(d)) * P, og(d), P, K, K, 1, P, 1, P, 1, 0};
+    sc_gemm_args gemm = {
+        d->w + g * og(d) * K, cols, d->out + (n * d->o + g * og(d)) * P, og(d), P, K, K, 1, P, 1, P, 1, 0};
     sc_gemm_rows(&gemm, 0, og(d), scratch);
   }
 }
@@ -105,7 +106,8 @@ void sc_cpu_conv2d_grad_input(const void *args, void *scratch, u32 start, u32 en
     u32 n = item / d->groups, g = item % d->groups;
     float *dx = d->out + (n * d->c + g * cg(d)) * d->h * d->wd;
     float *cols = direct(d) ? dx : cols_of(scratch);
-    sc_gemm_args gemm = {d->w + g * og(d) * K, d->x + (n * d->o + g * og(d)) * P, cols, K, P, og(d), 1, K, P, 1, P, 1, 0};
+    sc_gemm_args gemm = {
+        d->w + g * og(d) * K, d->x + (n * d->o + g * og(d)) * P, cols, K, P, og(d), 1, K, P, 1, P, 1, 0};
     sc_gemm_rows(&gemm, 0, K, scratch);
     if (!direct(d)) col2im(d, cols, dx);
   }
@@ -123,7 +125,8 @@ void sc_cpu_conv2d_grad_weight(const void *args, void *scratch, u32 start, u32 e
         im2col(d, x, cols_of(scratch));
         cols = cols_of(scratch);
       }
-      sc_gemm_args gemm = {d->w + (n * d->o + g * og(d)) * P, cols, d->out + g * og(d) * K, og(d), K, P, P, 1, 1, P, K, 1, n > 0};
+      sc_gemm_args gemm = {
+          d->w + (n * d->o + g * og(d)) * P, cols, d->out + g * og(d) * K, og(d), K, P, P, 1, 1, P, K, 1, n > 0};
       sc_gemm_rows(&gemm, 0, og(d), scratch);
     }
   }

@@ -130,7 +130,7 @@ enum sc_op {
   SC_OP_U2F = 50, /* also bool -> float32 */
   SC_OP_F2B = 51, /* x != 0 */
   SC_OP_I2B = 52,
-  SC_OP_INTEGER = 53, /* dst <- int32 draws in [0, d) (scellis.rng.integer); a, b, c as for UNIFORM */
+  SC_OP_INTEGER = 53,   /* dst <- int32 draws in [0, d) (scellis.rng.integer); a, b, c as for UNIFORM */
   SC_OP_IS_FINITE = 54, /* dst <- 1 unless a's exponent bits are all ones (inf, NaN) */
   SC_OP_EXPM1 = 55,
 };

@@ -43,7 +43,7 @@ double sc_exp(double x) {
   if (x > 100.0) return __builtin_inf();
   double k = __builtin_rint(x * LOG2E);
   double r = (x - k * LN2_HI) - k * LN2_LO; /* |r| <= ln2 / 2 */
-  double p = 1.0 / 6227020800.0;           /* 1/13!, Horner down to 1 */
+  double p = 1.0 / 6227020800.0;            /* 1/13!, Horner down to 1 */
   p = p * r + 1.0 / 479001600.0;
   p = p * r + 1.0 / 39916800.0;
   p = p * r + 1.0 / 3628800.0;

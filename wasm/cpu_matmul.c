@@ -2,11 +2,11 @@
  *
  * Goto/BLIS blocking: for each NC-column block of B and KC-deep slice of K, B is packed into panels of
  * NR columns (in the scratch, L2-sized); for each MC-row block of A, A is packed into panels of MR rows;
- * a 4x8 register tile (eight f32x4 accumulators) runs over a pair of panels, the B panel staying in L1. Packing reads any strides; row-major and
- * transposed (column-major) operands have vector fast paths. Every output element sums its products in
- * k order, one multiply and one add each (no FMA: simd128 has none that is deterministic), starting
- * from 0 (or from C when accumulating), so the bytes do not depend on the blocking, the operands'
- * layout, or how rows are split between workers. */
+ * a 4x8 register tile (eight f32x4 accumulators) runs over a pair of panels, the B panel staying in L1. Packing reads
+ * any strides; row-major and transposed (column-major) operands have vector fast paths. Every output element sums its
+ * products in k order, one multiply and one add each (no FMA: simd128 has none that is deterministic), starting from 0
+ * (or from C when accumulating), so the bytes do not depend on the blocking, the operands' layout, or how rows are
+ * split between workers. */
 #include "cpu_kernels.h"
 
 #define MR 4u
@@ -81,9 +81,9 @@ static void pack_b(const sc_gemm_args *g, u32 j0, u32 nc, u32 p0, u32 kc, float 
   }
 }
 
-#define MUL_ADD_ROW(ci0, ci1, ai)                   \
-  {                                             \
-    v128_t av = wasm_v128_load32_splat(a + ai); \
+#define MUL_ADD_ROW(ci0, ci1, ai)                      \
+  {                                                    \
+    v128_t av = wasm_v128_load32_splat(a + ai);        \
     ci0 = wasm_f32x4_add(ci0, wasm_f32x4_mul(av, b0)); \
     ci1 = wasm_f32x4_add(ci1, wasm_f32x4_mul(av, b1)); \
   }
@@ -126,7 +126,8 @@ static void tile(const sc_gemm_args *g, const float *pa, const float *pb, u32 kc
   }
   float local[MR * NR];
   for (u32 r = 0; r < MR; r++)
-    for (u32 q = 0; q < NR; q++) local[r * NR + q] = (!first && r < rows && q < cols) ? c[r * g->rs_c + q * g->cs_c] : 0.0f;
+    for (u32 q = 0; q < NR; q++)
+      local[r * NR + q] = (!first && r < rows && q < cols) ? c[r * g->rs_c + q * g->cs_c] : 0.0f;
   micro(kc, pa, pb, local, NR, first);
   for (u32 r = 0; r < rows; r++)
     for (u32 q = 0; q < cols; q++) c[r * g->rs_c + q * g->cs_c] = local[r * NR + q];

@@ -39,7 +39,8 @@ static void accumulate(lanes *acc, const sc_f32 *x, u32 n, double shift, int squ
   u32 t = 0;
   for (; t + 4 <= n; t += 4) {
     v128_t v = wasm_v128_load(x + t);
-    v128_t lo = wasm_f64x2_promote_low_f32x4(v), hi = wasm_f64x2_promote_low_f32x4(wasm_i32x4_shuffle(v, v, 2, 3, 0, 1));
+    v128_t lo = wasm_f64x2_promote_low_f32x4(v),
+           hi = wasm_f64x2_promote_low_f32x4(wasm_i32x4_shuffle(v, v, 2, 3, 0, 1));
     if (square) {
       lo = wasm_f64x2_sub(lo, s), hi = wasm_f64x2_sub(hi, s);
       lo = wasm_f64x2_mul(lo, lo), hi = wasm_f64x2_mul(hi, hi);
@@ -172,7 +173,9 @@ static void reduce_tile(const reduce_desc *d, u32 o0, u32 n) {
   for (u32 o = 0; o < n; o++) means[o] = sums[o] / d->count;
   if (d->op == VAR) sum_tile(d, x, n, means, sums);
   for (u32 o = 0; o < n; o++)
-    out[o] = d->op == SUM ? (float)sums[o] : d->op == MEAN ? (float)means[o] : (float)(sums[o] / (d->count - d->correction));
+    out[o] = d->op == SUM    ? (float)sums[o]
+             : d->op == MEAN ? (float)means[o]
+                             : (float)(sums[o] / (d->count - d->correction));
 }
 
 /* Results [start, end): sum, mean, max or var of each outer index's R elements, contiguous in out. */
@@ -196,9 +199,7 @@ void sc_cpu_rows(const void *args, u32 start, u32 end) {
   sc_walk w;
   sc_walk_start(&w, d->outer_ndim, d->outer_shape, d->outer_strides, start);
   for (u32 o = start; o < end; o++, sc_walk_advance(&w, 1)) {
-    if (d->op == ARGMAX)
-      d->out[o] = row_argmax(d, d->x + w.off);
-    else
-      softmax_row(d, d->x + w.off, (sc_f32 *)d->out + o * d->count);
+    if (d->op == ARGMAX) d->out[o] = row_argmax(d, d->x + w.off);
+    else softmax_row(d, d->x + w.off, (sc_f32 *)d->out + o * d->count);
   }
 }

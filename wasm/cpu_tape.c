@@ -119,7 +119,7 @@ static float gelu_erf(double x) { return (float)(0.5 * x * sc_erfc(-x * 0.707106
 /* Ops of one float argument that go through double precision, one lane at a time. */
 static int scalar_unary(u32 op, const sc_f32 *x, sc_f32 *y, u32 n) {
   switch (op) {
-#define EACH(expr)                                   \
+#define EACH(expr)                                  \
   for (u32 j = 0; j < n; j++) y[j] = (float)(expr); \
   return 1
     case SC_OP_EXP: EACH(sc_exp(x[j]));
@@ -144,12 +144,12 @@ static int scalar_unary(u32 op, const sc_f32 *x, sc_f32 *y, u32 n) {
 static void vector_op(u32 op, sc_u32 *dst, const sc_u32 *a, const sc_u32 *b, const sc_u32 *c, u32 imm, u32 m) {
   const v128_t zero = wasm_i32x4_splat(0), one = wasm_i32x4_splat(1), alpha = wasm_i32x4_splat((int)imm);
   const v128_t exponent = wasm_i32x4_splat(0x7f800000);
-#define EACH(expr)                                                          \
-  for (u32 j = 0; j < m; j += 4) {                                          \
-    v128_t x = wasm_v128_load(a + j), y = wasm_v128_load(b + j);            \
-    (void)y;                                                                \
-    wasm_v128_store(dst + j, (expr));                                       \
-  }                                                                         \
+#define EACH(expr)                                               \
+  for (u32 j = 0; j < m; j += 4) {                               \
+    v128_t x = wasm_v128_load(a + j), y = wasm_v128_load(b + j); \
+    (void)y;                                                     \
+    wasm_v128_store(dst + j, (expr));                            \
+  }                                                              \
   return
   switch (op) {
     case SC_OP_MOV: EACH(x);
@@ -239,5 +239,6 @@ void sc_cpu_tape(const void *args, void *scratch, u32 start, u32 end) {
     fill(r, r[0], SC_BLOCK);
   }
   code += t->n_prologue * INSTR_WORDS;
-  for (u32 i0 = start; i0 < end; i0 += SC_BLOCK) run(t, views, code, t->n_body, scratch, i0, sc_min(SC_BLOCK, end - i0));
+  for (u32 i0 = start; i0 < end; i0 += SC_BLOCK)
+    run(t, views, code, t->n_body, scratch, i0, sc_min(SC_BLOCK, end - i0));
 }

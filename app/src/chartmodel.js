@@ -1,6 +1,6 @@
 // The run panel's charts without the DOM: the train loss by step (a point per run state) and the held-out
 // metrics by step (a point per finished epoch), each kept to a bounded number of points whatever the run's
-// length, with the words that summarise them. Node runs it in tests/test_chartmodel_js.py.
+// length, with the words that summarise them. Node runs it in tests/js/chartmodel.test.js.
 
 export const CAP = 2000; // points kept per table; a draw then costs the same at step 100 and step 10^7
 export const LOSS = "train loss"; // the loss table's one column
@@ -144,7 +144,11 @@ export class RunSeries {
 
   // The metrics in column order, each with its label and unit.
   metricColumns() {
-    return [...this.metrics.columns.keys()].map((name) => ({ name, label: metricLabel(name, this.trains), unit: this.units.get(name) }));
+    return [...this.metrics.columns.keys()].map((name) => ({
+      name,
+      label: metricLabel(name, this.trains),
+      unit: this.units.get(name),
+    }));
   }
 
   lossSummary() {

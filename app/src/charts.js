@@ -5,7 +5,7 @@
 
 import uPlot from "uplot";
 import "uplot/dist/uPlot.min.css";
-import { LOSS, RunSeries, formatValue, nonFiniteText } from "./chartmodel.js";
+import { formatValue, LOSS, nonFiniteText, RunSeries } from "./chartmodel.js";
 
 const HEIGHT = 220; // the canvas's, axes included; the legend goes below it
 const SERIES_COLOURS = ["--chart-1", "--chart-2", "--chart-3", "--chart-4"];
@@ -77,7 +77,8 @@ function metricsOptions(width, series, colours, columns) {
     return on.length === 1 ? on[0].label : alone;
   };
   const axes = [x.axis];
-  if (columns.some((c) => c.unit === "value")) axes.push(axis(colours, axisLabel("value", "value"), { scale: "value" }));
+  if (columns.some((c) => c.unit === "value"))
+    axes.push(axis(colours, axisLabel("value", "value"), { scale: "value" }));
   if (columns.some((c) => c.unit === "%")) {
     const values = (u, splits) => splits.map((v) => `${Math.round(v * 100)} %`);
     axes.push(axis(colours, axisLabel("%", "percent"), { scale: "%", side: 1, grid: { show: false }, values }));
@@ -116,10 +117,28 @@ export class RunCharts {
     box.setAttribute("aria-hidden", "true");
     document.body.append(box);
     const colours = themeColours(this.root);
-    const columns = [{ name: "loss", label: "loss", unit: "value" }, { name: "accuracy", label: "accuracy", unit: "%" }];
+    const columns = [
+      { name: "loss", label: "loss", unit: "value" },
+      { name: "accuracy", label: "accuracy", unit: "%" },
+    ];
     const plots = [
-      new uPlot(lossOptions(320, new RunSeries(), colours), [[0, 1], [1, 0.5]], box),
-      new uPlot(metricsOptions(320, new RunSeries(), colours, columns), [[0, 1], [1, 0.5], [0.5, 0.9]], box),
+      new uPlot(
+        lossOptions(320, new RunSeries(), colours),
+        [
+          [0, 1],
+          [1, 0.5],
+        ],
+        box,
+      ),
+      new uPlot(
+        metricsOptions(320, new RunSeries(), colours, columns),
+        [
+          [0, 1],
+          [1, 0.5],
+          [0.5, 0.9],
+        ],
+        box,
+      ),
     ];
     idle(() => {
       for (const plot of plots) plot.setData([plot.data[0].concat(2), ...plot.data.slice(1).map((c) => c.concat(0.4))]);
@@ -228,7 +247,11 @@ export class RunCharts {
   }
 
   plot(name, options) {
-    return new uPlot(options, options.series.map(() => []), this.boxes[name]);
+    return new uPlot(
+      options,
+      options.series.map(() => []),
+      this.boxes[name],
+    );
   }
 
   setData(name, data, count) {
@@ -241,8 +264,12 @@ export class RunCharts {
 
   label() {
     const trains = this.series.trains;
-    this.boxes.loss.closest("figure").querySelector("figcaption").textContent = trains ? "Train loss" : "Train loss (none)";
-    this.boxes.metrics.closest("figure").querySelector("figcaption").textContent = trains ? "Held-out metrics" : "Results";
+    this.boxes.loss.closest("figure").querySelector("figcaption").textContent = trains
+      ? "Train loss"
+      : "Train loss (none)";
+    this.boxes.metrics.closest("figure").querySelector("figcaption").textContent = trains
+      ? "Held-out metrics"
+      : "Results";
     this.boxes.loss.setAttribute("aria-label", this.series.lossSummary());
     this.boxes.metrics.setAttribute("aria-label", this.series.metricsSummary());
     const bad = this.series.nonFinite;

@@ -112,7 +112,8 @@ export class DataCard {
     const card = byId("data");
     card.setAttribute("aria-busy", "true");
     card.dataset.state = "reading";
-    byId("data-progress").textContent = `Reading ${files.length === 1 ? (files[0].file ?? files[0]).name : `${files.length} files`}…`;
+    byId("data-progress").textContent =
+      `Reading ${files.length === 1 ? (files[0].file ?? files[0]).name : `${files.length} files`}…`;
     try {
       const { id, summary } = await importData(this.engine, files, settings);
       this.files = files;
@@ -243,7 +244,10 @@ function showSummary(summary, device) {
     grid.tHead.append(head);
     for (const row of table.rows) {
       const tr = element("tr");
-      for (const cell of row) tr.append(element("td", cell === null ? "—" : typeof cell === "number" ? String(Number(cell.toPrecision(6))) : cell));
+      for (const cell of row)
+        tr.append(
+          element("td", cell === null ? "—" : typeof cell === "number" ? String(Number(cell.toPrecision(6))) : cell),
+        );
       grid.tBodies[0].append(tr);
     }
     preview.append(grid);
@@ -251,7 +255,12 @@ function showSummary(summary, device) {
   const thumbs = byId("data-thumbs");
   thumbs.replaceChildren();
   for (const thumb of summary.preview.thumbnails ?? []) {
-    const canvas = element("canvas", undefined, { width: thumb.width, height: thumb.height, role: "img", "aria-label": `example ${thumb.index}: ${thumb.label}` });
+    const canvas = element("canvas", undefined, {
+      width: thumb.width,
+      height: thumb.height,
+      role: "img",
+      "aria-label": `example ${thumb.index}: ${thumb.label}`,
+    });
     canvas.getContext("2d").putImageData(new ImageData(thumb.rgba, thumb.width, thumb.height), 0, 0);
     const figure = element("figure");
     figure.append(canvas, element("figcaption", thumb.label));

@@ -99,7 +99,9 @@ class Engine {
     if (data?.user !== undefined) return { source: "user", files: this.kept.get(data.user).files };
     if (data !== "site") return { source: "site", files: data.files };
     if (!this.siteFiles) {
-      const entries = await Promise.all(DATA_FILES.map(async (n) => [n, await fetchBytes(new URL(`data/${n}`, this.base))]));
+      const entries = await Promise.all(
+        DATA_FILES.map(async (n) => [n, await fetchBytes(new URL(`data/${n}`, this.base))]),
+      );
       this.siteFiles = Object.fromEntries(entries);
     }
     return { source: "site", files: this.siteFiles };
@@ -159,7 +161,8 @@ class Engine {
     return {
       boot: (buildText, storage) => this.boot(buildText, storage),
       // the Guide of a program (JSON text): stages, links from nodes to IR ops and kernels, buffer lifetimes
-      guide: async (program, level, features) => JSON.parse(await this.python(PYTHON.guide, { program, level, features })),
+      guide: async (program, level, features) =>
+        JSON.parse(await this.python(PYTHON.guide, { program, level, features })),
       example: () => this.python(PYTHON.example),
       plan: async (data, run) => {
         await this.prepareDevice(run.kind, false);

@@ -177,7 +177,8 @@ async function lostAfterRoundTrip(device, watch) {
     await buffer.mapAsync(GPUMapMode.READ);
   } catch (error) {
     const explained = await watch.explain(error, "the allocation probe");
-    if (explained instanceof GpuLostError) return watch.lost ?? { reason: explained.reason, message: explained.lostMessage };
+    if (explained instanceof GpuLostError)
+      return watch.lost ?? { reason: explained.reason, message: explained.lostMessage };
     throw new Error(`the allocation probe's answer could not be confirmed: ${explained.message}`);
   } finally {
     buffer.destroy();

@@ -37,7 +37,12 @@ export function engineFacts(report, build, readyMs) {
   const check = report.cpu_check;
   return [
     ["Engine version", report.engine_version],
-    ["Build manifest", build.engine_version === report.engine_version ? "matches the installed engine" : `MISMATCH: build.json says ${build.engine_version}`],
+    [
+      "Build manifest",
+      build.engine_version === report.engine_version
+        ? "matches the installed engine"
+        : `MISMATCH: build.json says ${build.engine_version}`,
+    ],
     ["Python", `${report.python}, ${report.environment}`],
     ["Pyodide", build.tools.pyodide],
     ["Cross-origin isolated", globalThis.crossOriginIsolated ? "yes (CPU-path workers can share memory)" : "no"],
@@ -49,7 +54,7 @@ export function engineFacts(report, build, readyMs) {
 // An error as one line for the page: Python's (through Pyodide) carries its whole traceback in its
 // message, whose last line names the exception and says what went wrong.
 export function errorText(error) {
-  const message = error && error.message ? String(error.message) : String(error);
+  const message = error?.message ? String(error.message) : String(error);
   if (error?.type === undefined) return message;
   const lines = message.trim().split("\n");
   return lines[lines.length - 1];

@@ -54,7 +54,9 @@ export async function offerReopen(control, error) {
   }
   const from = newestCheckpoint(after.state, after.saved);
   const button = byId("run-reopen");
-  button.textContent = from ? "Reopen GPU and resume from the last checkpoint" : "Reopen GPU and run again from the start";
+  button.textContent = from
+    ? "Reopen GPU and resume from the last checkpoint"
+    : "Reopen GPU and run again from the start";
   show("offered", lossWords(error, after, from));
   button.onclick = () => reopen(control, settings, from);
 }
@@ -72,6 +74,10 @@ async function reopen(control, settings, from) {
   // the failed run's own settings: program, data, level, seed, epochs, memory limit, and WebGPU; start()
   // hides this box before its first pause, so it is shown again, saying which device the run is on now
   const started = control.start({ ...settings, kind: "webgpu", resume: from?.key ?? undefined });
-  show("resumed", undefined, `Reopened ${name}: the run goes on ${from ? `from step ${from.step}` : "from its start"}.`);
+  show(
+    "resumed",
+    undefined,
+    `Reopened ${name}: the run goes on ${from ? `from step ${from.step}` : "from its start"}.`,
+  );
   await started;
 }

@@ -16,7 +16,9 @@ export class GpuLostError extends Error {
   constructor(info, device = "", during = "") {
     const { reason, message } = lossOf(info);
     const when = during ? ` during ${during}` : "";
-    super(`the GPU was lost (${reason}: ${message})${when}: ${device || "the device"} does nothing more until it is reopened`);
+    super(
+      `the GPU was lost (${reason}: ${message})${when}: ${device || "the device"} does nothing more until it is reopened`,
+    );
     this.name = GPU_LOST;
     this.reason = reason;
     this.lostMessage = message;

@@ -129,7 +129,9 @@ export class Guide {
     });
     const title = element("h3", `${id}: its ops are marked in the IR below; computed by ${kernels.length} kernel(s)`);
     byId("guide-detail").replaceChildren(title, element("ul", undefined, { class: "guide-kernels" }));
-    byId("guide-detail").querySelector("ul").append(...kernels);
+    byId("guide-detail")
+      .querySelector("ul")
+      .append(...kernels);
     byId("guide").dataset.node = id;
   }
 
@@ -141,7 +143,11 @@ export class Guide {
     const box = element("div", undefined, { class: "guide-kernel" });
     box.dataset.kernel = String(index);
     const nodes = `Computes ops of: ${kernel.nodes.join(", ")}; step IR ops ${kernel.ops.map((n) => `%${n}`).join(", ")}`;
-    box.append(element("p", kernelSummary(kernel)), element("p", nodes), element("pre", kernel.wgsl, { class: "guide-code" }));
+    box.append(
+      element("p", kernelSummary(kernel)),
+      element("p", nodes),
+      element("pre", kernel.wgsl, { class: "guide-code" }),
+    );
     byId("guide-detail").append(box);
     byId("guide").dataset.kernel = String(index);
   }

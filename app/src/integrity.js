@@ -42,7 +42,8 @@ export function readBuild(text) {
       throw refuse(`its entry for ${name} is not a SHA-256 and a size`);
     }
   }
-  if (typeof build.wheel !== "string" || !(build.wheel in build.files)) throw refuse("it names no engine wheel among its files");
+  if (typeof build.wheel !== "string" || !(build.wheel in build.files))
+    throw refuse("it names no engine wheel among its files");
   if (typeof build.engine_version !== "string") throw refuse("it names no engine version");
   if (typeof build.tools?.pyodide !== "string") throw refuse("it names no Pyodide version");
   return build;
@@ -70,7 +71,8 @@ async function fetchChecked(base, build, name) {
   } catch (error) {
     return { name, why: `it could not be fetched (${error.message})` };
   }
-  if (!response.ok) return { name, why: `HTTP ${response.status}${response.statusText ? ` ${response.statusText}` : ""}` };
+  if (!response.ok)
+    return { name, why: `HTTP ${response.status}${response.statusText ? ` ${response.statusText}` : ""}` };
   const bytes = new Uint8Array(await response.arrayBuffer());
   const why = await differs(build, name, bytes);
   return why === null ? bytes : { name, why };

@@ -70,7 +70,9 @@ export function showTrainPanel(choice, promises, { onLevel, onTrain, onDevice })
   };
   showDeviceChoice(choice);
   const devices = document.getElementById("train-device-choice");
-  devices.replaceChildren(...choice.options.map(({ kind, label }) => new Option(label, kind, false, kind === choice.kind)));
+  devices.replaceChildren(
+    ...choice.options.map(({ kind, label }) => new Option(label, kind, false, kind === choice.kind)),
+  );
   devices.onchange = () => onDevice(devices.value);
   const button = document.getElementById("train-button");
   button.onclick = () => {
@@ -221,7 +223,8 @@ export function showTrainRefused(refused) {
   section.dataset.state = "refused";
   document.getElementById("train-status").textContent = `refused: ${refused.refused}`;
   const memory = refused.memory;
-  document.getElementById("train-memory").textContent = `Memory: ${formatBytes(memory.bytes)} planned, verdict ${memory.verdict}`;
+  document.getElementById("train-memory").textContent =
+    `Memory: ${formatBytes(memory.bytes)} planned, verdict ${memory.verdict}`;
   document.getElementById("train-setup").disabled = false;
 }
 
@@ -234,7 +237,7 @@ export function showOffline(status) {
 export function showError(error) {
   document.getElementById("loading").hidden = true;
   const box = document.getElementById("error");
-  box.textContent = `Scellis could not start: ${error && error.message ? error.message : error}`;
+  box.textContent = `Scellis could not start: ${error?.message ? error.message : error}`;
   box.hidden = false;
   document.body.dataset.state = "error";
 }

@@ -7,8 +7,19 @@ import { formatBytes } from "./format.js";
 // One colour per part of the bar, by position in the engine's category order (every part is named in
 // the legend too: colour is never the only cue). Colour-blind-safe hues first.
 const PALETTE = [
-  "#0072b2", "#e69f00", "#56b4e9", "#cc79a7", "#009e73", "#d55e00", "#332288", "#88ccee", "#882255",
-  "#44aa99", "#999933", "#aa4499", "#6f6f6f",
+  "#0072b2",
+  "#e69f00",
+  "#56b4e9",
+  "#cc79a7",
+  "#009e73",
+  "#d55e00",
+  "#332288",
+  "#88ccee",
+  "#882255",
+  "#44aa99",
+  "#999933",
+  "#aa4499",
+  "#6f6f6f",
 ];
 // A budget further than this many times the plan's bytes would flatten the bar to a sliver: the
 // chart then ends a quarter past the plan, and the budget marker points beyond its edge.
@@ -96,6 +107,7 @@ export function capFromText(text) {
   const trimmed = text.trim();
   if (trimmed === "") return { cap: null };
   const mib = Number(trimmed);
-  if (!Number.isFinite(mib) || mib <= 0) return { error: `the memory limit must be a positive number of MiB, got "${trimmed}"` };
+  if (!Number.isFinite(mib) || mib <= 0)
+    return { error: `the memory limit must be a positive number of MiB, got "${trimmed}"` };
   return { cap: Math.max(1, Math.round(mib * 1024 * 1024)) };
 }

@@ -4,15 +4,7 @@
 
 import { byId, element } from "./dom.js";
 import { formatBytes } from "./format.js";
-import {
-  VERDICT_WORDS,
-  chartModel,
-  chartSummary,
-  exactBytes,
-  functionLine,
-  programLine,
-  remedyLabel,
-} from "./plan.js";
+import { chartModel, chartSummary, exactBytes, functionLine, programLine, remedyLabel, VERDICT_WORDS } from "./plan.js";
 
 // Bytes in human units, the exact count in a tooltip.
 function bytesNode(n) {
@@ -29,7 +21,11 @@ export function showPlanMessage(state, text) {
   byId("plan-body").hidden = state !== "planning" || byId("plan-body").dataset.shown !== "yes";
 }
 
-const SOURCE_NAMES = { site: "this site's digits", chars: "the Zen of Python's characters", cancer: "the breast cancer data" };
+const SOURCE_NAMES = {
+  site: "this site's digits",
+  chars: "the Zen of Python's characters",
+  cancer: "the breast cancer data",
+};
 
 // A program that cannot train on the data chosen: every reason, and what would fit — the built-in data
 // sets it fits (`onSource(source)`), or a starter program for the data (`onStarter()`).
@@ -87,7 +83,10 @@ function showLegend(parts) {
   const items = parts
     .filter((part) => part.bytes > 0)
     .map((part) => {
-      const swatch = element("span", undefined, { class: `swatch${part.alongside ? " alongside" : ""}`, "aria-hidden": "true" });
+      const swatch = element("span", undefined, {
+        class: `swatch${part.alongside ? " alongside" : ""}`,
+        "aria-hidden": "true",
+      });
       swatch.style.backgroundColor = part.color;
       const item = element("li");
       item.append(swatch, `${part.label}: `, bytesNode(part.bytes));

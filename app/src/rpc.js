@@ -79,7 +79,8 @@ export function serve(port, handlers) {
     if (message.event !== undefined) return events.deliver(message);
     const handler = handlers[message.name];
     try {
-      if (typeof handler !== "function") throw new Error(`the engine has no call named ${JSON.stringify(message.name)}`);
+      if (typeof handler !== "function")
+        throw new Error(`the engine has no call named ${JSON.stringify(message.name)}`);
       const result = await handler(...message.args);
       port.postMessage({ id: message.id, ok: true, result });
     } catch (error) {

@@ -20,7 +20,16 @@ import {
   showTrainRefused,
   showTrainStarting,
 } from "./page.js";
-import { Driver, LAST_RUN, checkLastRun, forgetLastRun, keyFromText, lastRun, manifestName, weightsName } from "./runmodel.js";
+import {
+  checkLastRun,
+  Driver,
+  forgetLastRun,
+  keyFromText,
+  LAST_RUN,
+  lastRun,
+  manifestName,
+  weightsName,
+} from "./runmodel.js";
 import {
   download,
   setRunPhase,
@@ -33,7 +42,7 @@ import {
   wireResume,
   wireRunControls,
 } from "./runpanel.js";
-import { SITE_DATA, resumeSettings, sameData } from "./runsmodel.js";
+import { resumeSettings, SITE_DATA, sameData } from "./runsmodel.js";
 import { openRun } from "./train.js";
 
 // The newest of a run's checkpoints (written by its loop program or saved from the page), or null.
@@ -258,7 +267,14 @@ export class RunControl {
     const page = this.controller.current();
     const own = Boolean(record);
     const settings = own
-      ? { ...page, program: record.program, level: record.level, seed: record.seed, epochs: record.epochs, keep: record.keep }
+      ? {
+          ...page,
+          program: record.program,
+          level: record.level,
+          seed: record.seed,
+          epochs: record.epochs,
+          keep: record.keep,
+        }
       : { ...page, seed: fieldValue("train-seed"), epochs: Number(fieldValue("train-epochs")) };
     if (!settings.level) {
       showResumeError("choose the determinism level the checkpoint was saved at first");

@@ -1,6 +1,6 @@
 // The run panel's logic without the DOM: driving a run a chunk of steps at a time (so the page can pause,
 // take a single step and go on), the figures it shows, the last run kept across visits, the data files a
-// re-run asks for, and the manifest's file name. Node runs it in tests/test_app_js.py.
+// re-run asks for, and the manifest's file name. Node runs it in tests/js/app.test.js.
 
 export const CHUNK_TARGET_MS = 150; // a chunk of steps this long keeps the page answering between chunks
 export const MAX_CHUNK = 2000;
@@ -39,7 +39,8 @@ export function figures(state) {
   const parts = [`step ${state.step} of ${state.total}`, `epoch ${state.epoch} of ${state.epochs}`];
   if (state.steps_per_s !== null) parts.push(`${formatRate(state.steps_per_s)} steps/s`);
   if (state.done) parts.push(state.stopped ? "stopped by a rule" : "done");
-  else if (state.eta_s !== null) parts.push(state.eta_s < 1 ? "under a second left" : `about ${formatDuration(state.eta_s)} left`);
+  else if (state.eta_s !== null)
+    parts.push(state.eta_s < 1 ? "under a second left" : `about ${formatDuration(state.eta_s)} left`);
   return parts.join(" · ");
 }
 
@@ -61,7 +62,10 @@ export function controls(phase) {
 // Drives a run (anything with `advance(steps)` resolving to the state as JSON text) a chunk at a time.
 // `onState(state)` after each chunk; `wait()` between chunks gives the page its turn.
 export class Driver {
-  constructor(run, { onState, wait = () => new Promise((resolve) => setTimeout(resolve, 0)), now = () => performance.now() }) {
+  constructor(
+    run,
+    { onState, wait = () => new Promise((resolve) => setTimeout(resolve, 0)), now = () => performance.now() },
+  ) {
     this.run = run;
     this.onState = onState;
     this.wait = wait;
@@ -89,7 +93,7 @@ export class Driver {
     this.loop = (async () => {
       try {
         let state = this.last;
-        while (!this.paused && !(state && state.done)) {
+        while (!this.paused && !state?.done) {
           state = await this.advance(this.chunk);
           if (!state.done) await this.wait();
         }
@@ -112,7 +116,7 @@ export class Driver {
   // One step, while paused.
   async step() {
     if (this.loop) throw new Error("pause the run before taking a single step");
-    if (this.last && this.last.done) return this.last;
+    if (this.last?.done) return this.last;
     return this.advance(1);
   }
 }
@@ -172,7 +176,9 @@ export function rememberRun(storage, record) {
 export function keyFromText(text) {
   const key = String(text).trim().toLowerCase();
   if (KEY.test(key)) return { key };
-  return { error: `a checkpoint key is "sha256:" and 64 hexadecimal digits; got "${String(text).trim().slice(0, 80)}"` };
+  return {
+    error: `a checkpoint key is "sha256:" and 64 hexadecimal digits; got "${String(text).trim().slice(0, 80)}"`,
+  };
 }
 
 // The files picked for a re-run, by name: the four data files and nothing else; {error} names the problem.
@@ -180,12 +186,16 @@ export function checkDataFiles(names) {
   const unknown = names.filter((name) => !DATA_FILES.includes(name));
   const missing = DATA_FILES.filter((name) => !names.includes(name));
   if (unknown.length) return { error: `${unknown.join(", ")}: not one of the data files (${DATA_FILES.join(", ")})` };
-  if (missing.length) return { error: `missing ${missing.join(", ")}: choose all four data files (${DATA_FILES.join(", ")})` };
+  if (missing.length)
+    return { error: `missing ${missing.join(", ")}: choose all four data files (${DATA_FILES.join(", ")})` };
   return {};
 }
 
 // The manifest's download name: the program's name and the start of the final key.
-const fileStem = (program) => String(program ?? "").replace(/[^A-Za-z0-9_-]+/g, "-").replace(/^-+|-+$/g, "") || "run";
+const fileStem = (program) =>
+  String(program ?? "")
+    .replace(/[^A-Za-z0-9_-]+/g, "-")
+    .replace(/^-+|-+$/g, "") || "run";
 
 export function manifestName(program, final) {
   return `${fileStem(program)}-${final.slice("sha256:".length, "sha256:".length + 12)}.manifest.json`;
@@ -221,7 +231,8 @@ const HIGH = "_ci_high";
 // program's order of first mention; [{ name, text }].
 export function resultRows(metrics) {
   const values = new Map(Object.entries(metrics).map(([key, value]) => [key.replace(/^metric\//, ""), value]));
-  const base = (name) => [SE, LOW, HIGH].reduce((n, suffix) => (n.endsWith(suffix) ? n.slice(0, -suffix.length) : n), name);
+  const base = (name) =>
+    [SE, LOW, HIGH].reduce((n, suffix) => (n.endsWith(suffix) ? n.slice(0, -suffix.length) : n), name);
   const rows = [];
   for (const name of new Set([...values.keys()].map(base))) {
     const parts = [];
@@ -230,7 +241,8 @@ export function resultRows(metrics) {
     if (values.has(name + LOW) && values.has(name + HIGH)) {
       parts.push(`interval [${resultNumber(values.get(name + LOW))}, ${resultNumber(values.get(name + HIGH))}]`);
     } else {
-      for (const suffix of [LOW, HIGH]) if (values.has(name + suffix)) parts.push(`${suffix.slice(1)} ${resultNumber(values.get(name + suffix))}`);
+      for (const suffix of [LOW, HIGH])
+        if (values.has(name + suffix)) parts.push(`${suffix.slice(1)} ${resultNumber(values.get(name + suffix))}`);
     }
     rows.push({ name, text: parts.join(" ") });
   }

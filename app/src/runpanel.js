@@ -100,7 +100,8 @@ export function wireRunControls(handlers) {
 export function showLastKey(last) {
   if (last) {
     byId("resume-key").value = last.key;
-    byId("resume-help").textContent = `the last run's newest checkpoint (step ${last.step}, level ${last.level}); or paste any checkpoint key`;
+    byId("resume-help").textContent =
+      `the last run's newest checkpoint (step ${last.step}, level ${last.level}); or paste any checkpoint key`;
   } else {
     byId("resume-help").textContent = "a checkpoint's key, as the run panel lists it";
   }
@@ -155,7 +156,8 @@ export function showShared(shown) {
     ["Epochs", String(s.epochs)],
   ];
   if (s.steps !== null) facts.push(["Steps", String(s.steps)]);
-  for (const v of s.data) facts.push([`Data, ${v.split}`, `${v.sha256} (${v.examples} examples of shape [${v.shape}])`]);
+  for (const v of s.data)
+    facts.push([`Data, ${v.split}`, `${v.sha256} (${v.examples} examples of shape [${v.shape}])`]);
   if (ran) facts.push(["Ran on", ran.device], ["Engine", ran.engine_version], ["Final checkpoint", s.final]);
   const list = byId("shared-facts");
   list.replaceChildren();

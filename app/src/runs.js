@@ -289,7 +289,8 @@ export class RunsCard {
     byId("runs-detail-title").textContent = `Run of ${record.name}, ${model.formatWhen(record.started, Date.now())}`;
     const facts = byId("runs-detail-facts");
     facts.replaceChildren();
-    for (const [label, value] of factsOf(record, this.lives())) facts.append(element("dt", label), element("dd", value));
+    for (const [label, value] of factsOf(record, this.lives()))
+      facts.append(element("dt", label), element("dd", value));
     const metrics = record.rows.length ? metricsTable(record) : element("p", "No epoch finished.");
     byId("runs-detail-metrics").replaceChildren(metrics);
     const keys = record.checkpoints.map((c) => this.checkpointItem(record, c));

@@ -1,7 +1,7 @@
 // The Runs history's logic without the DOM or IndexedDB: a run's record as it goes (settings, the epochs'
 // metrics, its checkpoints by key, its end, its manifest), the newest-first order, the summary line of
 // each run, what deleting a run frees (checkpoint objects no other run refers to), and a stored record
-// checked field by field before anything reads it. Node runs it in tests/test_runsmodel_js.py.
+// checked field by field before anything reads it. Node runs it in tests/js/runsmodel.test.js.
 //
 // A record (format FORMAT): {format, id, program (JSON text), name, data: {name, versions (null, or the
 // manifest's data versions once there is one)}, level, seed (text), epochs, kind ("webgpu" or "cpu"),
@@ -33,7 +33,9 @@ export function parseKeep(text) {
   const n = /^[0-9]{1,7}$/.test(value) ? Number(value) : NaN;
   if (n >= 1 && n <= MOST_KEEP) return { keep: n };
   const found = value ? `"${clip(value, 40)}"` : "nothing";
-  return { error: `keep the last checkpoints: a whole number from 1 to ${MOST_KEEP.toLocaleString("en")}, or all (found ${found})` };
+  return {
+    error: `keep the last checkpoints: a whole number from 1 to ${MOST_KEEP.toLocaleString("en")}, or all (found ${found})`,
+  };
 }
 
 // What the retention rule keeps (`keep`: its count), in words: why a checkpoint of the run was deleted.
@@ -285,7 +287,6 @@ export function resumeSettings(record) {
   return record.keep === undefined || record.keep === null ? settings : { ...settings, keep: record.keep };
 }
 
-
 // Bounds on what a record may hold: a record beyond them is damaged, not shown (a page never writes one).
 export const LIMITS = {
   id: 200, // characters
@@ -314,7 +315,8 @@ function kindOf(value) {
 const isObject = (value) => value !== null && typeof value === "object" && !Array.isArray(value);
 const isCount = (value) => Number.isSafeInteger(value) && value >= 0;
 const isTime = (value) => typeof value === "number" && Number.isFinite(value);
-const isMetric = (value) => (typeof value === "number" && Number.isFinite(value)) || ["nan", "inf", "-inf"].includes(value);
+const isMetric = (value) =>
+  (typeof value === "number" && Number.isFinite(value)) || ["nan", "inf", "-inf"].includes(value);
 
 // A checker of one record: `problems` gathers "path: what is wrong" lines.
 class Checker {
@@ -329,7 +331,8 @@ class Checker {
 
   text(path, value, most, { empty = false } = {}) {
     if (typeof value !== "string") return this.fail(path, `expected text, found ${kindOf(value)}`);
-    if (value.length > most) return this.fail(path, `${kindOf(value)}, more than the ${most.toLocaleString("en")} allowed`);
+    if (value.length > most)
+      return this.fail(path, `${kindOf(value)}, more than the ${most.toLocaleString("en")} allowed`);
     if (!empty && !value) return this.fail(path, "empty");
     return true;
   }
@@ -393,7 +396,8 @@ function checkRows(c, rows) {
     if (row.loss_scale !== undefined) c.metric(`${at}.loss_scale`, row.loss_scale);
     if (!c.object(`${at}.test`, row.test)) continue;
     const names = Object.keys(row.test);
-    if (names.length > LIMITS.metrics) c.fail(`${at}.test`, `${names.length} metrics, more than the ${LIMITS.metrics} allowed`);
+    if (names.length > LIMITS.metrics)
+      c.fail(`${at}.test`, `${names.length} metrics, more than the ${LIMITS.metrics} allowed`);
     for (const name of names.slice(0, LIMITS.metrics)) {
       if (name.length > LIMITS.text) c.fail(`${at}.test`, `a metric's name of ${name.length} characters`);
       else c.metric(`${at}.test["${name}"]`, row.test[name]);
@@ -450,7 +454,11 @@ export function readRecord(value, key = value?.id) {
   c.text("device", record.device, LIMITS.text, { empty: true });
   c.nullable("resumedFrom", record.resumedFrom, (p, v) => c.key(p, v));
   const keep = record.keep;
-  const keeps = keep === undefined || keep === null || keep === "all" || (Number.isSafeInteger(keep) && keep >= 1 && keep <= MOST_KEEP);
+  const keeps =
+    keep === undefined ||
+    keep === null ||
+    keep === "all" ||
+    (Number.isSafeInteger(keep) && keep >= 1 && keep <= MOST_KEEP);
   if (!keeps) c.fail("keep", `expected a whole number from 1 to ${MOST_KEEP}, or "all", found ${kindOf(keep)}`);
   c.time("started", record.started);
   c.nullable("ended", record.ended, (p, v) => c.time(p, v));
@@ -488,7 +496,10 @@ export function rerunStorageCheck(storage, capBytes, free) {
     `${storage.steps.toLocaleString("en")} steps; its checkpoints take at most ${formatBytes(storage.bytes)} ` +
     `(${n.toLocaleString("en")} of ${formatBytes(storage.per_checkpoint)} each)`;
   if (!(Number.isFinite(capBytes) && capBytes > 0)) {
-    return { ok: false, text: `Not started: the storage cap must be a number of MiB above 0. The re-run takes ${estimate}.` };
+    return {
+      ok: false,
+      text: `Not started: the storage cap must be a number of MiB above 0. The re-run takes ${estimate}.`,
+    };
   }
   const cap = `the storage cap of ${formatBytes(capBytes)}`;
   if (storage.bytes > capBytes) {

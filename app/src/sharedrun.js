@@ -9,7 +9,7 @@
 import { byId } from "./dom.js";
 import { errorText } from "./format.js";
 import { setRunSettings } from "./page.js";
-import { Driver, checkDataFiles } from "./runmodel.js";
+import { checkDataFiles, Driver } from "./runmodel.js";
 import {
   clearSharedError,
   showShared,
@@ -20,7 +20,7 @@ import {
   showSharedVerdict,
   wireShared,
 } from "./runpanel.js";
-import { DEFAULT_CAP_MIB, SITE_DATA, rerunStorageCheck } from "./runsmodel.js";
+import { DEFAULT_CAP_MIB, rerunStorageCheck, SITE_DATA } from "./runsmodel.js";
 import { openReplay, readLink } from "./train.js";
 
 const MIB = 1024 * 1024;
@@ -156,7 +156,9 @@ export class SharedRun {
       if (!state?.done) {
         log?.settle("stopped");
         byId("shared").dataset.state = "stopped";
-        showSharedStatus(`Stopped at step ${state?.step ?? 0}: nothing was verified. The Runs card lists the re-run and its checkpoints.`);
+        showSharedStatus(
+          `Stopped at step ${state?.step ?? 0}: nothing was verified. The Runs card lists the re-run and its checkpoints.`,
+        );
         return;
       }
       const verdict = JSON.parse(await run.verdict());

@@ -60,7 +60,8 @@ export async function checkObjects(store, progress = () => {}) {
     } else {
       const found = await keyOf(value);
       if (found === key) out.whole += 1;
-      else out.damage.push({ key, raw: key, kind: "corrupt", detail: `${value.byteLength} bytes that hash to ${found}` });
+      else
+        out.damage.push({ key, raw: key, kind: "corrupt", detail: `${value.byteLength} bytes that hash to ${found}` });
     }
     progress(i + 1, keys.length);
   }
@@ -180,7 +181,10 @@ export class StorageCheck {
       const { whole, damage } = await checkObjects(store, status);
       const items = damage.map((d) => element("li", `${d.key}: ${d.detail}`, { "data-kind": d.kind }));
       const offer = damage.length
-        ? { keys: damage.map((d) => d.raw), label: `Delete the ${plural(damage.length, "damaged object", "damaged objects")}` }
+        ? {
+            keys: damage.map((d) => d.raw),
+            label: `Delete the ${plural(damage.length, "damaged object", "damaged objects")}`,
+          }
         : null;
       this.show(items, offer);
       byId("storage").dataset.damaged = String(damage.length);

@@ -97,7 +97,8 @@ class ObjectStore {
   async get(key) {
     checkKey(key);
     const found = await settled(this.db.transaction(OBJECTS, "readonly").objectStore(OBJECTS).get(key));
-    if (found === undefined) throw storeError("MissingObject", `no object ${key} in ${this.where}`, { key, where: this.where });
+    if (found === undefined)
+      throw storeError("MissingObject", `no object ${key} in ${this.where}`, { key, where: this.where });
     const bytes = found instanceof ArrayBuffer ? new Uint8Array(found) : new Uint8Array(0);
     const hash = found instanceof ArrayBuffer ? await keyOf(bytes) : "(not bytes)";
     if (hash !== key) {
@@ -139,7 +140,8 @@ class ObjectStore {
       if (count.result > 0) objects.delete(key);
     };
     await committed(transaction);
-    if (count.result === 0) throw storeError("MissingObject", `no object ${key} in ${this.where}`, { key, where: this.where });
+    if (count.result === 0)
+      throw storeError("MissingObject", `no object ${key} in ${this.where}`, { key, where: this.where });
   }
 
   close() {

@@ -12,7 +12,12 @@ export function exampleProgram(engine) {
 
 // The memory plan of `run.program` on `run.kind` at `run.level` under `run.cap` (bytes or null).
 export function planProgram(engine, run) {
-  return engine.call("plan", run.source ?? "site", { program: run.program, kind: run.kind, level: run.level, cap: run.cap });
+  return engine.call("plan", run.source ?? "site", {
+    program: run.program,
+    kind: run.kind,
+    level: run.level,
+    cap: run.cap,
+  });
 }
 
 // `program` with a remedy's change applied (JSON text in and out).

@@ -7,11 +7,11 @@
 
 import { decodeInBrowser } from "./data/browserdecode.js";
 import {
-  DataError,
   contentHash,
-  dataVersion,
+  DataError,
   datasetFromNpyPair,
   datasetFromNpz,
+  dataVersion,
   engineFiles,
   imagesFromFiles,
   imagesFromZip,
@@ -21,7 +21,7 @@ import {
   splitDataset,
 } from "./data/index.js";
 import { checkFileSize, dataBudget, hostMemory } from "./data/limits.js";
-import { describeFiles, dataJson, npyRoles, thumbnailRgba } from "./userdatamodel.js";
+import { dataJson, describeFiles, npyRoles, thumbnailRgba } from "./userdatamodel.js";
 
 const encoder = new TextEncoder();
 const STREAM_ABOVE = 64 * 2 ** 20; // bytes: a larger CSV is read in chunks (a browser's strings end near 512 MiB)
@@ -33,14 +33,22 @@ export async function importFiles(kept, files, settings, onProgress) {
   const kind = describeFiles(files);
   const budget = dataBudget(hostMemory()); // every importer checks the encoded data set against it
   const sizes = Array.from(files, (f) => (f.file ?? f).size ?? 0);
-  if (kind.format !== "csv") checkFileSize(kind.name, sizes.reduce((a, b) => a + b, 0), budget);
+  if (kind.format !== "csv")
+    checkFileSize(
+      kind.name,
+      sizes.reduce((a, b) => a + b, 0),
+      budget,
+    );
   // a table too large to be one string of text is read in chunks, whatever the card asks
   const stream = Boolean(settings.stream) || sizes[0] > STREAM_ABOVE;
   const dataset = await readDataset(kind, files, { ...withBudget(settings, budget), stream }, onProgress);
   const { train, validation } = splitDataset(dataset, settings.split);
   if (train.n === 0 || validation.n === 0) {
     const empty = train.n === 0 ? "training" : "held-out";
-    throw new DataError({ file: kind.name }, `its ${dataset.n} examples leave the ${empty} split empty: choose another validation fraction`);
+    throw new DataError(
+      { file: kind.name },
+      `its ${dataset.n} examples leave the ${empty} split empty: choose another validation fraction`,
+    );
   }
   const engine = {
     "dataset.json": encoder.encode(JSON.stringify(dataJson(dataset))),
@@ -83,9 +91,14 @@ async function readDataset(kind, files, settings, onProgress) {
   switch (kind.format) {
     case "csv": {
       const file = files[0];
-      const options = { ...settings.csv, onProgress: ({ bytes, rows }) => onProgress({ file: file.name, bytes, total: file.size, rows }) };
+      const options = {
+        ...settings.csv,
+        onProgress: ({ bytes, rows }) => onProgress({ file: file.name, bytes, total: file.size, rows }),
+      };
       // streamed: read a chunk at a time, never whole; else read whole, then parsed
-      return settings.stream ? parseCsvStream(file.stream(), file.name, options) : parseCsv(await file.text(), file.name, options);
+      return settings.stream
+        ? parseCsvStream(file.stream(), file.name, options)
+        : parseCsv(await file.text(), file.name, options);
     }
     case "npz":
       return datasetFromNpz(new Uint8Array(await files[0].arrayBuffer()), files[0].name, settings.npy);
@@ -95,7 +108,11 @@ async function readDataset(kind, files, settings, onProgress) {
       return datasetFromNpyPair(await read(x), await read(y), settings.npy);
     }
     case "zip":
-      return imagesFromZip(new Uint8Array(await files[0].arrayBuffer()), files[0].name, imageOptions(kind, settings, onProgress));
+      return imagesFromZip(
+        new Uint8Array(await files[0].arrayBuffer()),
+        files[0].name,
+        imageOptions(kind, settings, onProgress),
+      );
     case "folder": {
       // a dropped folder's files come as { path, file }, a picked folder's as Files with their paths
       const entries = files.map((f) => (f.file ? { path: f.path, arrayBuffer: () => f.file.arrayBuffer() } : f));

@@ -26,7 +26,12 @@ export function describeFiles(files) {
     const top = pathOf(inFolder[0]).split("/")[0];
     const images = list.filter((f) => IMAGE_NAME.test(nameOf(f))).length;
     if (images === 0) {
-      return { format: null, label: "a folder", name: top, why: "it holds no PNG or JPEG images (one subfolder per class)" };
+      return {
+        format: null,
+        label: "a folder",
+        name: top,
+        why: "it holds no PNG or JPEG images (one subfolder per class)",
+      };
     }
     return { format: "folder", label: `a folder of ${images} images`, name: top };
   }
@@ -41,7 +46,12 @@ export function describeFiles(files) {
       return { format: null, label: "a NumPy array", name, why };
     }
     if (IMAGE_NAME.test(name)) {
-      return { format: null, label: "an image", name, why: "images need one subfolder per class: pick the folder, or give a ZIP of it" };
+      return {
+        format: null,
+        label: "an image",
+        name,
+        why: "images need one subfolder per class: pick the folder, or give a ZIP of it",
+      };
     }
     const why = "it is not a CSV (.csv, .tsv, .txt), NumPy (.npz, or two .npy) or ZIP of images (.zip) file";
     return { format: null, label: "a file", name, why };
@@ -61,7 +71,10 @@ export function describeFiles(files) {
 // label or target; the other holds the features. Names that tell nothing: the first given is x.
 export function npyRoles(files) {
   const [a, b] = files;
-  const stem = (f) => nameOf(f).replace(/\.npy$/i, "").toLowerCase();
+  const stem = (f) =>
+    nameOf(f)
+      .replace(/\.npy$/i, "")
+      .toLowerCase();
   const isLabels = (f) => /(^|[_\-.])y$|^y$|label|target/.test(stem(f));
   if (isLabels(a) && !isLabels(b)) return { x: b, y: a };
   return { x: a, y: b };
@@ -129,7 +142,9 @@ export function importSettings(fields) {
   if (size.error) return { error: size.error };
   const fraction = Number(fields.fraction);
   if (!(fraction > 0 && fraction < 1)) {
-    return { error: `the validation fraction must be a number between 0 and 1 (both excluded), not ${JSON.stringify(fields.fraction)}` };
+    return {
+      error: `the validation fraction must be a number between 0 and 1 (both excluded), not ${JSON.stringify(fields.fraction)}`,
+    };
   }
   const seed = Number(fields.seed);
   if (!Number.isInteger(seed) || seed < 0 || seed > 0xffffffff || String(fields.seed).trim() === "") {
@@ -163,18 +178,29 @@ export function sizeFromText(text) {
 // report's entry of the device runs use), whether the training split could be kept on it.
 export function summaryFacts(summary, device = null) {
   const counts = summary.preview.classCounts;
-  const classes = counts ? counts.map(({ name, count }) => `${name} (${count})`).join(", ") : "none: a numeric target (regression)";
+  const classes = counts
+    ? counts.map(({ name, count }) => `${name} (${count})`).join(", ")
+    : "none: a numeric target (regression)";
   const facts = [
     ["Read from", `${summary.name}: ${summary.kind}${summary.streamed ? ", read in chunks" : ""}`],
-    ["Examples", `${summary.n.toLocaleString("en")}${summary.skippedRows ? ` (${summary.skippedRows} rows with missing values dropped)` : ""}`],
+    [
+      "Examples",
+      `${summary.n.toLocaleString("en")}${summary.skippedRows ? ` (${summary.skippedRows} rows with missing values dropped)` : ""}`,
+    ],
     ["One example", `[${summary.exampleShape.join(", ")}] ${summary.featureType}`],
   ];
   if (summary.target !== null) facts.push(["Target column", targetText(summary)]);
   facts.push(
     [summary.labels === "classes" ? `Classes (${summary.classes.length})` : "Labels", classes],
-    ["Split", `${summary.split.train.toLocaleString("en")} training, ${summary.split.validation.toLocaleString("en")} held out (fraction ${summary.split.fraction}, seed ${summary.split.seed})`],
+    [
+      "Split",
+      `${summary.split.train.toLocaleString("en")} training, ${summary.split.validation.toLocaleString("en")} held out (fraction ${summary.split.fraction}, seed ${summary.split.seed})`,
+    ],
     ["Data set version", summary.hash],
-    ...summary.versions.map((v) => [`${v.split === "test" ? "held-out" : v.split} split`, `${v.sha256} (${v.examples} examples)`]),
+    ...summary.versions.map((v) => [
+      `${v.split === "test" ? "held-out" : v.split} split`,
+      `${v.sha256} (${v.examples} examples)`,
+    ]),
   );
   if (device) facts.push(["On the device", residentText(summary, device)]);
   return facts;
@@ -187,7 +213,8 @@ export function residentText(summary, device) {
   const limit = Math.min(device.max_buffer_size, device.max_storage_binding);
   const name = device.kind === "cpu" ? "the CPU path" : device.name;
   const held = `the training split's features take ${formatMiB(bytes)}`;
-  if (bytes <= limit) return `${held}, within the ${formatMiB(limit)} one buffer of ${name} holds: a program may keep them there`;
+  if (bytes <= limit)
+    return `${held}, within the ${formatMiB(limit)} one buffer of ${name} holds: a program may keep them there`;
   return `${held}, more than the ${formatMiB(limit)} one buffer of ${name} holds: a program must stream them (memory.data "stream")`;
 }
 
@@ -205,9 +232,15 @@ export function builtinFacts(info) {
   const classes = info.classes === null ? "none: a numeric target" : `${info.classes.length}`;
   return [
     ["Data set", info.name],
-    ["One example", `[${info.example_shape.join(", ")}] ${info.feature_type === "int32" ? "int32 (character indices)" : "float32"}`],
+    [
+      "One example",
+      `[${info.example_shape.join(", ")}] ${info.feature_type === "int32" ? "int32 (character indices)" : "float32"}`,
+    ],
     ["Classes", classes],
-    ...info.versions.map((v) => [`${v.split === "test" ? "held-out" : v.split} split`, `${v.sha256} (${v.examples} examples)`]),
+    ...info.versions.map((v) => [
+      `${v.split === "test" ? "held-out" : v.split} split`,
+      `${v.sha256} (${v.examples} examples)`,
+    ]),
   ];
 }
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 import math
 import re
 from pathlib import Path
+from types import ModuleType
 
 import numpy as np
 import pytest
@@ -73,12 +74,17 @@ RANDOM_INPUTS = {"key": np.array([0x12345678, 0x9ABCDEF0], np.uint32), "pos": np
 # -- the tape ----------------------------------------------------------------------------------------
 
 
-def test_opcodes_and_step_entries_match_the_c_sources() -> None:
+def test_opcodes_and_step_entries_match_the_c_sources(build_script: ModuleType) -> None:
     header = (ROOT / "wasm" / "cpu_kernels.h").read_text()
     declared = {name: int(v) for name, v in re.findall(r"SC_OP_(\w+) = (\d+)", header)}
     assert declared == OPCODES
-    step = (ROOT / "wasm" / "cpu_step.c").read_text()
-    assert {name: int(v) for v, name in re.findall(r"case (\d+): (sc_cpu_\w+)\(", step)} == STEP_EXPORTS
+    # sc_cpu_run's cases are enum sc_run's constants, which build.py writes from RUN_ORDER (a case missing
+    # or unknown fails to compile); each must call the export it is named for.
+    cases = re.findall(r"case SC_RUN_(\w+): (\w+)\(", (ROOT / "wasm" / "cpu_step.c").read_text())
+    assert [named for named, _ in cases] == [called for _, called in cases]
+    assert {named for named, _ in cases} == set(STEP_EXPORTS)
+    written = build_script.run_order_header(build_script.run_order())
+    assert {name: int(v) for name, v in re.findall(r"SC_RUN_(\w+) = (\d+),", written)} == STEP_EXPORTS
 
 
 def test_merge_axes_keeps_row_major_order() -> None:

@@ -6,10 +6,10 @@
 // Sizes are checked as the rows come, before anything grows past them: the columns of a row, the distinct
 // values of the text columns (their one-hot width), and the bytes the encoded examples take (limits.js).
 
-import { ColumnValues, parseNumber, numberName } from "./csvcolumns.js";
+import { ColumnValues, numberName, parseNumber } from "./csvcolumns.js";
 import { CsvRows, feedChunks } from "./csvtext.js";
 import { makeDataset } from "./dataset.js";
-import { DataError, checkOption, columnLetter, quoted } from "./errors.js";
+import { checkOption, columnLetter, DataError, quoted } from "./errors.js";
 import { CEILINGS, checkBudget, checkDataBytes, checkWidth, dataBudget } from "./limits.js";
 
 export const CSV_DEFAULTS = Object.freeze({
@@ -78,7 +78,13 @@ class Table {
     this.checkWidth(fields, row);
     // at least one 4-byte value a column (the first row may be a header): refused by the row where the rows
     // so far outgrow the budget
-    checkDataBytes({ file: this.file, row }, this.rows + 1, fields.length - 1, this.options.budget, "at least one value a column");
+    checkDataBytes(
+      { file: this.file, row },
+      this.rows + 1,
+      fields.length - 1,
+      this.options.budget,
+      "at least one value a column",
+    );
     if (!this.acceptMissing(fields, row)) {
       this.skipped += 1;
       return;
@@ -92,9 +98,13 @@ class Table {
     this.target = this.resolveTarget();
     this.columns = fields.map(
       (_, c) =>
-        new ColumnValues((atRow, why) => this.error(atRow, c, why), this.options.maxCategories, (atRow) => {
-          if (c !== this.target) this.countCategory(atRow, c);
-        }),
+        new ColumnValues(
+          (atRow, why) => this.error(atRow, c, why),
+          this.options.maxCategories,
+          (atRow) => {
+            if (c !== this.target) this.countCategory(atRow, c);
+          },
+        ),
     );
   }
 
@@ -162,7 +172,7 @@ class Table {
   }
 
   decideHeader() {
-    const { header, target } = this.options;
+    const { header } = this.options;
     if (header !== "auto") return header;
     if (this.targetChosen === "named") return true; // a target named by the first row makes it the header
     return this.first.fields.some((text, c) => this.isTextCell(text) && this.columns[c].isNumeric);
@@ -202,7 +212,15 @@ class Table {
     const { x, layout } = this.features(columns, names);
     const { targetChosen } = this;
     const asked = typeof this.options.target === "string" ? this.options.target : null;
-    const source = { format: "csv", header, names, target: names[this.target], targetChosen, asked, skippedRows: this.skipped };
+    const source = {
+      format: "csv",
+      header,
+      names,
+      target: names[this.target],
+      targetChosen,
+      asked,
+      skippedRows: this.skipped,
+    };
     const shape = { name: this.file, exampleShape: [layout.width], featureType: "float32", classes };
     return makeDataset({ ...shape, columns: layout.columns, x, y, source });
   }

@@ -2,7 +2,7 @@
 // may be split anywhere between chunks, and only the row being read is carried from one chunk to the next.
 // Quoting follows RFC 4180 ("" inside quotes is a quote; quoted fields may hold delimiters and newlines).
 
-import { DataError, columnLetter } from "./errors.js";
+import { columnLetter, DataError } from "./errors.js";
 
 const QUOTE = 34;
 const CR = 13;
@@ -17,7 +17,7 @@ export class CsvRows {
   // counted as a spreadsheet counts records; blank lines are counted but not passed on. `columnLabel(index)`
   // names a column in messages; a row of more than `maxFields` fields is refused as it is read.
   constructor(file, delimiter, onRow, columnLabel = columnLetter, maxFields = Infinity) {
-    if (delimiter.length !== 1 || "\r\n\"".includes(delimiter)) {
+    if (delimiter.length !== 1 || '\r\n"'.includes(delimiter)) {
       const why = `the delimiter must be one character other than a quote or newline, not ${JSON.stringify(delimiter)}`;
       throw new DataError({ file }, why);
     }
@@ -46,7 +46,10 @@ export class CsvRows {
       i = this.inQuotes ? this.readQuoted(text, i) : this.readPlain(text, i);
       if (this.field.length > MAX_FIELD) {
         const row = this.inQuotes ? this.quoteRow : this.row;
-        throw this.error(row, `a field holds more than ${MAX_FIELD.toLocaleString("en")} characters, more than a table's cell may`);
+        throw this.error(
+          row,
+          `a field holds more than ${MAX_FIELD.toLocaleString("en")} characters, more than a table's cell may`,
+        );
       }
     }
   }

@@ -28,7 +28,10 @@ const SKIPPED_NAMES = new Set(["thumbs.db", "desktop.ini"]);
 export async function imagesFromZip(bytes, file, options = {}) {
   const settings = settingsOf(options);
   const { budget } = settings;
-  const limit = { maxBytes: budget.bytes, limitWhy: `an image file may take at most the ${formatMiB(budget.bytes)} of the data set (${budget.how})` };
+  const limit = {
+    maxBytes: budget.bytes,
+    limitWhy: `an image file may take at most the ${formatMiB(budget.bytes)} of the data set (${budget.how})`,
+  };
   const entries = zipEntries(bytes, file, { maxEntries: CEILINGS.entries }).map((entry) => ({
     path: entry.name,
     read: async () => readEntry(bytes, entry, file, limit),
@@ -185,7 +188,10 @@ async function decodeChecked(bytes, name, where, decode) {
     throw new DataError(where, why);
   }
   if (width !== header.width || height !== header.height) {
-    throw new DataError(where, `was decoded to ${width}x${height} pixels, but its header says ${header.width}x${header.height}`);
+    throw new DataError(
+      where,
+      `was decoded to ${width}x${height} pixels, but its header says ${header.width}x${header.height}`,
+    );
   }
   return image;
 }

@@ -1,19 +1,19 @@
 // Data import: users' own CSV, NumPy and image files to data sets the engine trains on. Pure modules,
 // no DOM (browserdecode.js apart, which needs the browser's image decoder); nothing runs on import.
 
-export { parseCsv, parseCsvStream, CSV_DEFAULTS } from "./csv.js";
-export { readNpy, datasetFromNpz, datasetFromNpyPair, NPY_DEFAULTS } from "./npy.js";
-export { imagesFromZip, imagesFromFiles, IMAGE_DEFAULTS } from "./images.js";
+export { CSV_DEFAULTS, parseCsv, parseCsvStream } from "./csv.js";
 export {
-  makeDataset,
-  subset,
-  permutation,
-  splitIndices,
-  splitDataset,
   canonicalBytes,
   contentHash,
-  engineFiles,
   dataVersion,
+  engineFiles,
+  makeDataset,
+  permutation,
+  splitDataset,
+  splitIndices,
+  subset,
 } from "./dataset.js";
-export { preview } from "./preview.js";
 export { DataError } from "./errors.js";
+export { IMAGE_DEFAULTS, imagesFromFiles, imagesFromZip } from "./images.js";
+export { datasetFromNpyPair, datasetFromNpz, NPY_DEFAULTS, readNpy } from "./npy.js";
+export { preview } from "./preview.js";

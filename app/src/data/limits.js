@@ -28,7 +28,10 @@ export function dataBudget(hostBytes = null) {
   if (!(hostBytes > 0)) return ceiling;
   const share = Math.floor(hostBytes / HOST_SHARE);
   if (share >= ceiling.bytes) return ceiling;
-  return { bytes: share, how: `an eighth of this device's ${formatMiB(hostBytes)} of memory, as the browser reports it` };
+  return {
+    bytes: share,
+    how: `an eighth of this device's ${formatMiB(hostBytes)} of memory, as the browser reports it`,
+  };
 }
 
 // The host's memory in bytes as a worker or page can know it (navigator.deviceMemory), or null.

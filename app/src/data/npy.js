@@ -5,7 +5,7 @@
 
 import { typedFromLittleEndian } from "./bytes.js";
 import { makeDataset } from "./dataset.js";
-import { DataError, checkOption } from "./errors.js";
+import { checkOption, DataError } from "./errors.js";
 import { CEILINGS, checkBudget, checkDataBytes, dataBudget, formatMiB } from "./limits.js";
 import { readEntry, zipEntries } from "./zip.js";
 
@@ -54,7 +54,8 @@ export function readNpy(bytes, where) {
   }
   const data = typedFromLittleEndian(DTYPES[dtype].Type, body);
   const notBool = dtype === "|b1" ? data.findIndex((value) => value > 1) : -1;
-  if (notBool >= 0) throw fail(`holds byte ${data[notBool]} at element ${notBool} of a bool array, which holds only 0 and 1`);
+  if (notBool >= 0)
+    throw fail(`holds byte ${data[notBool]} at element ${notBool} of a bool array, which holds only 0 and 1`);
   return { dtype, shape, data: fortranOrder ? fortranToC(data, shape) : data };
 }
 
@@ -64,7 +65,7 @@ const HEADER_ENTRY = /\s*'(descr|fortran_order|shape)':\s*('[^']*'|\[[^\]]*\]|Tr
 
 function parseHeader(text, fail) {
   const notNumpy = () => fail(`has a header that is not NumPy's: ${JSON.stringify(text.trim().slice(0, 200))}`);
-  const body = /^\s*\{([^]*)\}\s*$/.exec(text);
+  const body = /^\s*\{([\s\S]*)\}\s*$/.exec(text);
   if (!body) throw notNumpy();
   const entries = new Map();
   for (let at = 0; !/^\s*$/.test(body[1].slice(at)); at = HEADER_ENTRY.lastIndex) {
@@ -147,7 +148,12 @@ export function datasetFromNpz(bytes, file, options = {}) {
   const why = `twice the ${formatMiB(budget.bytes)} the data set may take (${budget.how}): 8-byte values become 4-byte ones`;
   const limit = { maxBytes: 2 * budget.bytes + 65536, limitWhy: why };
   const read = (name) => {
-    const bytesOf = readEntry(bytes, entries.find((entry) => entry.name === name), file, limit);
+    const bytesOf = readEntry(
+      bytes,
+      entries.find((entry) => entry.name === name),
+      file,
+      limit,
+    );
     return { array: readNpy(bytesOf, { file, entry: name }), where: { file, entry: name } };
   };
   return datasetFromArrays(file, read(xName), read(yName), { ...settings, format: "npz" });

@@ -37,7 +37,10 @@ export function zipEntries(bytes, file, { maxEntries }) {
     throw fail(`its directory of ${size} bytes at byte ${start} does not end where its end record begins`);
   }
   if (count > maxEntries) {
-    throw new DataError({ file }, `holds ${count.toLocaleString("en")} entries, more than the ${maxEntries.toLocaleString("en")} read`);
+    throw new DataError(
+      { file },
+      `holds ${count.toLocaleString("en")} entries, more than the ${maxEntries.toLocaleString("en")} read`,
+    );
   }
   if (count * 46 > size) throw fail(`its directory of ${size} bytes cannot hold the ${count} entries it counts`);
   const entries = [];
@@ -147,7 +150,11 @@ export function readEntry(bytes, entry, file, { maxBytes, limitWhy }) {
   const stored = entry.method === 0;
   if (stored ? entry.size !== entry.compressedSize : entry.size > entry.compressedSize * DEFLATE_MAX_RATIO + 1024) {
     const declared = `declares ${entry.size.toLocaleString("en")} bytes from ${entry.compressedSize.toLocaleString("en")} compressed`;
-    throw fail(stored ? `${declared}, but a stored entry is not compressed` : `${declared}: more than deflate can produce (${DEFLATE_MAX_RATIO} to 1 at most)`);
+    throw fail(
+      stored
+        ? `${declared}, but a stored entry is not compressed`
+        : `${declared}: more than deflate can produce (${DEFLATE_MAX_RATIO} to 1 at most)`,
+    );
   }
   const data = entryData(bytes, entry, fail);
   const out = stored ? data.slice() : inflateExactly(data, entry.size, fail);
@@ -166,7 +173,8 @@ function entryData(bytes, entry, fail) {
     throw fail(`has a local header at byte ${at} that names another entry`);
   }
   const start = at + 30 + nameLength + view.getUint16(at + 28, true);
-  if (start + entry.compressedSize > bytes.length) throw fail("is cut short: its data runs past the end of the archive");
+  if (start + entry.compressedSize > bytes.length)
+    throw fail("is cut short: its data runs past the end of the archive");
   return bytes.subarray(start, start + entry.compressedSize);
 }
 
@@ -174,7 +182,8 @@ function inflateExactly(data, size, fail) {
   const out = new Uint8Array(size);
   let length = 0;
   const inflater = new Inflate((chunk) => {
-    if (length + chunk.length > size) throw fail(`inflates to more than the ${size.toLocaleString("en")} bytes it declares`);
+    if (length + chunk.length > size)
+      throw fail(`inflates to more than the ${size.toLocaleString("en")} bytes it declares`);
     out.set(chunk, length);
     length += chunk.length;
   });
@@ -186,7 +195,8 @@ function inflateExactly(data, size, fail) {
     if (error instanceof DataError) throw error;
     throw fail(`cannot be inflated (${error?.message ?? error})`);
   }
-  if (length !== size) throw fail(`inflates to ${length.toLocaleString("en")} bytes, not the ${size.toLocaleString("en")} it declares`);
+  if (length !== size)
+    throw fail(`inflates to ${length.toLocaleString("en")} bytes, not the ${size.toLocaleString("en")} it declares`);
   return out;
 }
 

@@ -24,7 +24,9 @@ export function valueText(value) {
 function inner(value) {
   if (Array.isArray(value)) return `[${value.map(inner).join(", ")}]`;
   if (value === null || typeof value !== "object") return JSON.stringify(value);
-  return `{${Object.entries(value).map(([k, v]) => `${JSON.stringify(k)}: ${inner(v)}`).join(", ")}}`;
+  return `{${Object.entries(value)
+    .map(([k, v]) => `${JSON.stringify(k)}: ${inner(v)}`)
+    .join(", ")}}`;
 }
 
 // The value of a field's text for a parameter of `kind` ("str" keeps the text; "json" is a program

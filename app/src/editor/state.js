@@ -3,7 +3,6 @@
 // Every command is a pure function state -> state over the graph edits (graph/edits.js, wiring.js);
 // the React components only call them. No DOM.
 
-import { GAP, NODE_SIZE } from "../graph/layout.js";
 import {
   addNode,
   copySelection,
@@ -15,6 +14,7 @@ import {
   setParam,
 } from "../graph/edits.js";
 import { record, redo, startHistory, undo } from "../graph/history.js";
+import { GAP, NODE_SIZE } from "../graph/layout.js";
 import { connect } from "../graph/wiring.js";
 import { sameValue } from "./params.js";
 import { errorLine, placedPositions, readProgram, textOf } from "./program.js";

@@ -3,7 +3,7 @@
 // state and undo is keeping old graphs. Connections are wiring.js. No DOM.
 
 import { GAP, NODE_SIZE } from "./layout.js";
-import { NODE_TYPE, graphEdge } from "./model.js";
+import { graphEdge, NODE_TYPE } from "./model.js";
 import { initialParams } from "./palette.js";
 
 const MAX_ID = 64; // the format's longest node id

@@ -42,7 +42,11 @@ function rows(ids, edges, depth) {
     if (above) sources.get(target).push(source);
   }
   const layers = [];
-  for (const id of ids) (layers[depth.get(id)] ??= []).push(id);
+  for (const id of ids) {
+    const level = depth.get(id);
+    layers[level] ??= [];
+    layers[level].push(id);
+  }
   const slot = new Map();
   for (const layer of layers.filter(Boolean)) {
     const key = (id) => {

@@ -36,7 +36,11 @@ export function toGraph(program, positions = {}) {
     taken.add(edge.id);
     return edge;
   });
-  const laid = autoLayout(listed.map((n) => n.id), edges, placed);
+  const laid = autoLayout(
+    listed.map((n) => n.id),
+    edges,
+    placed,
+  );
   const nodes = listed.map((node) => graphNode(node, placed.get(node.id) ?? laid.get(node.id), placed.has(node.id)));
   return { nodes, edges };
 }

@@ -37,7 +37,8 @@ from scellis.runtime.ready import Synchronous, copy_sizes
 REDUCE_CODES = {Op.SUM: 0, Op.MEAN: 1, Op.MAX: 2, Op.VAR: 3}
 ROW_CODES = {Kind.SOFTMAX: 4, Kind.LOG_SOFTMAX: 5, Kind.ARGMAX: 6}
 CONVOLUTIONS = (Kind.CONV2D, Kind.CONV2D_GRAD_INPUT, Kind.CONV2D_GRAD_WEIGHT)
-# wasm/cpu_step.c: sc_cpu_run's entries name their export by its position here, from 1.
+# sc_cpu_run's entries name their export by its position here, from 1: build.py writes this table as the
+# enum sc_run that wasm/cpu_step.c switches over, so the two cannot differ.
 RUN_ORDER = (
     "sc_cpu_tape", "sc_cpu_matmul", "sc_cpu_reduce", "sc_cpu_rows", "sc_cpu_conv2d", "sc_cpu_conv2d_grad_input",
     "sc_cpu_conv2d_grad_weight", "sc_cpu_pool2d", "sc_cpu_pool2d_grad", "sc_cpu_gather", "sc_cpu_scatter_add",
