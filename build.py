@@ -161,7 +161,7 @@ class Step:
 def run_order() -> tuple[str, ...]:
     """The CPU path's step exports in the order sc_cpu_run's entries number them, from 1: the engine's one
     table of them (the host encodes its calls by it)."""
-    from scellis.runtime.cpu_device import RUN_ORDER
+    from scellis.runtime.cpu.device import RUN_ORDER
 
     return RUN_ORDER
 

@@ -1,6 +1,6 @@
 /* CPU path, whole-schedule kernels: the shared declarations of the cpu_*.c files.
  *
- * The host (scellis.runtime.cpu_device) writes every kernel's arguments into linear memory once, as
+ * The host (scellis.runtime.cpu.device) writes every kernel's arguments into linear memory once, as
  * arrays of u32 words; each kernel is an export called with the address of its words (a whole step's
  * calls run from one call of sc_cpu_run, cpu_step.c). All sizes and
  * strides count 4-byte elements; every address is a byte address that already includes the view's
@@ -75,7 +75,7 @@ typedef struct {
 u32 sc_gemm_scratch_bytes(void);
 void sc_gemm_rows(const sc_gemm_args *g, u32 m0, u32 m1, float *scratch);
 
-/* -- the tape: opcodes (scellis.runtime.cpu_tape.OPCODES mirrors this list) ----------------------- */
+/* -- the tape: opcodes (scellis.runtime.cpu.tape.OPCODES mirrors this list) ----------------------- */
 
 enum sc_op {
   SC_OP_LOAD = 1,      /* dst <- view a */

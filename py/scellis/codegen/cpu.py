@@ -1,5 +1,5 @@
 """Stage: code (the CPU path). Which exports of the CPU path's module (`scellis_cpu.wasm`, wasm/) run each
-kernel: the one table the CPU path's compiler (runtime.cpu_device) and the Guide both read.
+kernel: the one table the CPU path's compiler (runtime.cpu.device) and the Guide both read.
 
 A producer kind calls its export, which writes the accumulator; a fused epilogue then runs as a tape
 (`sc_cpu_tape`) over that result in place, and so does the move out of a temporary when a kind that writes

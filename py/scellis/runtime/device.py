@@ -10,9 +10,9 @@ of the named outputs' bytes that the caller may await later, or never, so the ne
 up by a readback. Bytes are little-endian, 4 per element; bools are u32 0/1; float16 storage 2 per
 element, padded with zeros to whole 4-byte words (a buffer's bytes are always `Buffer.nbytes`).
 
-Implementations: `runtime.browser_webgpu` (the page's WebGPU, through app/src/executor.js),
-`runtime.wgpu_native` (wgpu-py), `runtime.cpu_device` (the CPU path, in the page or under wasmtime) and
-`runtime.reference_device` (numpy, float64: schedules checked against the IR oracle `runtime.reference`).
+Implementations: `runtime.webgpu.browser` (the page's WebGPU, through app/src/executor.js),
+`runtime.webgpu.native` (wgpu-py), `runtime.cpu.device` (the CPU path, in the page or under wasmtime) and
+`runtime.reference.device` (numpy, float64: schedules checked against the IR oracle `runtime.reference`).
 """
 
 from __future__ import annotations
