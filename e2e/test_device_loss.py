@@ -88,7 +88,8 @@ def app(playwright: Playwright, base_url: str, tmp_path_factory: pytest.TempPath
     browser = launch(playwright, webgpu=True)
     try:
         loaded = open_app(browser, base_url)
-        assert loaded.page.evaluate("() => window.scellis.report.selected.device.kind") == "webgpu"
+        kinds = loaded.page.evaluate("() => window.scellis.report.devices.map((d) => d.kind)")
+        assert kinds[0] == "webgpu" and loaded.page.evaluate("() => document.body.dataset.device") == "webgpu"
         path = tmp_path_factory.mktemp("loss") / "small.json"
         path.write_text(json.dumps(small_program()))
         page = loaded.page

@@ -44,11 +44,14 @@ def test_engine_version_is_the_builds(loaded: LoadedApp, dist: Path) -> None:
 def test_device_is_named(loaded: LoadedApp) -> None:
     device_text = loaded.page.inner_text("#device")
     banner = loaded.page.locator("#banner")
-    selected = loaded.session()["report"]["selected"]
-    if variant(loaded) == "webgpu":
+    report = loaded.session()["report"]
+    selected = report["selected"]
+    if variant(loaded) == "webgpu":  # SwiftShader, chosen for this run (appdriver keeps the choice)
         assert "swiftshader" in device_text.lower()
         assert "Max buffer size" in device_text and "Max storage binding" in device_text
-        assert selected["device"]["software"] is True
+        assert report["devices"][0]["software"] is True
+        assert selected["cpu_fallback"] is True and selected["reason"].startswith("google swiftshader is a software")
+        assert "your choice" in device_text
         assert banner.is_hidden()
     else:
         assert selected["cpu_fallback"] is True

@@ -1,8 +1,8 @@
 // Which device the page trains on: the engine's report lists what this browser offers (a WebGPU adapter,
-// and always the CPU path); the user's last choice is kept in localStorage, as a convenience only (a
-// storage that is blocked or full keeps no choice, and nothing else changes). Without one, a hardware
-// adapter is chosen, and in place of a software adapter (a CPU rasteriser such as SwiftShader, measured
-// tens of times slower than the CPU path: Honest limits) the CPU path is, with the reason said. Pure.
+// and always the CPU path) and which of them its one rule selects, with why (scellis.runtime.devices.select:
+// a hardware adapter, else the CPU path, never a software adapter unasked). The user's last choice is kept
+// in localStorage, as a convenience only (a storage that is blocked or full keeps no choice, and nothing
+// else changes), and wins when its device is still offered. Pure.
 
 export const DEVICE_KEY = "scellis.device";
 
@@ -33,19 +33,13 @@ function label(device) {
 // { kind, device, why, options: [{ kind, label }] } for the report's devices and the stored choice
 // (a kind, or null).
 export function chooseDevice(report, stored) {
-  const selected = report.selected.device;
   const cpu = report.devices.find((d) => d.kind === "cpu");
-  const gpu = selected.kind === "webgpu" ? selected : null; // the adapter the browser hands the page
+  const gpu = report.devices.find((d) => d.kind === "webgpu") ?? null; // the adapter the browser hands the page
   const options = [gpu, cpu].filter(Boolean).map((device) => ({ kind: device.kind, label: label(device) }));
   const pick = (device, why) => ({ kind: device.kind, device, why, options });
   const kept = { webgpu: gpu, cpu }[stored];
   if (kept) return pick(kept, "your choice, kept from an earlier visit");
-  if (gpu && !gpu.software) return pick(gpu, "the WebGPU adapter this browser offers");
-  if (gpu) {
-    const why = `${gpu.name} is a software adapter (a CPU rasteriser), slower here than the CPU path: choose it to use it anyway`;
-    return pick(cpu, why);
-  }
-  return pick(cpu, "no usable GPU: this browser offers no WebGPU adapter");
+  return pick(report.selected.device, report.selected.reason);
 }
 
 // The line the train card shows for a choice.

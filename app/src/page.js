@@ -29,25 +29,23 @@ export function showStage(index, label) {
 }
 
 export function showReady({ build, report }, readyMs, choice) {
-  const selected = report.selected;
-  const device = selected.device;
   document.getElementById("loading").hidden = true;
-  document.getElementById("device-line").textContent = selected.reason;
-  fillFacts(document.getElementById("device-facts"), deviceFacts(device));
+  document.getElementById("device-line").textContent = choice.why;
+  fillFacts(document.getElementById("device-facts"), deviceFacts(choice.device));
   fillFacts(document.getElementById("engine-facts"), engineFacts(report, build, readyMs));
   document.getElementById("device").hidden = false;
   document.getElementById("engine").hidden = false;
-  showDeviceBanner(selected, choice);
+  showDeviceBanner(choice);
   document.body.dataset.device = choice.kind;
   document.body.dataset.state = build.engine_version === report.engine_version ? "ready" : "error";
 }
 
 // On the CPU path, a banner says why (no GPU, a software adapter, or the user's choice) and what it costs.
-export function showDeviceBanner(selected, choice) {
+export function showDeviceBanner(choice) {
   const banner = document.getElementById("banner");
   banner.hidden = choice.kind !== "cpu";
   if (banner.hidden) return;
-  banner.textContent = selected.cpu_fallback ? `${selected.reason}. ` : `CPU path (WebAssembly) — ${choice.why}. `;
+  banner.textContent = `CPU path (WebAssembly) — ${choice.why}. `;
   const link = document.createElement("a");
   link.href = "limits.html#cpu-path";
   link.textContent = "What this means: Honest limits";

@@ -40,7 +40,9 @@ def info(args: argparse.Namespace) -> int:
     for line in report["device_lines"]:
         print(f"  - {line}")
     selected = report["selected"]
-    print(f"selected: {selected['reason']}")
+    chosen = selected["device"]
+    name = "CPU path (WebAssembly)" if chosen["kind"] == "cpu" else f"WebGPU {chosen['name']}"
+    print(f"selected: {name} — {selected['reason']}")
     if args.check:
         check = report["cpu_check"]
         add = check["add_sha256"][:16]

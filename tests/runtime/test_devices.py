@@ -1,4 +1,5 @@
-"""Device naming and selection: a GPU when there is one, the CPU path announced otherwise."""
+"""Device naming and the one selection rule: a hardware GPU when there is one, else the CPU path,
+announced with why (a software adapter is slower than the CPU path); a software adapter only alone."""
 
 from __future__ import annotations
 
@@ -24,18 +25,27 @@ def gpu(name: str, software: bool = False) -> DeviceInfo:
 def test_hardware_adapter_is_chosen_before_software_and_cpu() -> None:
     chosen = select([gpu("soft", software=True), gpu("real"), cpu_device("wasmtime")])
     assert chosen.device.name == "real" and not chosen.cpu_fallback
-    assert chosen.reason == "WebGPU adapter found: real"
+    assert chosen.reason == "the first hardware WebGPU adapter found"
 
 
-def test_software_adapter_is_named_as_such() -> None:
+def test_a_software_adapter_gives_way_to_the_cpu_path_saying_why() -> None:
     chosen = select([gpu("swiftshader", software=True), cpu_device("wasmtime")])
-    assert chosen.device.name == "swiftshader"
-    assert "software adapter" in chosen.reason
+    assert chosen.device.kind == "cpu" and chosen.cpu_fallback
+    assert chosen.reason == (
+        "swiftshader is a software adapter (a CPU rasteriser), slower here than the CPU path: choose it to use it "
+        "anyway"
+    )
+
+
+def test_a_software_adapter_alone_is_chosen_and_named_as_such() -> None:
+    chosen = select([gpu("swiftshader", software=True)])
+    assert chosen.device.name == "swiftshader" and not chosen.cpu_fallback
+    assert chosen.reason == "a software adapter, the only device found"
 
 
 def test_no_adapter_selects_the_cpu_path_with_the_banner() -> None:
     chosen = select([cpu_device("browser WebAssembly")])
-    assert chosen.cpu_fallback and chosen.reason == CPU_BANNER
+    assert chosen.cpu_fallback and f"CPU path (WebAssembly) — {chosen.reason}" == CPU_BANNER
     assert chosen.device.max_buffer_size == WASM32_MEMORY
 
 

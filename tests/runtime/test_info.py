@@ -21,7 +21,7 @@ def test_info_lists_lavapipe_and_the_cpu_path() -> None:
     assert f"engine {installed_engine_version()}" in out
     assert "via wgpu-py 0.32.0 (Vulkan)" in out and "llvmpipe" in out and "software adapter" in out
     assert "CPU path (WebAssembly) via wasmtime 50.0.1; memory ceiling 4 GiB" in out
-    assert "selected: WebGPU adapter found: llvmpipe" in out
+    assert "selected: CPU path (WebAssembly) — llvmpipe" in out and "is a software adapter (a CPU rasteriser)" in out
 
 
 def test_info_json_with_check_reports_the_cpu_kernels() -> None:

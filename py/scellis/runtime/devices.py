@@ -11,13 +11,15 @@ from dataclasses import dataclass
 from scellis.runtime import IN_BROWSER
 from scellis.runtime.device import DeviceInfo
 
-CPU_BANNER = "CPU path (WebAssembly) — no usable GPU found"
+NO_GPU = "no usable GPU found"
+CPU_BANNER = f"CPU path (WebAssembly) — {NO_GPU}"
 WASM32_MEMORY = 4 * 1024**3  # wasm32 linear memory ceiling: 65,536 pages of 64 KiB
 
 
 @dataclass(frozen=True)
 class Selection:
-    """The device a run would use, and the sentence that says why."""
+    """The device a run would use, and the phrase that says why (after the device's name: "CPU path
+    (WebAssembly) — no usable GPU found")."""
 
     device: DeviceInfo
     reason: str
@@ -28,15 +30,23 @@ class Selection:
 
 
 def select(devices: list[DeviceInfo]) -> Selection:
-    """The first WebGPU adapter if any (hardware before software), else the CPU path, announced."""
-    gpus = sorted((d for d in devices if d.kind == "webgpu"), key=lambda d: d.software)
-    if gpus:
-        soft = " (a software adapter: expect CPU-like speed)" if gpus[0].software else ""
-        return Selection(gpus[0], f"WebGPU adapter found: {gpus[0].name}{soft}", False)
+    """The one rule for which device runs when nobody chose (`scellis info` and the page both show it): a
+    hardware WebGPU adapter; else the CPU path, saying why (a software adapter, a CPU rasteriser such as
+    SwiftShader or llvmpipe, runs tens of times slower than the CPU path: Honest limits); a software
+    adapter only where there is no CPU path."""
+    gpus = [d for d in devices if d.kind == "webgpu"]
+    hardware = [d for d in gpus if not d.software]
     cpus = [d for d in devices if d.kind == "cpu"]
-    if not cpus:
-        raise RuntimeError("no device reachable: neither a WebGPU adapter nor the CPU path's WebAssembly host")
-    return Selection(cpus[0], CPU_BANNER, True)
+    if hardware:
+        return Selection(hardware[0], "the first hardware WebGPU adapter found", False)
+    if cpus and gpus:
+        why = f"{gpus[0].name} is a software adapter (a CPU rasteriser), slower here than the CPU path"
+        return Selection(cpus[0], f"{why}: choose it to use it anyway", True)
+    if cpus:
+        return Selection(cpus[0], NO_GPU, True)
+    if gpus:
+        return Selection(gpus[0], "a software adapter, the only device found", False)
+    raise RuntimeError("no device reachable: neither a WebGPU adapter nor the CPU path's WebAssembly host")
 
 
 def cpu_device(host: str) -> DeviceInfo:
