@@ -19,7 +19,10 @@ const SOFTWARE_WHY =
 const report = (offered) => {
   const adapter = offered.kind === "webgpu" ? offered : null;
   if (adapter && !adapter.software) {
-    return { selected: { device: adapter, reason: "the first hardware WebGPU adapter found" }, devices: [adapter, cpu] };
+    return {
+      selected: { device: adapter, reason: "the first hardware WebGPU adapter found" },
+      devices: [adapter, cpu],
+    };
   }
   const reason = adapter ? SOFTWARE_WHY : "no usable GPU found";
   return { selected: { device: cpu, reason }, devices: [...(adapter ? [adapter] : []), cpu] };
