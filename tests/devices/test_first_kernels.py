@@ -26,18 +26,6 @@ def test_cpu_add_is_bit_exact(cpu: CpuPath, n: int) -> None:
     np.testing.assert_array_equal(got, a + b)
 
 
-@pytest.mark.parametrize("n", SIZES)
-def test_wgsl_add_on_lavapipe_is_bit_exact(wgsl, n: int) -> None:
-    a, b = randn(n, 3), randn(n, 4)
-    got = np.frombuffer(wgsl.elementwise("wgsl/add_f32.wgsl", [a.tobytes(), b.tobytes()], 4 * n), dtype="<f4")
-    np.testing.assert_array_equal(got, a + b)
-
-
-def test_wgsl_and_cpu_path_add_give_the_same_bytes(cpu: CpuPath, wgsl) -> None:
-    a, b = check_inputs(CHECK_LENGTH, 1), check_inputs(CHECK_LENGTH, 2)
-    assert wgsl.elementwise("wgsl/add_f32.wgsl", [a, b], len(a)) == cpu.add_f32(a, b)
-
-
 @pytest.mark.parametrize("n", [0, *SIZES])
 def test_cpu_sum_matches_float64_reference(cpu: CpuPath, n: int) -> None:
     x = randn(n, 5)
