@@ -70,11 +70,8 @@ def matmul(kernel: Kernel, schedule: Schedule, b: w.Bindings) -> Source:
         vec4, f16 = kernel.variant.startswith("tile128-vec4"), kernel.variant.endswith("-f16")
         declared = b.declarations(schedule, frozenset({a.buffer, bm.buffer}) if vec4 else frozenset(), f16)
         source = _matmul_large(kernel, schedule, b, values, vec4=vec4, f16=f16)
-        return declared + "\n" + w.helpers(kernel.expr) + "\n" + source, (
-            -(-n // LARGE),
-            -(-m // LARGE),
-            math.prod(batch),
-        )
+        groups = (-(-n // LARGE), -(-m // LARGE), math.prod(batch))
+        return declared + "\n" + w.helpers(kernel.expr) + "\n" + source, groups
     (am, ak), (bk, bn) = a.strides[-2:], bm.strides[-2:]
     cells = [(f"c{i}_{j}", f"lid.y + {16 * i}u", f"lid.x + {16 * j}u") for i in range(R) for j in range(R)]
     source = template("matmul_tile64").fill(
