@@ -6,7 +6,7 @@
     python build.py clean      remove build/, dist/ and dist-test/
 
 Steps, in order: the CPU-path module (wasm/*.c -> scellis_cpu.wasm, zig cc), the scellis
-wheel (hatchling; it carries the module and the WGSL sources), Pyodide (from node_modules),
+wheel (hatchling; it carries the module and the WGSL templates), Pyodide (from node_modules),
 the app bundle (esbuild), the correctness matrix's records as the test suite last wrote them
 (build/correctness/ -> correctness.json), and dist/build.json (every shipped file's SHA-256, tool versions,
 engine version). A step runs only when the hash of its inputs changed or an output is gone.

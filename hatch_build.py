@@ -1,4 +1,4 @@
-"""Wheel build hook: ship the WGSL sources and the compiled CPU-path module inside the wheel.
+"""Wheel build hook: ship the WGSL templates and the compiled CPU-path module inside the wheel.
 
 The browser installs only the wheel, so everything the engine executes travels in it.
 Editable installs skip this: there `scellis.assets` finds the same files in the checkout.

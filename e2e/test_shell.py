@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from appdriver import LoadedApp, open_app, wait_ready
 
 from scellis.assets import WASM_NAME, read_asset
+from scellis.runtime.cpu.device import CpuDevice
 from scellis.runtime.cpu.module import CpuPath
 from scellis.runtime.cpu.wasm import WasmtimeInstance
 from scellis.runtime.devices import CPU_BANNER
-from scellis.runtime.selfcheck import first_kernels
+from scellis.runtime.selfcheck import self_check
 
 
 def variant(app: LoadedApp) -> str:
@@ -65,11 +68,18 @@ def test_each_variant_is_what_its_flags_say(loaded: LoadedApp, request) -> None:
 
 
 def test_cpu_path_in_the_page_equals_cpython(loaded: LoadedApp) -> None:
-    in_page = loaded.session()["report"]["cpu_check"]
-    here = first_kernels(CpuPath(WasmtimeInstance(read_asset(WASM_NAME))))
-    assert in_page["host"] == "browser WebAssembly" and here["host"].startswith("wasmtime")
-    for key in ("n", "inputs_sha256", "add_sha256", "sum_sha256", "sum"):
+    """The self-check's schedule on the CPU path gives the page the same bytes as CPython (debug)."""
+    report = loaded.session()["report"]
+    in_page = report["cpu_check"]
+    device = CpuDevice(CpuPath(WasmtimeInstance(read_asset(WASM_NAME))))
+    with ThreadPoolExecutor(1) as thread:  # asyncio.run needs a thread of its own: Playwright's loop runs here
+        here = thread.submit(asyncio.run, self_check(device)).result()
+    assert in_page["host"] == "browser WebAssembly" and in_page["ok"] and report["webgpu_check"] is None
+    for key in ("level", "kernels", "inputs_sha256", "outputs_sha256", "total"):
         assert in_page[key] == here[key], key
+    # the errors are against each environment's own float64 tanh, which may differ in the last bit
+    assert [{**c, "error": 0} for c in in_page["checks"]] == [{**c, "error": 0} for c in here["checks"]]
+    assert "matmul [dot] + reduce at debug: agrees with float64" in loaded.page.inner_text("#engine")
 
 
 def test_banner_links_to_honest_limits(loaded: LoadedApp, base_url: str) -> None:

@@ -14,7 +14,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def test_checkout_assets_are_the_sources_and_the_built_module(dist: Path) -> None:
     assert wgsl_names() == sorted(f"wgsl/{p.name}" for p in (ROOT / "wgsl").glob("*.wgsl"))
-    assert read_asset("wgsl/add_f32.wgsl") == (ROOT / "wgsl" / "add_f32.wgsl").read_bytes()
+    assert read_asset("wgsl/elementwise.wgsl") == (ROOT / "wgsl" / "elementwise.wgsl").read_bytes()
     assert hashlib.sha256(read_asset(WASM_NAME)).digest() == hashlib.sha256((dist / WASM_NAME).read_bytes()).digest()
 
 

@@ -38,7 +38,7 @@ from scellis.manifest import (
     to_json,
 )
 from scellis.manifest.link import MAX_JSON, MAX_PAYLOAD
-from scellis.manifest.pins import DataVersion, check_data
+from scellis.manifest.pins import DataVersion, check_data, engine_of
 from scellis.manifest.record import MAX_EVENTS, MAX_MANIFEST
 from scellis.manifest.replay import NotedDevice, new_session
 from scellis.runtime.cpu.device import CpuDevice
@@ -118,6 +118,22 @@ def test_the_engine_comes_from_build_json_when_it_describes_this_engine(tmp_path
     assert (from_build.wgsl, from_build.wasm) == (computed.wgsl, computed.wasm)
     (tmp_path / "build.json").write_text(json.dumps({**build, "engine_version": "0.0.0+000000000000"}))
     assert installed_engine(tmp_path / "build.json") == computed  # a stale build says nothing of this engine
+
+
+def test_the_wgsl_pin_hashes_the_templates_and_the_renderers_that_fill_them() -> None:
+    files = engine_files()
+    assert {"wgsl/matmul_tile64.wgsl", "scellis/codegen/wgsl_dense.py", "scellis/codegen/wgsl_template.py"} <= set(
+        files
+    )
+    pinned = engine_of(__version__, files, None).wgsl
+
+    def changed(name: str) -> str:
+        return engine_of(__version__, {**files, name: "0" * 64}, None).wgsl
+
+    assert changed("wgsl/matmul_tile64.wgsl") != pinned
+    assert changed("scellis/codegen/wgsl_dense.py") != pinned
+    assert changed("scellis/codegen/cpu.py") == pinned  # the CPU path's calls make no WGSL
+    assert changed("scellis/session.py") == pinned
 
 
 def test_round_trip(ran: tuple[Manifest, DirectoryStore]) -> None:

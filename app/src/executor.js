@@ -1,7 +1,8 @@
 // The WebGPU executor: replays a step plan built in Python (buffers, WGSL kernels,
 // bindings, workgroup counts, carry copies). One call per step records every dispatch into one
-// command encoder; scalar outputs come back through a ring of mappable staging buffers, so the
-// next step is submitted before the previous step's loss is read. A lost device (`device.lost`) is
+// command encoder; each output read comes back through a mappable staging buffer of its own, copied
+// in that same encoder and destroyed once read, so the next step can be submitted before the previous
+// step's outputs are read (the caller need not wait for them). A lost device (`device.lost`) is
 // named: every call after the loss, and every read the loss cut short, fails with a GpuLostError saying
 // what GPUDeviceLostInfo said, never with the raw AbortError of the mapping it interrupted.
 
@@ -46,7 +47,6 @@ export class CompiledStep {
       return { pipeline, bind, workgroups: kernel.workgroups };
     });
     this.carry = plan.carry;
-    this.staging = [];
   }
 
   write(name, bytes) {

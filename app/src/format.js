@@ -32,9 +32,16 @@ export function deviceFacts(device) {
   ];
 }
 
+// The start-up self-check on one device (scellis.runtime.selfcheck): its kernels, whether they agree with
+// the float64 evaluation within their declared tolerances, and the start of its output bytes' hash.
+export function checkFact(check) {
+  const verdict = check.ok ? "agrees with float64" : "DISAGREES with float64";
+  return `${check.kernels.join(" + ")} at ${check.level}: ${verdict}; output ${check.outputs_sha256.slice(0, 16)}…`;
+}
+
 // Facts about the engine; a wheel that disagrees with build.json is reported, not hidden.
 export function engineFacts(report, build, readyMs) {
-  const check = report.cpu_check;
+  const webgpu = report.webgpu_check ? [["WebGPU self-check", checkFact(report.webgpu_check)]] : [];
   return [
     ["Engine version", report.engine_version],
     [
@@ -46,7 +53,8 @@ export function engineFacts(report, build, readyMs) {
     ["Python", `${report.python}, ${report.environment}`],
     ["Pyodide", build.tools.pyodide],
     ["Cross-origin isolated", globalThis.crossOriginIsolated ? "yes (CPU-path workers can share memory)" : "no"],
-    ["CPU path self-check", `add ${check.add_sha256.slice(0, 16)}…, sum ${check.sum}`],
+    ["CPU path self-check", checkFact(report.cpu_check)],
+    ...webgpu,
     ["Ready in", `${(readyMs / 1000).toFixed(2)} s`],
   ];
 }

@@ -1,4 +1,4 @@
-"""Bundled engine assets: WGSL kernel sources and the compiled CPU-path module.
+"""Bundled engine assets: the WGSL kernel templates and the compiled CPU-path module.
 
 In a built wheel (the browser's install, or `pip install scellis-*.whl`) they sit in
 `scellis/_assets/`; in a source checkout they are read where `build.py` leaves them.
@@ -23,7 +23,7 @@ def _bundled(name: str) -> resources.abc.Traversable:
 
 
 def read_asset(name: str) -> bytes:
-    """The bytes of a bundled asset, e.g. `scellis_cpu.wasm` or `wgsl/add.wgsl`."""
+    """The bytes of a bundled asset, e.g. `scellis_cpu.wasm` or `wgsl/elementwise.wgsl`."""
     bundled = _bundled(name)
     if bundled.is_file():
         return bundled.read_bytes()

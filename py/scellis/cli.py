@@ -28,12 +28,19 @@ CHECKOUT = Path(__file__).resolve().parents[2]
 
 
 def info(args: argparse.Namespace) -> int:
+    """This environment's devices (and with --check, the self-check on them: exit 1 when one disagrees)."""
     from scellis.runtime.report import environment_report
 
     report = asyncio.run(environment_report(check=args.check))
+    checks = [c for c in (report.get("cpu_check"), report.get("webgpu_check")) if c]
     if args.json:
         print(json.dumps(report, indent=1))
-        return 0
+    else:
+        _print_info(report, checks)
+    return 0 if all(c["ok"] for c in checks) else 1
+
+
+def _print_info(report: dict, checks: list[dict]) -> None:
     where = f"{report['environment']}, {report['python']}"
     print(f"scellis {report['package_version']}  engine {report['engine_version']}  ({where})")
     print("devices:")
@@ -43,11 +50,11 @@ def info(args: argparse.Namespace) -> int:
     chosen = selected["device"]
     name = "CPU path (WebAssembly)" if chosen["kind"] == "cpu" else f"WebGPU {chosen['name']}"
     print(f"selected: {name} — {selected['reason']}")
-    if args.check:
-        check = report["cpu_check"]
-        add = check["add_sha256"][:16]
-        print(f"cpu check ({check['host']}, n={check['n']}): add {add}, sum {check['sum']!r}")
-    return 0
+    for check in checks:
+        verdict = "agrees with float64" if check["ok"] else "DISAGREES with float64"
+        errors = ", ".join(f"{c['output']} {c['error']:.2g} (tolerance {c['tolerance']:.2g})" for c in check["checks"])
+        print(f"self-check on {check['device']} ({check['level']}: {' + '.join(check['kernels'])}): {verdict}")
+        print(f"  outputs {check['outputs_sha256'][:16]}, error {errors}")
 
 
 def check(args: argparse.Namespace) -> int:
@@ -561,7 +568,11 @@ def main(argv: list[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     p_info = sub.add_parser("info", help="list the devices this environment can use")
     p_info.add_argument("--json", action="store_true", help="print the full report as JSON")
-    p_info.add_argument("--check", action="store_true", help="also run the CPU path's first kernels")
+    p_info.add_argument(
+        "--check",
+        action="store_true",
+        help="also run the self-check on each device (exit 1 if one disagrees with float64)",
+    )
     p_info.set_defaults(func=info)
     p_check = sub.add_parser("check", help="run the correctness matrix on a device here, against the reference")
     p_check.add_argument("--device", required=True, choices=["webgpu", "cpu"], help="wgpu-py's adapter, or wasmtime")

@@ -1,7 +1,7 @@
 """The engine version: which code a result was computed with.
 
 `<package version>+<12 hex>`, the hex being SHA-256 over the sorted (name, SHA-256) pairs
-of everything that decides what runs: the Python sources of `scellis`, the WGSL sources
+of everything that decides what runs: the Python sources of `scellis`, the WGSL templates
 and the compiled CPU-path module. Two builds of the same source give the same version;
 `build.py` records it in `dist/build.json`, and the installed package recomputes it.
 """

@@ -11,7 +11,7 @@ import struct
 import pytest
 import wgpu
 
-from scellis.codegen.wgsl_random import PHILOX_FN
+from scellis.codegen.wgsl_random import philox
 from scellis.examples import random_draws
 from scellis.levels import Level
 from scellis.plan import lowered
@@ -54,7 +54,7 @@ def test_kat_in_c_under_wasmtime() -> None:
 def test_kat_in_wgsl_on_lavapipe() -> None:
     device = WgpuDevice().device
     source = (
-        PHILOX_FN
+        philox()
         + """
 @group(0) @binding(0) var<storage, read> counters: array<vec4<u32>>;
 @group(0) @binding(1) var<storage, read> keys: array<vec2<u32>>;

@@ -24,13 +24,22 @@ def test_info_lists_lavapipe_and_the_cpu_path() -> None:
     assert "selected: CPU path (WebAssembly) — llvmpipe" in out and "is a software adapter (a CPU rasteriser)" in out
 
 
-def test_info_json_with_check_reports_the_cpu_kernels() -> None:
+def test_info_json_with_check_reports_the_self_check_on_both_devices() -> None:
     report = json.loads(run_info("--json", "--check").stdout)
     kinds = [d["kind"] for d in report["devices"]]
     assert kinds[0] == "webgpu" and kinds[-1] == "cpu"
     assert report["devices"][0]["host"].endswith("(Vulkan)")
-    check = report["cpu_check"]
-    assert check["host"] == "wasmtime 50.0.1" and len(check["add_sha256"]) == 64
+    cpu, gpu = report["cpu_check"], report["webgpu_check"]
+    assert cpu["host"] == "wasmtime 50.0.1" and cpu["device"].startswith("CPU path (WebAssembly)")
+    assert "llvmpipe" in gpu["device"] and cpu["inputs_sha256"] == gpu["inputs_sha256"]
+    for check in (cpu, gpu):
+        assert check["ok"] and check["kernels"] == ["matmul [dot]", "reduce"] and len(check["outputs_sha256"]) == 64
+
+
+def test_info_with_check_says_what_agreed() -> None:
+    out = run_info("--check").stdout
+    assert "self-check on CPU path (WebAssembly) via wasmtime 50.0.1 (debug: matmul [dot] + reduce): agrees" in out
+    assert "self-check on llvmpipe" in out and "DISAGREES" not in out
 
 
 def test_serve_outside_a_checkout_asks_for_dist(tmp_path, monkeypatch) -> None:

@@ -1,5 +1,6 @@
-"""WGSL for one kernel: dispatch by kind to its renderer. Every shape, stride and constant is baked
-into the source, so a kernel needs no uniforms and one bind group of storage buffers."""
+"""WGSL for one kernel: dispatch by kind to its renderer, which fills in its templates from wgsl/. Every
+shape, stride and constant is baked into the source, so a kernel needs no uniforms and one bind group of
+storage buffers."""
 
 from __future__ import annotations
 
@@ -8,8 +9,6 @@ from dataclasses import dataclass
 
 from scellis.codegen import wgsl_dense, wgsl_expr, wgsl_random, wgsl_solve, wgsl_sort, wgsl_spatial
 from scellis.lower.kernels import Kernel, Kind, Schedule
-
-MAX_GROUPS = 65535
 
 
 @dataclass(frozen=True)
@@ -55,8 +54,3 @@ def render(kernel: Kernel, schedule: Schedule) -> WgslKernel:
         raise ValueError(f"no WGSL renderer for {kernel.kind.value} kernels")
     source, groups = renderer(kernel, schedule, bindings)
     return WgslKernel(source, (*bindings.reads, bindings.out), groups, kernel.label)
-
-
-def grid(groups: int) -> tuple[int, int, int]:
-    """A 1-D count of workgroups laid out within the per-dimension limit."""
-    return (min(groups, MAX_GROUPS), -(-groups // MAX_GROUPS), 1)

@@ -1,5 +1,6 @@
 """WGSL text for the pieces every kernel shares: bindings, typed literals, view indexing, coordinate
-decoding and fused elementwise expressions. Pure functions from the schedule to source text."""
+decoding, fused elementwise expressions and the helper functions they call (wgsl/erf.wgsl, ...). Pure
+functions from the schedule to source text."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import math
 import struct
 from dataclasses import dataclass
 
+from scellis.codegen.wgsl_template import text
 from scellis.lower.kernels import Acc, Apply, Const, Coord, Expr, Kernel, Load, Schedule, View
 from scellis.ops import DType, Op
 from scellis.ops import defs as d
@@ -14,67 +16,18 @@ from scellis.ops import defs as d
 WGSL_TYPE = {DType.F32: "f32", DType.F16: "f16", DType.I32: "i32", DType.U32: "u32", DType.BOOL: "u32"}
 VALUE_TYPE = {DType.F32: "f32", DType.F16: "f16", DType.I32: "i32", DType.U32: "u32", DType.BOOL: "bool"}
 
-# Abramowitz & Stegun 7.1.26 (|error| < 1.5e-7): WGSL has no erf.
-ERF_FN = """
-fn sc_erf(x: f32) -> f32 {
-  let t = 1.0 / (1.0 + 0.3275911 * abs(x));
-  let p = (((1.061405429 * t - 1.453152027) * t + 1.421413741) * t - 0.284496736) * t + 0.254829592;
-  let y = 1.0 - p * t * exp(-x * x);
-  return select(-y, y, x >= 0.0);
-}
-"""
-# exp(x) - 1 cancels for small |x| (entirely below 2**-24). For |x| < 0.5, Taylor through x^9/9! in
-# Horner form: a few ulp (the first dropped term is below 1e-9 of the result). Elsewhere exp(x) - 1
-# multiplies exp's relative error by e^x / |e^x - 1|, at most 2.6.
-EXPM1_FN = """
-fn sc_expm1(x: f32) -> f32 {
-  if (abs(x) >= 0.5) {
-    return exp(x) - 1.0;
-  }
-  var p: f32 = 2.755731922398589e-6;
-  p = p * x + 2.48015873015873e-5;
-  p = p * x + 1.984126984126984e-4;
-  p = p * x + 1.388888888888889e-3;
-  p = p * x + 8.333333333333333e-3;
-  p = p * x + 4.166666666666667e-2;
-  p = p * x + 0.16666666666666666;
-  p = p * x + 0.5;
-  p = p * x + 1.0;
-  return p * x;
-}
-"""
-# tanh through exp overflows to NaN on some drivers for large |x|; tanh(15) is 1 in float32.
-TANH_FN = """
-fn sc_tanh(x: f32) -> f32 {
-  return tanh(clamp(x, -15.0, 15.0));
-}
-"""
+MAX_GROUPS = 65535  # workgroups a dimension of a dispatch holds (WebGPU's default limit)
 
-# WGSL's sin and cos promise only 2**-11 absolute error, and only on [-pi, pi] (SwiftShader's are that
-# coarse). Ours: reduce by pi/2 in three parts (Cody-Waite; exact products for |x| below about 5e4),
-# then minimax polynomials on [-pi/4, pi/4] (Cephes' sinf and cosf coefficients): a few ulp.
-SIN_COS_FN = """
-fn sc_quadrant(x: f32) -> vec3<f32> {
-  let q = round(x * 0.63661977236758134);
-  let r = ((x - q * 1.5703125) - q * 4.837512969970703125e-4) - q * 7.549789954891882e-8;
-  let z = r * r;
-  let s = r + r * z * (-1.6666654611e-1 + z * (8.3321608736e-3 + z * -1.9515295891e-4));
-  let c = 1.0 - 0.5 * z + z * z * (4.166664568298827e-2 + z * (-1.388731625493765e-3 + z * 2.443315711809948e-5));
-  return vec3<f32>(s, c, f32(i32(q) & 3));
-}
-fn sc_sin(x: f32) -> f32 {
-  let v = sc_quadrant(x);
-  let n = i32(v.z);
-  let y = select(v.x, v.y, (n & 1) == 1);
-  return select(y, -y, n >= 2);
-}
-fn sc_cos(x: f32) -> f32 {
-  let v = sc_quadrant(x);
-  let n = i32(v.z);
-  let y = select(v.y, v.x, (n & 1) == 1);
-  return select(y, -y, n == 1 || n == 2);
-}
-"""
+
+def grid(groups: int) -> tuple[int, int, int]:
+    """A 1-D count of workgroups laid out within the per-dimension limit (the kernels read their flat
+    index from x and y)."""
+    return (min(groups, MAX_GROUPS), -(-groups // MAX_GROUPS), 1)
+
+
+def or_blank(lines: list[str]) -> list[str]:
+    """`lines`, or one empty line where there are none (where such a kernel's text has always had one)."""
+    return lines or [""]
 
 
 @dataclass(frozen=True)
@@ -257,18 +210,15 @@ def store(value: str, dtype: DType) -> str:
 
 
 def helpers(expr: Expr) -> str:
-    """Helper functions the expression needs."""
+    """Helper functions the expression needs (wgsl/erf.wgsl, ...), each after an empty line."""
     used = {s.op for s in expr.steps if isinstance(s, Apply)}
     gelu_erf = any(
         isinstance(s, Apply) and s.op is Op.GELU and getattr(s.arg, "approximate", "") == "none" for s in expr.steps
     )
-    parts = []
-    if Op.ERF in used or gelu_erf:
-        parts.append(ERF_FN)
-    if Op.EXPM1 in used:
-        parts.append(EXPM1_FN)
-    if Op.TANH in used or Op.GELU in used:
-        parts.append(TANH_FN)
-    if Op.SIN in used or Op.COS in used:
-        parts.append(SIN_COS_FN)
-    return "".join(parts)
+    needed = {
+        "erf": Op.ERF in used or gelu_erf,
+        "expm1": Op.EXPM1 in used,
+        "tanh": Op.TANH in used or Op.GELU in used,
+        "sin_cos": Op.SIN in used or Op.COS in used,
+    }
+    return "".join(f"\n{text(name)}\n" for name, need in needed.items() if need)

@@ -1,10 +1,11 @@
-"""Stage: code. WGSL renderers for convolution and its two gradients, max and average pooling and their
-gradients, gather, scatter-add, the index check and the per-example shift and flip of data augmentation.
+"""Stage: code. WGSL for convolution and its two gradients, max and average pooling and their gradients,
+gather, scatter-add, the index check and the per-example shift and flip of data augmentation: their
+templates (wgsl/conv2d.wgsl, max_pool2d.wgsl, ...) filled in with the schedule's sizes, strides and views.
 
 Every gradient is a gather, never a scatter: each output element is computed by one invocation (for the
 weight gradient, one workgroup with a fixed split over its lanes) that visits its contributions in a
 fixed order, with no atomics, so results repeat bit for bit on one device. Inputs are contiguous (the
-schedule guarantees it); the output is written through its view. Per-element bodies see the output
+schedule guarantees it); the output is written through its view. Per-element templates see the output
 coordinates as c0, c1, ... and leave their result in `acc`, which the fused epilogue reads.
 """
 
@@ -14,20 +15,15 @@ import math
 from dataclasses import dataclass
 
 from scellis.codegen import wgsl_expr as w
-from scellis.codegen.wgsl_dense import LANES, MAIN, WORKGROUP
+from scellis.codegen.wgsl_dense import WORKGROUP
+from scellis.codegen.wgsl_template import Value, template
 from scellis.lower.kernels import ACC, Acc, Expr, Kernel, Kind, Schedule, Shape, View
 from scellis.ops import DType
 from scellis.ops import defs as d
 
 Source = tuple[str, tuple[int, int, int]]
-# The lowest finite float32: Tint rejects an infinite constant; every pool window holds a real tap.
-NEG_INF = "bitcast<f32>(0xff7fffffu)"
 # Inputs past these are the fused epilogue's Loads, read at the output coordinates.
 MAIN_INPUTS = {Kind.CONV2D: 2, Kind.RANDOM: 2}
-
-
-def _grid(groups: int) -> tuple[int, int, int]:
-    return (min(groups, 65535), -(-groups // 65535), 1)
 
 
 def input_at(kernel: Kernel, b: w.Bindings, i: int, coords: list[str]) -> str:
@@ -46,7 +42,7 @@ def _value_expr(kernel: Kernel, schedule: Schedule) -> Expr:
     return kernel.expr
 
 
-def _epilogue(kernel: Kernel, schedule: Schedule, b: w.Bindings, coords: list[str], acc: str) -> str:
+def _epilogue(kernel: Kernel, schedule: Schedule, b: w.Bindings, coords: list[str], acc: str) -> list[str]:
     """Statements computing the kernel's expression of `acc` at the output coordinates and storing it."""
     expr = _value_expr(kernel, schedule)
     first = MAIN_INPUTS.get(kernel.kind, len(kernel.inputs))
@@ -55,30 +51,23 @@ def _epilogue(kernel: Kernel, schedule: Schedule, b: w.Bindings, coords: list[st
         for view in kernel.inputs[first:]
     ]
     lines, value = w.expression(expr, loads, acc, coords)
-    lines.append(f"out[{w.index_expr(kernel.out, coords)}] = {w.store(value, expr.dtype)};")
-    return "\n".join(lines)
-
-
-def _indent(text: str, depth: int) -> str:
-    return "\n".join(" " * depth + line for line in text.splitlines())
+    return [*lines, f"out[{w.index_expr(kernel.out, coords)}] = {w.store(value, expr.dtype)};"]
 
 
 def _header(kernel: Kernel, schedule: Schedule, b: w.Bindings, helpers: str) -> str:
     return b.declarations(schedule) + "\n" + w.helpers(_value_expr(kernel, schedule)) + helpers
 
 
-def per_element(kernel: Kernel, schedule: Schedule, b: w.Bindings, body: str, helpers: str = "") -> Source:
-    """One invocation per output element; `body` sets `acc` from the coordinates c0, c1, ..."""
+def per_element(
+    kernel: Kernel, schedule: Schedule, b: w.Bindings, name: str, helpers: str = "", /, **values: Value
+) -> Source:
+    """The template `name` of a kernel with one invocation per output element (TOTAL, DECODE and
+    EPILOGUE filled in here, its own placeholders from `values`); `helpers` go before it."""
     total = math.prod(kernel.out.shape)
     decode, coords = w.decode("i", kernel.out.shape)
-    main = f"""{MAIN.format(size=WORKGROUP)}
-  let i = gid.x + gid.y * groups.x * {WORKGROUP}u;
-  if (i >= {total}u) {{ return; }}
-{_indent(chr(10).join(decode), 2)}
-{_indent(body, 2)}
-{_indent(_epilogue(kernel, schedule, b, coords, "acc"), 2)}
-}}"""
-    return _header(kernel, schedule, b, helpers) + "\n" + main, _grid(-(-total // WORKGROUP))
+    epilogue = _epilogue(kernel, schedule, b, coords, "acc")
+    source = template(name).fill(TOTAL=f"{total}u", DECODE=w.or_blank(decode), EPILOGUE=epilogue, **values)
+    return _header(kernel, schedule, b, helpers) + "\n" + source, w.grid(-(-total // WORKGROUP))
 
 
 @dataclass(frozen=True)
@@ -91,29 +80,39 @@ class Axis:
     size: int
 
 
-def _tap(name: str, out: str, k: str, axis: Axis) -> str:
-    """Input row (or column) `name` that output position `out` reads at kernel offset `k`; the loop
-    moves on when it lies in the padding."""
-    return (
-        f"let {name} = i32({out} * {axis.stride}u + {k} * {axis.dilation}u) - {axis.pad}; "
-        f"if ({name} < 0 || {name} >= {axis.size}) {{ continue; }}"
-    )
-
-
-def _window(name: str, at: str, k: str, axis: Axis) -> str:
-    """Output row (or column) `name` whose window reads input position `at` at kernel offset `k`; the
-    loop moves on when there is none (between strides or past an edge)."""
-    t, s = f"t_{name}", axis.stride
-    return (
-        f"let {t} = i32({at}) + {axis.pad} - i32({k} * {axis.dilation}u); "
-        f"if ({t} < 0 || {t} % {s} != 0 || {t} / {s} >= {axis.size}) {{ continue; }} "
-        f"let {name} = u32({t} / {s});"
-    )
-
-
 def _axes(stride: tuple[int, int], pad: tuple[int, int], dilation: tuple[int, int], shape: Shape) -> tuple[Axis, Axis]:
     """The height and width axes of a window over an NCHW `shape`."""
     return Axis(stride[0], pad[0], dilation[0], shape[2]), Axis(stride[1], pad[1], dilation[1], shape[3])
+
+
+def _taps(height: Axis, width: Axis, stride: str = "STRIDE") -> dict[str, Value]:
+    """The placeholders of a loop over the taps of a window, which reads input row `ih` (column `iw`) of
+    IN_H (IN_W) rows and moves on when it lies in the padding."""
+    return {
+        f"{stride}_H": f"{height.stride}u",
+        f"{stride}_W": f"{width.stride}u",
+        "PAD_H": f"{height.pad}",
+        "PAD_W": f"{width.pad}",
+        "IN_H": f"{height.size}",
+        "IN_W": f"{width.size}",
+    }
+
+
+def _windows(height: Axis, width: Axis) -> dict[str, Value]:
+    """The placeholders of a loop over the windows that read an input position: output row `oh` (column
+    `ow`) of OUT_H (OUT_W), moving on when there is none (between strides or past an edge)."""
+    return {
+        "STRIDE_H": f"{height.stride}",
+        "STRIDE_W": f"{width.stride}",
+        "PAD_H": f"{height.pad}",
+        "PAD_W": f"{width.pad}",
+        "OUT_H": f"{height.size}",
+        "OUT_W": f"{width.size}",
+    }
+
+
+def _dilations(height: Axis, width: Axis) -> dict[str, Value]:
+    return {"DILATION_H": f"{height.dilation}u", "DILATION_W": f"{width.dilation}u"}
 
 
 # -- convolution ------------------------------------------------------------------------------------
@@ -127,20 +126,20 @@ def conv2d(kernel: Kernel, schedule: Schedule, b: w.Bindings) -> Source:
     x, wt = kernel.inputs[:2]
     out_channels, cg, kh, kw = wt.shape
     ah, aw = _axes(arg.stride, arg.padding, arg.dilation, x.shape)
-    x_at = input_at(kernel, b, 0, ["c0", "base + cc", "u32(ih)", "u32(iw)"])
-    w_at = input_at(kernel, b, 1, ["c1", "cc", "kh", "kw"])
-    body = f"""let base = c1 / {out_channels // arg.groups}u * {cg}u;
-var acc = 0.0;
-for (var kh = 0u; kh < {kh}u; kh = kh + 1u) {{
-  {_tap("ih", "c2", "kh", ah)}
-  for (var kw = 0u; kw < {kw}u; kw = kw + 1u) {{
-    {_tap("iw", "c3", "kw", aw)}
-    for (var cc = 0u; cc < {cg}u; cc = cc + 1u) {{
-      acc = acc + {x_at} * {w_at};
-    }}
-  }}
-}}"""
-    return per_element(kernel, schedule, b, body)
+    return per_element(
+        kernel,
+        schedule,
+        b,
+        "conv2d",
+        **_taps(ah, aw),
+        **_dilations(ah, aw),
+        OUT_PER_GROUP=f"{out_channels // arg.groups}u",
+        IN_PER_GROUP=f"{cg}u",
+        KH=f"{kh}u",
+        KW=f"{kw}u",
+        X_AT=input_at(kernel, b, 0, ["c0", "base + cc", "u32(ih)", "u32(iw)"]),
+        W_AT=input_at(kernel, b, 1, ["c1", "cc", "kh", "kw"]),
+    )
 
 
 def conv2d_grad_input(kernel: Kernel, schedule: Schedule, b: w.Bindings) -> Source:
@@ -151,28 +150,26 @@ def conv2d_grad_input(kernel: Kernel, schedule: Schedule, b: w.Bindings) -> Sour
     conv = arg.conv
     g, wt = kernel.inputs
     out_channels, cg, kh, kw = wt.shape
-    og = out_channels // conv.groups
     ah, aw = _axes(conv.stride, conv.padding, conv.dilation, g.shape)
-    g_at = input_at(kernel, b, 0, ["c0", "base + oo", "oh", "ow"])
-    w_at = input_at(kernel, b, 1, ["base + oo", "cc", "kh", "kw"])
-    body = f"""let base = c1 / {cg}u * {og}u;
-let cc = c1 % {cg}u;
-var acc = 0.0;
-for (var kh = 0u; kh < {kh}u; kh = kh + 1u) {{
-  {_window("oh", "c2", "kh", ah)}
-  for (var kw = 0u; kw < {kw}u; kw = kw + 1u) {{
-    {_window("ow", "c3", "kw", aw)}
-    for (var oo = 0u; oo < {og}u; oo = oo + 1u) {{
-      acc = acc + {g_at} * {w_at};
-    }}
-  }}
-}}"""
-    return per_element(kernel, schedule, b, body)
+    return per_element(
+        kernel,
+        schedule,
+        b,
+        "conv2d_grad_input",
+        **_windows(ah, aw),
+        **_dilations(ah, aw),
+        IN_PER_GROUP=f"{cg}u",
+        OUT_PER_GROUP=f"{out_channels // conv.groups}u",
+        KH=f"{kh}u",
+        KW=f"{kw}u",
+        G_AT=input_at(kernel, b, 0, ["c0", "base + oo", "oh", "ow"]),
+        W_AT=input_at(kernel, b, 1, ["base + oo", "cc", "kh", "kw"]),
+    )
 
 
 def conv2d_grad_weight(kernel: Kernel, schedule: Schedule, b: w.Bindings) -> Source:
     """dw[o, cc, kh, kw]: a long sum over (n, oh, ow) for few outputs, so one workgroup per output; lane l
-    sums the positions l, l + LANES, ... in order, then lane 0 adds the lanes' sums in order."""
+    sums the positions l, l + 64, ... in order, then lane 0 adds the lanes' sums in order."""
     arg = kernel.arg
     assert isinstance(arg, d.ConvGradArg)
     conv = arg.conv
@@ -182,81 +179,59 @@ def conv2d_grad_weight(kernel: Kernel, schedule: Schedule, b: w.Bindings) -> Sou
     ah, aw = _axes(conv.stride, conv.padding, conv.dilation, x.shape)
     outs = math.prod(kernel.out.shape)
     decode, coords = w.decode("o", kernel.out.shape)
-    x_at = input_at(kernel, b, 0, ["n", "c", "u32(ih)", "u32(iw)"])
-    g_at = input_at(kernel, b, 1, ["n", "c0", "oh", "ow"])
-    main = f"""var<workgroup> part: array<f32, {LANES}>;
-{MAIN.format(size=LANES)}
-  let o = wid.x + wid.y * groups.x;
-  if (o >= {outs}u) {{ return; }}
-{_indent(chr(10).join(decode), 2)}
-  let c = c0 / {out_channels // conv.groups}u * {cg}u + c1;
-  var lane_sum = 0.0;
-  for (var r = lid.x; r < {n * oh * ow}u; r = r + {LANES}u) {{
-    let ow = r % {ow}u;
-    let oh = r / {ow}u % {oh}u;
-    let n = r / {ow * oh}u;
-    {_tap("ih", "oh", "c2", ah)}
-    {_tap("iw", "ow", "c3", aw)}
-    lane_sum = lane_sum + {x_at} * {g_at};
-  }}
-  part[lid.x] = lane_sum;
-  workgroupBarrier();
-  if (lid.x == 0u) {{
-    var acc = 0.0;
-    for (var l = 0u; l < {LANES}u; l = l + 1u) {{ acc = acc + part[l]; }}
-{_indent(_epilogue(kernel, schedule, b, coords, "acc"), 4)}
-  }}
-}}"""
-    return _header(kernel, schedule, b, "") + "\n" + main, _grid(outs)
+    source = template("conv2d_grad_weight").fill(
+        **_taps(ah, aw),
+        **_dilations(ah, aw),
+        OUTS=f"{outs}u",
+        DECODE=w.or_blank(decode),
+        OUT_PER_GROUP=f"{out_channels // conv.groups}u",
+        IN_PER_GROUP=f"{cg}u",
+        POSITIONS=f"{n * oh * ow}u",
+        OUT_H=f"{oh}u",
+        OUT_W=f"{ow}u",
+        OUT_HW=f"{ow * oh}u",
+        X_AT=input_at(kernel, b, 0, ["n", "c", "u32(ih)", "u32(iw)"]),
+        G_AT=input_at(kernel, b, 1, ["n", "c0", "oh", "ow"]),
+        EPILOGUE=_epilogue(kernel, schedule, b, coords, "acc"),
+    )
+    return _header(kernel, schedule, b, "") + "\n" + source, w.grid(outs)
 
 
 # -- pooling ----------------------------------------------------------------------------------------
 
 
+def _pool(kernel: Kernel, arg: d.PoolArg, b: w.Bindings) -> dict[str, Value]:
+    """The placeholders of a loop over the taps of a pool's window (x is the kernel's input 0)."""
+    ah, aw = _axes(arg.stride, arg.padding, (1, 1), kernel.inputs[0].shape)
+    kh, kw = arg.kernel
+    return {
+        **_taps(ah, aw),
+        "KH": f"{kh}u",
+        "KW": f"{kw}u",
+        "X_AT": input_at(kernel, b, 0, ["c0", "c1", "u32(ih)", "u32(iw)"]),
+    }
+
+
 def max_pool2d(kernel: Kernel, schedule: Schedule, b: w.Bindings) -> Source:
     """Maximum over the window's taps inside the input (padding is -inf, so it never wins)."""
-    arg = kernel.arg
-    assert isinstance(arg, d.PoolArg)
-    return per_element(
-        kernel, schedule, b, f"var acc = {NEG_INF};\n" + _pool_taps(kernel, b, arg, "acc = max(acc, {x});")
-    )
+    assert isinstance(kernel.arg, d.PoolArg)
+    return per_element(kernel, schedule, b, "max_pool2d", **_pool(kernel, kernel.arg, b))
 
 
 def avg_pool2d(kernel: Kernel, schedule: Schedule, b: w.Bindings) -> Source:
     """Sum over the window's taps inside the input, divided by the whole window (padding counts as 0)."""
     arg = kernel.arg
     assert isinstance(arg, d.PoolArg)
-    taps = _pool_taps(kernel, b, arg, "acc = acc + {x};")
-    return per_element(kernel, schedule, b, f"var acc = 0.0;\n{taps}\nacc = acc / {float(math.prod(arg.kernel))!r};")
+    window = repr(float(math.prod(arg.kernel)))
+    return per_element(kernel, schedule, b, "avg_pool2d", **_pool(kernel, arg, b), WINDOW=window)
 
 
-def _pool_taps(kernel: Kernel, b: w.Bindings, arg: d.PoolArg, step: str) -> str:
-    """Loops over the taps of window (c2, c3) that lie inside the input, running `step` on each value."""
-    kh, kw = arg.kernel
-    ah, aw = _axes(arg.stride, arg.padding, (1, 1), kernel.inputs[0].shape)
-    x_at = input_at(kernel, b, 0, ["c0", "c1", "u32(ih)", "u32(iw)"])
-    return f"""for (var kh = 0u; kh < {kh}u; kh = kh + 1u) {{
-  {_tap("ih", "c2", "kh", ah)}
-  for (var kw = 0u; kw < {kw}u; kw = kw + 1u) {{
-    {_tap("iw", "c3", "kw", aw)}
-    {step.format(x=x_at)}
-  }}
-}}"""
-
-
-def _pool_grad(kernel: Kernel, b: w.Bindings, arg: d.PoolGradArg, step: str) -> str:
-    """Loops over the windows (oh, ow) that hold input element (c2, c3) at tap (kh, kw), in row-major
-    tap order, running `step`."""
-    kh, kw = arg.pool.kernel
+def _pool_grad(kernel: Kernel, arg: d.PoolGradArg) -> dict[str, Value]:
+    """The placeholders of the loops over the windows (oh, ow) that hold input element (c2, c3) at tap
+    (kh, kw), in row-major tap order (g is the kernel's last input)."""
     ah, aw = _axes(arg.pool.stride, arg.pool.padding, (1, 1), kernel.inputs[-1].shape)
-    return f"""var acc = 0.0;
-for (var kh = 0u; kh < {kh}u; kh = kh + 1u) {{
-  {_window("oh", "c2", "kh", ah)}
-  for (var kw = 0u; kw < {kw}u; kw = kw + 1u) {{
-    {_window("ow", "c3", "kw", aw)}
-{_indent(step, 4)}
-  }}
-}}"""
+    kh, kw = arg.pool.kernel
+    return {**_windows(ah, aw), "KH": f"{kh}u", "KW": f"{kw}u"}
 
 
 def max_pool2d_grad(kernel: Kernel, schedule: Schedule, b: w.Bindings) -> Source:
@@ -264,30 +239,32 @@ def max_pool2d_grad(kernel: Kernel, schedule: Schedule, b: w.Bindings) -> Source
     in row-major tap order (the window is searched again with a strict >, so ties go to the first)."""
     arg = kernel.arg
     assert isinstance(arg, d.PoolGradArg)
-    kh, kw = arg.pool.kernel
     ah, aw = _axes(arg.pool.stride, arg.pool.padding, (1, 1), kernel.inputs[0].shape)
-    x_at = input_at(kernel, b, 0, ["c0", "c1", "u32(ih)", "u32(iw)"])
-    step = f"""var best = {NEG_INF};
-var win = {kh * kw}u;
-for (var qh = 0u; qh < {kh}u; qh = qh + 1u) {{
-  {_tap("ih", "oh", "qh", ah)}
-  for (var qw = 0u; qw < {kw}u; qw = qw + 1u) {{
-    {_tap("iw", "ow", "qw", aw)}
-    let v = {x_at};
-    if (v > best) {{ best = v; win = qh * {kw}u + qw; }}
-  }}
-}}
-if (win == kh * {kw}u + kw) {{ acc = acc + {input_at(kernel, b, 1, ["c0", "c1", "oh", "ow"])}; }}"""
-    return per_element(kernel, schedule, b, _pool_grad(kernel, b, arg, step))
+    return per_element(
+        kernel,
+        schedule,
+        b,
+        "max_pool2d_grad",
+        **{**_pool_grad(kernel, arg), **_taps(ah, aw, "TAP_STRIDE")},  # one padding: the pool's
+        WINDOW=f"{math.prod(arg.pool.kernel)}u",
+        X_AT=input_at(kernel, b, 0, ["c0", "c1", "u32(ih)", "u32(iw)"]),
+        G_AT=input_at(kernel, b, 1, ["c0", "c1", "oh", "ow"]),
+    )
 
 
 def avg_pool2d_grad(kernel: Kernel, schedule: Schedule, b: w.Bindings) -> Source:
     """dx[n, c, h, w]: the sum of g over the windows holding (h, w), divided by the window size."""
     arg = kernel.arg
     assert isinstance(arg, d.PoolGradArg)
-    step = f"acc = acc + {input_at(kernel, b, 0, ['c0', 'c1', 'oh', 'ow'])};"
-    body = _pool_grad(kernel, b, arg, step) + f"\nacc = acc / {float(math.prod(arg.pool.kernel))!r};"
-    return per_element(kernel, schedule, b, body)
+    return per_element(
+        kernel,
+        schedule,
+        b,
+        "avg_pool2d_grad",
+        **_pool_grad(kernel, arg),
+        WINDOW=repr(float(math.prod(arg.pool.kernel))),
+        G_AT=input_at(kernel, b, 0, ["c0", "c1", "oh", "ow"]),
+    )
 
 
 # -- indexing ---------------------------------------------------------------------------------------
@@ -304,83 +281,72 @@ def gather(kernel: Kernel, schedule: Schedule, b: w.Bindings) -> Source:
     table, indices = kernel.inputs
     lead = len(indices.shape)
     coords = [f"c{a}" for a in range(len(kernel.out.shape))]
-    row = f"in{b.slot(indices.buffer)}[{w.index_expr(indices, coords[:lead])}]"
     # The row term is spelled out: a one-row table's row stride is 0, and index_expr would drop the
     # indices read with it (an unused binding is left out of the automatic layout).
     rest = w.index_expr(View(table.buffer, table.shape[1:], table.strides[1:], table.offset), coords[lead:])
-    # An index outside the table reads its last row and gives 0 (never memory past the table); the
-    # step's CHECK_INDEX kernel reports it.
     rows = table.shape[0]
-    value = b.read(table.buffer, f"{rest} + min(r, {rows - 1}u) * {math.prod(table.shape[1:])}u")
-    zero = "i32()" if schedule.buffer(table.buffer).dtype is DType.I32 else "f32()"
-    body = f"let r = bitcast<u32>({row});\nlet acc = select({zero}, {value}, r < {rows}u);"
-    return per_element(kernel, schedule, b, body)
+    return per_element(
+        kernel,
+        schedule,
+        b,
+        "gather",
+        T="i32" if schedule.buffer(table.buffer).dtype is DType.I32 else "f32",
+        INDEX=f"in{b.slot(indices.buffer)}[{w.index_expr(indices, coords[:lead])}]",
+        ROWS=f"{rows}u",
+        ROW_AT=b.read(table.buffer, f"{rest} + min(r, {rows - 1}u) * {math.prod(table.shape[1:])}u"),
+    )
 
 
 def check_index(kernel: Kernel, schedule: Schedule, b: w.Bindings) -> Source:
-    """One workgroup: lane l counts the indices l, l + 256, ... outside [0, bound) (an i32 read as u32: a
-    negative one is outside too) and keeps the first; a tree of fixed shape sums the counts and takes the
-    least position; lane 0 writes the record unless it holds one already (lower.kernels.Kind)."""
+    """One workgroup counts the indices outside [0, bound) and records the first (wgsl/check_index.wgsl)."""
     indices, record = kernel.inputs[0], kernel.out.offset
     bound: int = kernel.arg.bound  # type: ignore[attr-defined]
-    at = f"in{b.slot(indices.buffer)}"
-    body = f"""var<workgroup> counts: array<u32, {WORKGROUP}>;
-var<workgroup> firsts: array<u32, {WORKGROUP}>;
-{MAIN.format(size=WORKGROUP)}
-  var bad = 0u;
-  var lowest = 0xffffffffu;
-  for (var i = lid.x; i < {indices.size}u; i = i + {WORKGROUP}u) {{
-    if (bitcast<u32>({at}[{indices.offset}u + i]) >= {bound}u) {{
-      bad = bad + 1u;
-      lowest = min(lowest, i);
-    }}
-  }}
-  counts[lid.x] = bad;
-  firsts[lid.x] = lowest;
-  workgroupBarrier();
-  for (var span = {WORKGROUP // 2}u; span > 0u; span = span / 2u) {{
-    if (lid.x < span) {{
-      counts[lid.x] = counts[lid.x] + counts[lid.x + span];
-      firsts[lid.x] = min(firsts[lid.x], firsts[lid.x + span]);
-    }}
-    workgroupBarrier();
-  }}
-  if (lid.x == 0u && counts[0] > 0u && out[{record}u] == 0u) {{
-    out[{record}u] = counts[0];
-    out[{record + 1}u] = firsts[0];
-    out[{record + 2}u] = bitcast<u32>({at}[{indices.offset}u + firsts[0]]);
-  }}
-}}"""
-    return b.declarations(schedule) + "\n" + body, (1, 1, 1)
+    source = template("check_index").fill(
+        INDICES=f"in{b.slot(indices.buffer)}",
+        COUNT=f"{indices.size}u",
+        OFFSET=f"{indices.offset}u",
+        BOUND=f"{bound}u",
+        RECORD_COUNT=f"{record}u",
+        RECORD_FIRST=f"{record + 1}u",
+        RECORD_VALUE=f"{record + 2}u",
+    )
+    return b.declarations(schedule) + "\n" + source, (1, 1, 1)
 
 
 def scatter_add(kernel: Kernel, schedule: Schedule, b: w.Bindings) -> Source:
     """out[r, k...]: the sum of g[j, k...] over every j with indices[j] == r, in index order."""
     indices, g = kernel.inputs
-    count = indices.size
     flat_indices = _rows(indices, len(indices.shape))
     flat_g = _rows(g, len(indices.shape))
     rest = [f"c{a}" for a in range(1, len(kernel.out.shape))]
-    index = f"in{b.slot(indices.buffer)}[{w.index_expr(flat_indices, ['j'])}]"
-    value = b.read(g.buffer, w.index_expr(flat_g, ["j", *rest]))
-    body = f"""var acc = 0.0;
-for (var j = 0u; j < {count}u; j = j + 1u) {{
-  if ({index} == i32(c0)) {{ acc = acc + {value}; }}
-}}"""
-    return per_element(kernel, schedule, b, body)
+    return per_element(
+        kernel,
+        schedule,
+        b,
+        "scatter_add",
+        COUNT=f"{indices.size}u",
+        INDEX_AT=f"in{b.slot(indices.buffer)}[{w.index_expr(flat_indices, ['j'])}]",
+        G_AT=b.read(g.buffer, w.index_expr(flat_g, ["j", *rest])),
+    )
 
 
 def shift2d(kernel: Kernel, schedule: Schedule, b: w.Bindings) -> Source:
-    """out[n, ..., i, j] = x[n, ..., i + sy, j + sx], 0 outside. In u32 arithmetic a position before the
-    start wraps past the end, so one comparison per axis tests both edges."""
+    """out[n, ..., i, j] = x[n, ..., i + sy, j + sx], 0 outside."""
     x = kernel.inputs[0]
     *lead, row, col = (f"c{a}" for a in range(len(x.shape)))
-    value = input_at(kernel, b, 0, [*lead, "si", "sj"])
-    body = f"""let si = {row} + bitcast<u32>({input_at(kernel, b, 1, ["c0", "0u"])});
-let sj = {col} + bitcast<u32>({input_at(kernel, b, 1, ["c0", "1u"])});
-var acc = 0.0;
-if (si < {x.shape[-2]}u && sj < {x.shape[-1]}u) {{ acc = {value}; }}"""
-    return per_element(kernel, schedule, b, body)
+    return per_element(
+        kernel,
+        schedule,
+        b,
+        "shift2d",
+        ROW=row,
+        COL=col,
+        SHIFT_Y=input_at(kernel, b, 1, ["c0", "0u"]),
+        SHIFT_X=input_at(kernel, b, 1, ["c0", "1u"]),
+        HEIGHT=f"{x.shape[-2]}u",
+        WIDTH=f"{x.shape[-1]}u",
+        X_AT=input_at(kernel, b, 0, [*lead, "si", "sj"]),
+    )
 
 
 def concat(kernel: Kernel, schedule: Schedule, b: w.Bindings) -> Source:
@@ -388,21 +354,28 @@ def concat(kernel: Kernel, schedule: Schedule, b: w.Bindings) -> Source:
     it (a branch, so no input is read outside its own view)."""
     axis: int = kernel.arg.axis  # type: ignore[attr-defined]
     coords = [f"c{a}" for a in range(len(kernel.out.shape))]
-    lines, start = ["var acc = 0.0;"], 0
+    lines, start = [], 0
     for i, view in enumerate(kernel.inputs):
         end = start + view.shape[axis]
         at = [*coords[:axis], f"{coords[axis]} - {start}u" if start else coords[axis], *coords[axis + 1 :]]
         test = f"if ({coords[axis]} < {end}u) " if i < len(kernel.inputs) - 1 else ""
         lines.append(f"{'} else ' if i else ''}{test}{{ acc = {input_at(kernel, b, i, at)};")
         start = end
-    return per_element(kernel, schedule, b, "\n".join(lines) + " }")
+    lines[-1] += " }"
+    return per_element(kernel, schedule, b, "concat", PICK=lines)
 
 
 def flip_last(kernel: Kernel, schedule: Schedule, b: w.Bindings) -> Source:
     """out[n, ..., j] = x[n, ..., W - 1 - j] where flip[n], else x[n, ..., j]."""
     x = kernel.inputs[0]
     *lead, col = (f"c{a}" for a in range(len(x.shape)))
-    flip = input_at(kernel, b, 1, ["c0"])
-    body = f"""let j = select({col}, {x.shape[-1] - 1}u - {col}, {flip} != 0u);
-let acc = {input_at(kernel, b, 0, [*lead, "j"])};"""
-    return per_element(kernel, schedule, b, body)
+    return per_element(
+        kernel,
+        schedule,
+        b,
+        "flip_last",
+        COL=col,
+        LAST=f"{x.shape[-1] - 1}u",
+        FLIP=input_at(kernel, b, 1, ["c0"]),
+        X_AT=input_at(kernel, b, 0, [*lead, "j"]),
+    )

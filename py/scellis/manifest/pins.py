@@ -109,7 +109,8 @@ def _read_shape(value: Any, path: str, r: Reader) -> tuple[int, ...] | None:
 
 @dataclass(frozen=True)
 class Engine:
-    """The engine a run was computed with. `wgsl` hashes the WGSL sources as `engine_version` hashes every
+    """The engine a run was computed with. `wgsl` hashes what makes the WGSL, the templates (`wgsl/*.wgsl`)
+    and the renderers that fill them in (`scellis/codegen/wgsl*.py`), as `engine_version` hashes every
     engine file (SHA-256 over the sorted lines 'name<TAB>sha256-hex'); `wasm` is the CPU path module's key;
     `pyodide` is the Pyodide the app ships, when a build says (dist/build.json)."""
 
@@ -130,13 +131,14 @@ class Engine:
 
 
 ENGINE_FIELDS = ("package_version", "engine_version", "wgsl", "wasm", "pyodide")
+WGSL_MAKERS = ("wgsl/", "scellis/codegen/wgsl")  # the engine files the `wgsl` pin hashes: what makes the WGSL
 
 
 def engine_of(package_version: str, files: dict[str, str], pyodide: str | None) -> Engine:
     """The engine whose files have these SHA-256 hex digests (the form `scellis.engine.engine_files` and
     dist/build.json's `engine_files` give)."""
     wgsl = hashlib.sha256()
-    for name in sorted(n for n in files if n.startswith("wgsl/")):
+    for name in sorted(n for n in files if n.startswith(WGSL_MAKERS)):
         wgsl.update(f"{name}\t{files[name]}\n".encode())
     wasm = files.get(WASM_NAME)
     if wasm is None:

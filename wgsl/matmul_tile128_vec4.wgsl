@@ -1,0 +1,98 @@
+// Matmul, variants tile128*: 128 x 128 output tiles for large products. Each of the 16 x 16 threads
+// owns rows {4 lid.y .. + 3, 64 + 4 lid.y .. + 3} and columns {4 lid.x .., 64 + 4 lid.x ..}: 8 x 8
+// outputs as 16 vec4 sums ci_g, so every K step reads 4 vec4 from workgroup memory for 64 multiply-adds.
+// Tiles are stored K-major as vec4 rows; edges are bounds-checked on load and store.
+//
+// Float16 (tile128*-f16, fast only): T is f16, the tiles hold float16 (32 K values a slice in the same
+// memory), each slice's products are summed in float16 (OPEN_SLICE declares the slice sums hi_g, FMA adds
+// into them, CLOSE_SLICE adds them to the float32 ci_g), so rounding grows with the slice (fixed) and
+// not with K. For float32, T is f32, FMA adds into ci_g and OPEN_SLICE, CLOSE_SLICE are empty lines.
+//
+// This file (tile128-vec4*, K and N multiples of 4): A and B read four elements at a time, LOADS vec4
+// per thread and slice, so a vec4 is either wholly inside the matrix or wholly outside. A_AT is the vec4
+// a[row0 + ra, k0 + 4 kq ..], B_AT the vec4 b[k0 + kb, col0 + 4 cq ..]; QUADS_K: TILE_K / 4. ELEM(x)
+// and ELEM4(v) round to T (nothing for f32).
+// DECODE: wid.z split into the batch coordinates b0, b1, ... (one line); A_BASE, B_BASE: where that
+// entry's A and B start. M, N, K: the sizes; TILE_K: the depth of a K slice, WORDS: a tile's vec4 count.
+// STORES: for each output, the fused expression of its sum stored at its (row, col) when inside.
+alias T = f32;
+const WORDS: u32 = 512u;
+const TILE_K: u32 = 16u;
+const LOADS: u32 = 8u;
+const M: u32 = 1u;
+const N: u32 = 1u;
+const K: u32 = 1u;
+const A_BASE: u32 = 0u;
+const B_BASE: u32 = 0u;
+fn ELEM(x: f32) -> T { return T(x); }
+fn DECODE() {}
+fn OPEN_SLICE() {}
+fn FMA() {}
+fn CLOSE_SLICE() {}
+fn STORES() {}
+const QUADS_K: u32 = 4u;
+const A_AT: vec4<f32> = vec4<f32>(0.0);
+const B_AT: vec4<f32> = vec4<f32>(0.0);
+fn ELEM4(v: vec4<f32>) -> vec4<T> { return vec4<T>(v); }
+// ---- template ----
+var<workgroup> tile_a: array<vec4<T>, WORDS>;
+var<workgroup> tile_b: array<vec4<T>, WORDS>;
+@compute @workgroup_size(16, 16)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
+  DECODE();
+  let a_base = A_BASE;
+  let b_base = B_BASE;
+  let row0 = wid.y * 128u;
+  let col0 = wid.x * 128u;
+  let t = lid.y * 16u + lid.x;
+  var c0_0 = vec4<f32>(0.0);
+  var c0_1 = vec4<f32>(0.0);
+  var c1_0 = vec4<f32>(0.0);
+  var c1_1 = vec4<f32>(0.0);
+  var c2_0 = vec4<f32>(0.0);
+  var c2_1 = vec4<f32>(0.0);
+  var c3_0 = vec4<f32>(0.0);
+  var c3_1 = vec4<f32>(0.0);
+  var c4_0 = vec4<f32>(0.0);
+  var c4_1 = vec4<f32>(0.0);
+  var c5_0 = vec4<f32>(0.0);
+  var c5_1 = vec4<f32>(0.0);
+  var c6_0 = vec4<f32>(0.0);
+  var c6_1 = vec4<f32>(0.0);
+  var c7_0 = vec4<f32>(0.0);
+  var c7_1 = vec4<f32>(0.0);
+  for (var k0 = 0u; k0 < K; k0 = k0 + TILE_K) {
+    for (var e = 0u; e < LOADS; e = e + 1u) {
+      let flat = t + e * 256u;
+      let ra = flat / QUADS_K;
+      let kq = flat % QUADS_K;
+      var va = vec4<f32>(0.0);
+      if (row0 + ra < M && k0 + 4u * kq < K) {
+        va = A_AT;
+      }
+      tile_a[(4u * kq + 0u) * 32u + ra / 4u][ra % 4u] = ELEM(va[0]);
+      tile_a[(4u * kq + 1u) * 32u + ra / 4u][ra % 4u] = ELEM(va[1]);
+      tile_a[(4u * kq + 2u) * 32u + ra / 4u][ra % 4u] = ELEM(va[2]);
+      tile_a[(4u * kq + 3u) * 32u + ra / 4u][ra % 4u] = ELEM(va[3]);
+      let kb = flat / 32u;
+      let cq = flat % 32u;
+      var vb = vec4<f32>(0.0);
+      if (k0 + kb < K && col0 + 4u * cq < N) {
+        vb = B_AT;
+      }
+      tile_b[kb * 32u + cq] = ELEM4(vb);
+    }
+    workgroupBarrier();
+    OPEN_SLICE();
+    for (var kk = 0u; kk < TILE_K; kk = kk + 1u) {
+      let a0 = tile_a[kk * 32u + lid.y];
+      let a1 = tile_a[kk * 32u + 16u + lid.y];
+      let b0 = tile_b[kk * 32u + lid.x];
+      let b1 = tile_b[kk * 32u + 16u + lid.x];
+      FMA();
+    }
+    CLOSE_SLICE();
+    workgroupBarrier();
+  }
+  STORES();
+}
