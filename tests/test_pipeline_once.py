@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
+import tempfile
 from collections import Counter
 from collections.abc import Callable
 from types import FrameType
@@ -76,3 +77,34 @@ def test_the_guide_compiles_once_and_plans_each_function_once(level: str, featur
 def test_the_counter_sees_a_repeated_stage() -> None:
     compiled = pipeline.compile_program(digits_mlp())
     assert calls(lambda: [lower(compiled.step, Level.PROD) for _ in range(2)]) == {"lower": 2}
+
+
+def test_the_pages_run_compiles_once_for_its_fit_check_and_its_session() -> None:
+    from scellis.app import open_run
+    from scellis.datasets import to_files
+    from scellis.store.directory import DirectoryStore
+
+    train, test = read_digits(digits_csv().read_bytes())
+    program = json.dumps(digits_mlp())
+
+    def walk() -> None:
+        async def go() -> None:
+            run = await open_run(
+                "site",
+                to_files(train, test),
+                program,
+                device_kind="cpu",
+                level="debug",
+                seed=1,
+                epochs=1,
+                build="{}",
+                store=store,
+            )
+            assert not isinstance(run, str), run
+            await run.advance(1)
+
+        asyncio.run(go())
+
+    with tempfile.TemporaryDirectory() as tmp:
+        store = DirectoryStore(tmp)
+        assert calls(walk) == {"compile": 1, "lower": 4, "update in place": 4, "plan memory": 4}

@@ -32,7 +32,7 @@ from scellis.guide import guide_of
 from scellis.levels import parse_level
 from scellis.manifest import Engine, read_share_link
 from scellis.manifest.pins import data_versions, engine_of
-from scellis.manifest.replay import Pins
+from scellis.manifest.replay import Pins, session_program
 from scellis.pagerun import PageRun
 from scellis.pipeline import Compiled, compile_program, plan_report
 from scellis.plan.breakdown import CATEGORIES
@@ -89,8 +89,8 @@ class DataMismatch(ValueError):
         self.problems, self.data = problems, data
 
 
-def _check_fit(program: dict[str, Any], info: DataInfo, train: Split, test: Split) -> None:
-    problems = fit_problems(program, compile_program(program, examples=train.n), info, {"train": train, "test": test})
+def _check_fit(program: dict[str, Any], compiled: Compiled, info: DataInfo, train: Split, test: Split) -> None:
+    problems = fit_problems(program, compiled, info, {"train": train, "test": test})
     if problems:
         raise DataMismatch(problems, info.name)
 
@@ -209,7 +209,7 @@ async def plan_example(
     the built-in sources the program fits}}`."""
     train, test, info = load_data(source, files)
     data, parsed = json.loads(program), parse_level(level)
-    compiled = compile_program(data, eval_rows=test.n, examples=train.n)
+    compiled = session_program(data, train, test)
     problems = fit_problems(data, compiled, info, {"train": train, "test": test})
     if problems:
         return json.dumps({"unfit": {"problems": problems, "data": info.name, "fits": _builtin_fits(data, compiled)}})
@@ -338,7 +338,8 @@ async def open_run(
     data is a DataMismatch."""
     train, test, info = load_data(source, files)
     data, parsed, chosen = json.loads(program), parse_level(level), _seed(seed)
-    _check_fit(data, info, train, test)
+    compiled = session_program(data, train, test)  # once: the fit check and the session share it
+    _check_fit(data, compiled, info, train, test)
     if resume is not None:
         resume = check_key(resume.strip())
     kept = _keep(keep)
@@ -359,6 +360,7 @@ async def open_run(
             browser=browser,
             resume=resume,
             keep=kept,
+            compiled=compiled,
         )
     except PlanRefused as refused:
         return _refusal(refused)

@@ -22,6 +22,7 @@ from scellis.datasets import Split
 from scellis.levels import Level
 from scellis.manifest import Engine, build_manifest, check_data, share_link, to_json
 from scellis.manifest.replay import NotedDevice, Outcome, Pins, checkpoints_as, compare, new_session
+from scellis.pipeline import Compiled
 from scellis.runtime.device import Device
 from scellis.session import EpochResult, Session, checkpoints_to
 from scellis.store.checkpoint import load, save
@@ -62,9 +63,12 @@ class PageRun:
         browser: str | None,
         pins: Pins | None = None,
         keep: int | None = KEEP,
+        compiled: Compiled | None = None,
     ) -> None:
         self.noted = NotedDevice(device)
-        self.session = new_session(program, self.noted, level=level, seed=seed, train=train, test=test)
+        self.session = new_session(
+            program, self.noted, level=level, seed=seed, train=train, test=test, compiled=compiled
+        )
         self.keep = keep if pins is None else None  # a re-run's checkpoints are as its pins say (replay)
         writer = checkpoints_to(store, keep) if pins is None else checkpoints_as(store, pins.device)
         self.session.checkpointer = writer
@@ -96,10 +100,12 @@ class PageRun:
         browser: str | None = None,
         resume: str | None = None,
         keep: int | None = KEEP,
+        compiled: Compiled | None = None,
     ) -> PageRun:
         """A new run of `program`, started from init, or from the stored checkpoint `resume` (a key): a
         missing or corrupt object, or a checkpoint of another program or level, is a ResumeError naming what
         differs. Its rule checkpoints are kept as store.retention says with `keep` (None: every one).
+        `compiled`: replay.session_program's compile of `program`, when the caller made it first.
         Nothing runs until `advance`; a red memory plan raises PlanRefused here."""
         run = cls(
             store,
@@ -114,6 +120,7 @@ class PageRun:
             engine=engine,
             browser=browser,
             keep=keep,
+            compiled=compiled,
         )
         session = run.session
         if resume is None:

@@ -163,13 +163,16 @@ class Session:
         eval_batch: int | None = None,
         eval_rows: int | None = None,
         examples: int | None = None,
+        compiled: Compiled | None = None,
     ) -> None:
         """Evaluation runs `eval_batch` rows a call (the training batch unless given); `eval_rows` is the
         held-out split's size, so the plan holds the evaluation of its last, smaller batch too (without
         it, evaluate takes whole batches only). `examples`: the training split's size, which a program
-        keeping its data set on the device (`memory.data` resident) is compiled and planned for."""
+        keeping its data set on the device (`memory.data` resident) is compiled and planned for.
+        `compiled`: `program` already compiled with exactly these sizes (by a caller that needed it
+        first, as the page's data fit check), so the pipeline runs once."""
         sizes = {"eval_batch": eval_batch, "eval_rows": eval_rows, "examples": examples}
-        self.compiled: Compiled = compile_program(program, **sizes)
+        self.compiled: Compiled = compiled or compile_program(program, **sizes)
         self.examples = examples
         self.device, self.rng, self.steps, self.level = device, RngState(seed), 0, level
         self.at = self.compiled.at(level, device.features)  # the level decided once: functions and plan

@@ -24,6 +24,7 @@ from scellis.manifest.link import Shared, link_json
 from scellis.manifest.pins import DataVersion, Engine, Settings, data_json, data_versions
 from scellis.manifest.record import FORMAT as MANIFEST_FORMAT
 from scellis.manifest.record import Manifest, Written, manifest_json
+from scellis.pipeline import Compiled, compile_program
 from scellis.plan.budget import Budget
 from scellis.plan.planned import Planned
 from scellis.runtime.device import CompiledStep, Device
@@ -32,12 +33,25 @@ from scellis.store.checkpoint import save
 from scellis.store.objects import Store, settle
 
 
+def session_program(program: dict[str, Any], train: Split, test: Split) -> Compiled:
+    """`program` compiled as the session a run trains in needs it: evaluation of the whole held-out split in
+    training-sized batches, planned for the training split's size (as the app's session)."""
+    return compile_program(program, eval_rows=test.n, examples=train.n)
+
+
 def new_session(
-    program: dict[str, Any], device: Device, *, level: Level, seed: int, train: Split, test: Split
+    program: dict[str, Any],
+    device: Device,
+    *,
+    level: Level,
+    seed: int,
+    train: Split,
+    test: Split,
+    compiled: Compiled | None = None,
 ) -> Session:
-    """The session a pinned run trains in: evaluation of the whole held-out split in training-sized
-    batches, planned for the training split's size (as the app's session)."""
-    return Session(program, device, seed=seed, level=level, eval_rows=test.n, examples=train.n)
+    """The session a pinned run trains in (`compiled`: session_program's, when the caller made it first)."""
+    compiled = compiled or session_program(program, train, test)
+    return Session(program, device, seed=seed, level=level, eval_rows=test.n, examples=train.n, compiled=compiled)
 
 
 class NotedDevice:
