@@ -1,21 +1,22 @@
-// Reduction (sum, mean, max): one workgroup per output element, in a fixed order. Each of the 64 lanes
-// combines a fixed strided subset in index order, then a fixed pairwise tree combines the lanes, so the
-// result repeats bit for bit on one device. The input's view is [*out, *reduced].
+// Reduction (sum, mean, max, variance): one workgroup per output element, in a fixed order. Each of the
+// 64 lanes combines a fixed strided subset in index order, then a fixed pairwise tree combines the
+// lanes, so the result repeats bit for bit on one device. The input's view is [*out, *reduced].
 //
 // OUTS: the output's element count; DECODE: the output index o split into c0, c1, ...; COUNT: the
 // reduced element count, DECODE_REDUCED: r split into k0, k1, ...; X_AT: x[c..., k...]. START: the
-// combination's identity (0, or the lowest float32 for max), STEP: acc combined with x, COMBINE: lane
-// values s and o combined. SCALE: the mean's division by the count (no line for sum and max).
-// EPILOGUE: the fused expression of total.
+// combination's identity (0, or the lowest float32 for max), STEP: acc combined with x, LANE_TREE:
+// lane_tree.wgsl with COMBINE, lane values s and o combined. FINISH: what makes total of the lanes'
+// result: the mean's division by the count, the variance's second pass (reduce_var.wgsl), no line for
+// sum and max. EPILOGUE: the fused expression of total.
 const OUTS: u32 = 1u;
 const COUNT: u32 = 1u;
 const X_AT: f32 = 0.0;
 const START: f32 = 0.0;
 const STEP: f32 = 0.0;
-const COMBINE: f32 = 0.0;
 fn DECODE() {}
 fn DECODE_REDUCED() {}
-fn SCALE() {}
+fn LANE_TREE() {}
+fn FINISH() {}
 fn EPILOGUE() {}
 // ---- template ----
 var<workgroup> part: array<f32, 64>;
@@ -32,20 +33,9 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(local_invocation
   }
   part[lid.x] = acc;
   workgroupBarrier();
-  if (lid.x < 32u) { let o = part[lid.x + 32u]; let s = part[lid.x]; part[lid.x] = COMBINE; }
-  workgroupBarrier();
-  if (lid.x < 16u) { let o = part[lid.x + 16u]; let s = part[lid.x]; part[lid.x] = COMBINE; }
-  workgroupBarrier();
-  if (lid.x < 8u) { let o = part[lid.x + 8u]; let s = part[lid.x]; part[lid.x] = COMBINE; }
-  workgroupBarrier();
-  if (lid.x < 4u) { let o = part[lid.x + 4u]; let s = part[lid.x]; part[lid.x] = COMBINE; }
-  workgroupBarrier();
-  if (lid.x < 2u) { let o = part[lid.x + 2u]; let s = part[lid.x]; part[lid.x] = COMBINE; }
-  workgroupBarrier();
-  if (lid.x < 1u) { let o = part[lid.x + 1u]; let s = part[lid.x]; part[lid.x] = COMBINE; }
-  workgroupBarrier();
+  LANE_TREE();
   var total = part[0];
-  SCALE();
+  FINISH();
   if (lid.x == 0u) {
     EPILOGUE();
   }

@@ -18,9 +18,11 @@ const WIDTH: u32 = 1u;
 const A_AT: f32 = 0.0;
 const B_AT: f32 = 0.0;
 fn sc_pivot_key(v: f32) -> i32 { return 0; }
-// K: k, the right-hand sides; WIDTH_LAST: WIDTH - 1.
+// K: k, the right-hand sides; WIDTH_LAST: WIDTH - 1. PIVOT_TREE: solve_pivot_tree.wgsl, the lanes'
+// candidates combined.
 const K: u32 = 1u;
 const WIDTH_LAST: u32 = 0u;
+fn PIVOT_TREE() {}
 // ---- template ----
 var<workgroup> best_key: array<i32, 64>;
 var<workgroup> best_row: array<u32, 64>;
@@ -45,61 +47,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(local_invocation
     best_key[lid.x] = key;
     best_row[lid.x] = row;
     workgroupBarrier();
-    // the larger key wins, ties to the lower row
-    if (lid.x < 32u) {
-      let ok = best_key[lid.x + 32u];
-      let orow = best_row[lid.x + 32u];
-      if (ok > best_key[lid.x] || (ok == best_key[lid.x] && orow < best_row[lid.x])) {
-        best_key[lid.x] = ok;
-        best_row[lid.x] = orow;
-      }
-    }
-    workgroupBarrier();
-    if (lid.x < 16u) {
-      let ok = best_key[lid.x + 16u];
-      let orow = best_row[lid.x + 16u];
-      if (ok > best_key[lid.x] || (ok == best_key[lid.x] && orow < best_row[lid.x])) {
-        best_key[lid.x] = ok;
-        best_row[lid.x] = orow;
-      }
-    }
-    workgroupBarrier();
-    if (lid.x < 8u) {
-      let ok = best_key[lid.x + 8u];
-      let orow = best_row[lid.x + 8u];
-      if (ok > best_key[lid.x] || (ok == best_key[lid.x] && orow < best_row[lid.x])) {
-        best_key[lid.x] = ok;
-        best_row[lid.x] = orow;
-      }
-    }
-    workgroupBarrier();
-    if (lid.x < 4u) {
-      let ok = best_key[lid.x + 4u];
-      let orow = best_row[lid.x + 4u];
-      if (ok > best_key[lid.x] || (ok == best_key[lid.x] && orow < best_row[lid.x])) {
-        best_key[lid.x] = ok;
-        best_row[lid.x] = orow;
-      }
-    }
-    workgroupBarrier();
-    if (lid.x < 2u) {
-      let ok = best_key[lid.x + 2u];
-      let orow = best_row[lid.x + 2u];
-      if (ok > best_key[lid.x] || (ok == best_key[lid.x] && orow < best_row[lid.x])) {
-        best_key[lid.x] = ok;
-        best_row[lid.x] = orow;
-      }
-    }
-    workgroupBarrier();
-    if (lid.x < 1u) {
-      let ok = best_key[lid.x + 1u];
-      let orow = best_row[lid.x + 1u];
-      if (ok > best_key[lid.x] || (ok == best_key[lid.x] && orow < best_row[lid.x])) {
-        best_key[lid.x] = ok;
-        best_row[lid.x] = orow;
-      }
-    }
-    workgroupBarrier();
+    PIVOT_TREE();
     let p = best_row[0];
     workgroupBarrier();
     if (p != j) {

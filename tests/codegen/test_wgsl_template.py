@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from scellis.codegen import wgsl_template
-from scellis.codegen.wgsl_template import MARKER, parse, template
+from scellis.codegen.wgsl_expr import lane_tree
+from scellis.codegen.wgsl_template import END, MARKER, fragment, parse, template
 
 ROOT = Path(__file__).resolve().parents[2]
 NAMES = sorted(p.stem for p in (ROOT / "wgsl").glob("*.wgsl"))
@@ -36,6 +37,38 @@ def test_the_head_and_comment_lines_are_left_out_and_placeholders_replaced() -> 
         filled
         == "fn main() {\n  let n: f16 = (f32(7u));\n  let a = 1;\n\n  let b = 2;\n    let a = 1;\n\n    let b = 2;\n}"
     )
+
+
+FRAGMENT = f"""// a fragment: its head opens the function its statements stand in
+const N: u32 = 1u;
+fn INNER() {{}}
+fn fragment() {{
+{MARKER}
+  let n = N;
+  if (n > 0u) {{
+    // left out
+    INNER();
+  }}
+{END}
+}}
+// and what follows the end is left out
+"""
+
+
+def test_a_fragment_is_its_statements_unindented_and_takes_the_including_placeholder_s_indentation() -> None:
+    t = parse("fragment", FRAGMENT)
+    assert (t.values, t.statements) == ({"N"}, {"INNER"})
+    lines = t.fill(N="2u", INNER=["a;", "b;"]).split("\n")
+    assert lines == ["let n = 2u;", "if (n > 0u) {", "  a;", "  b;", "}"]
+    outer = parse("example", EXAMPLE).fill(N="1u", T="f32", ELEM="", BODY=lines)
+    assert "\n  let n = 2u;\n  if (n > 0u) {\n    a;\n    b;\n  }\n    let n = 2u;\n" in outer
+
+
+def test_a_tree_includes_its_step_once_a_stride_from_32_down_to_1() -> None:
+    assert fragment("lane_tree", STRIDE="8u", COMBINE="max(s, o)")[0].startswith("if (lid.x < 8u) {")
+    steps = lane_tree("lane_tree", COMBINE="(s + o)")
+    assert [line.split(")")[0] for line in steps[::2]] == [f"if (lid.x < {s}u" for s in (32, 16, 8, 4, 2, 1)]
+    assert set(steps[1::2]) == {"workgroupBarrier();"}
 
 
 def test_statements_take_a_text_in_place_or_lines_that_may_be_none() -> None:

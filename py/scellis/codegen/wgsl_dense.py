@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 
 from scellis.codegen import wgsl_expr as w
-from scellis.codegen.wgsl_template import Value, template
+from scellis.codegen.wgsl_template import Value, fragment, template
 from scellis.lower.kernels import Kernel, Kind, Reduction, Schedule, View
 from scellis.ops import Op
 
@@ -166,25 +166,27 @@ def reduce(kernel: Kernel, schedule: Schedule, b: w.Bindings) -> Source:
     count, outs = math.prod(red_shape), math.prod(out_shape)
     decode_o, ocoords = w.decode("o", out_shape, "c")
     decode_r, rcoords = w.decode("r", red_shape, "k")
-    values: dict[str, Value] = {
-        "OUTS": f"{outs}u",
+    lanes: dict[str, Value] = {
         "COUNT": f"{count}u",
-        "DECODE": decode_o,
         "DECODE_REDUCED": decode_r,
         "X_AT": b.read(view.buffer, w.index_expr(view, [*ocoords, *rcoords])),
+    }
+    values: dict[str, Value] = {
+        **lanes,
+        "OUTS": f"{outs}u",
+        "DECODE": decode_o,
         "EPILOGUE": _epilogue(kernel, schedule, b, ocoords, acc="total", first=1),
     }
+    if op is Op.MAX:
+        values |= {"START": "bitcast<f32>(0xff7fffffu)", "STEP": "max(acc, x)", "FINISH": []}
+        values["LANE_TREE"] = w.lane_tree("lane_tree", COMBINE="max(s, o)")
+    else:
+        values |= {"START": "0.0", "STEP": "acc + x", "LANE_TREE": w.lane_tree("lane_tree", COMBINE="(s + o)")}
+        values["FINISH"] = [f"total = total / {float(count)!r};"] if op is Op.MEAN else []
     if op is Op.VAR:
         divisors = {"MEAN_DIVISOR": repr(float(count)), "DIVISOR": repr(float(count - correction))}
-        source = template("reduce_var").fill(**values, **divisors)
-    elif op is Op.MAX:
-        source = template("reduce").fill(
-            **values, START="bitcast<f32>(0xff7fffffu)", STEP="max(acc, x)", COMBINE="max(s, o)", SCALE=[]
-        )
-    else:
-        scale = [f"total = total / {float(count)!r};"] if op is Op.MEAN else []
-        source = template("reduce").fill(**values, START="0.0", STEP="acc + x", COMBINE="(s + o)", SCALE=scale)
-    return _header(kernel, schedule, b) + "\n" + source, w.grid(outs)
+        values["FINISH"] = fragment("reduce_var", **lanes, **divisors, LANE_TREE=values["LANE_TREE"])
+    return _header(kernel, schedule, b) + "\n" + template("reduce").fill(**values), w.grid(outs)
 
 
 def rows(kernel: Kernel, schedule: Schedule, b: w.Bindings) -> Source:
@@ -194,11 +196,23 @@ def rows(kernel: Kernel, schedule: Schedule, b: w.Bindings) -> Source:
     nrows = math.prod(row_shape)
     decode_o, ocoords = w.decode("o", tuple(row_shape), "c")
     x_at = b.read(view.buffer, w.index_expr(view, [*ocoords, "r"]))
-    values: dict[str, Value] = {"ROWS": f"{nrows}u", "COUNT": f"{count}u", "DECODE": decode_o, "X_AT": x_at}
     if kernel.kind is Kind.ARGMAX:
-        source = template("rows_argmax").fill(**values, OUT_AT=w.index_expr(kernel.out, ocoords))
+        finish = fragment("rows_argmax", OUT_AT=w.index_expr(kernel.out, ocoords))
     else:
-        result = f"exp({x_at} - top) / total" if kernel.kind is Kind.SOFTMAX else f"{x_at} - top - log(total)"
-        out_at = w.index_expr(kernel.out, [*ocoords, "r"])
-        source = template("rows_softmax").fill(**values, OUT_AT=out_at, RESULT=result)
+        finish = fragment(
+            "rows_softmax",
+            COUNT=f"{count}u",
+            X_AT=x_at,
+            OUT_AT=w.index_expr(kernel.out, [*ocoords, "r"]),
+            RESULT=f"exp({x_at} - top) / total" if kernel.kind is Kind.SOFTMAX else f"{x_at} - top - log(total)",
+            LANE_TREE=w.lane_tree("lane_tree", COMBINE="(s + o)"),
+        )
+    source = template("rows").fill(
+        ROWS=f"{nrows}u",
+        COUNT=f"{count}u",
+        DECODE=decode_o,
+        X_AT=x_at,
+        ARGMAX_TREE=w.lane_tree("lane_tree_argmax"),
+        FINISH=finish,
+    )
     return _header(kernel, schedule, b) + "\n" + source, w.grid(nrows)

@@ -8,7 +8,7 @@ import math
 import struct
 from dataclasses import dataclass
 
-from scellis.codegen.wgsl_template import text
+from scellis.codegen.wgsl_template import Value, fragment, text
 from scellis.lower.kernels import Acc, Apply, Const, Coord, Expr, Kernel, Load, Schedule, View
 from scellis.ops import DType, Op
 from scellis.ops import defs as d
@@ -17,12 +17,20 @@ WGSL_TYPE = {DType.F32: "f32", DType.F16: "f16", DType.I32: "i32", DType.U32: "u
 VALUE_TYPE = {DType.F32: "f32", DType.F16: "f16", DType.I32: "i32", DType.U32: "u32", DType.BOOL: "bool"}
 
 MAX_GROUPS = 65535  # workgroups a dimension of a dispatch holds (WebGPU's default limit)
+LANES = 64  # the lanes of a workgroup that combines its values by a tree (reductions, rows, solve)
 
 
 def grid(groups: int) -> tuple[int, int, int]:
     """A 1-D count of workgroups laid out within the per-dimension limit (the kernels read their flat
     index from x and y)."""
     return (min(groups, MAX_GROUPS), -(-groups // MAX_GROUPS), 1)
+
+
+def lane_tree(name: str, **values: Value) -> list[str]:
+    """A fixed pairwise tree over the LANES lanes: the fragment `name` (one step, wgsl/lane_tree.wgsl,
+    ...) once for each STRIDE, from LANES / 2 down to 1."""
+    strides = [LANES >> shift for shift in range(1, LANES.bit_length())]
+    return [line for stride in strides for line in fragment(name, STRIDE=f"{stride}u", **values)]
 
 
 def or_blank(lines: list[str]) -> list[str]:

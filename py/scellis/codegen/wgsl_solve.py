@@ -37,5 +37,6 @@ def solve(kernel: Kernel, schedule: Schedule, b: w.Bindings) -> Source:
     header = b.declarations(schedule) + "\n\n" + text("pivot_key") + "\n"
     if kernel.variant == "solve-invocation":
         return header + template("solve_invocation").fill(**values), w.grid(-(-count // LANES))
-    source = template("solve_workgroup").fill(**values, K=f"{k}u", WIDTH_LAST=f"{width - 1}u")
+    tree = w.lane_tree("solve_pivot_tree")
+    source = template("solve_workgroup").fill(**values, K=f"{k}u", WIDTH_LAST=f"{width - 1}u", PIVOT_TREE=tree)
     return header + source, w.grid(count)

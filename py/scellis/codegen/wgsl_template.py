@@ -3,10 +3,16 @@ renderers (see wgsl/README.md for the file format).
 
 A template is a WGSL file that a WGSL parser accepts as it is. What stands above its line
 `// ---- template ----` only makes it valid on its own (bindings, stubs of helper functions, and the
-declarations of its placeholders) and is left out; so are comment lines. Each placeholder is a
-CAPITALISED name: a `const` (or `alias`, `var`, `fn` with parameters) is a piece of an expression and is
-replaced by a text; a `fn NAME() {}` stands for statements, used as `NAME();`, and is replaced by a text
-or, alone on its line, by a list of lines indented like it (blank lines stay empty; no lines remove it).
+declarations of its placeholders) and is left out; so are comment lines, and whatever follows a line
+`// ---- end ----`. Each placeholder is a CAPITALISED name: a `const` (or `alias`, `var`, `fn` with
+parameters) is a piece of an expression and is replaced by a text; a `fn NAME() {}` stands for
+statements, used as `NAME();`, and is replaced by a text or, alone on its line, by a list of lines
+indented like it (blank lines stay empty; no lines remove it).
+
+A fragment is a template of statements that a placeholder of another one includes (`fragment` gives its
+lines): a piece several kernels share, or the part of a kernel family that differs. Its head opens a
+function for the statements to stand in, `// ---- end ----` comes before the `}` that closes it, and
+its lines lose the indentation they have in that function, so that they take the placeholder's.
 """
 
 from __future__ import annotations
@@ -18,6 +24,7 @@ from dataclasses import dataclass
 from scellis.assets import read_asset
 
 MARKER = "// ---- template ----"
+END = "// ---- end ----"
 DECLARED = re.compile(r"\b(const|alias|var(?:<[^>]*>)?|fn)\s+([A-Z][A-Z0-9_]*)\b(\(\))?")
 NAME = re.compile(r"\b([A-Z][A-Z0-9_]*)\b(\(\);)?")
 ALONE = re.compile(r"(\s*)([A-Z][A-Z0-9_]*)\(\);")
@@ -62,20 +69,27 @@ def parse(name: str, text: str) -> Template:
     """The template `name` of the WGSL `text` (a file's, ending with a newline)."""
     lines = text.removesuffix("\n").split("\n")
     head, body = (lines[: lines.index(MARKER)], lines[lines.index(MARKER) + 1 :]) if MARKER in lines else ([], lines)
+    body = body[: body.index(END)] if END in body else body
     values: set[str] = set()
     statements: set[str] = set()
     for kind, declared, empty in DECLARED.findall("\n".join(head)):
         (statements if kind == "fn" and empty else values).add(declared)
-    kept = tuple(line for line in body if not line.lstrip().startswith("//"))
+    kept = [line for line in body if not line.lstrip().startswith("//")]
     if any("//" in line for line in kept):
         raise ValueError(f"wgsl/{name}.wgsl: a comment must have its own line (codegen leaves those out)")
-    return Template(name, kept, frozenset(values), frozenset(statements))
+    indent = min((len(line) - len(line.lstrip(" ")) for line in kept if line.strip()), default=0)
+    return Template(name, tuple(line[indent:] for line in kept), frozenset(values), frozenset(statements))
 
 
 @functools.cache
 def template(name: str) -> Template:
     """`wgsl/<name>.wgsl`, read (from the installed package or the checkout) the first time it is asked for."""
     return parse(name, read_asset(f"wgsl/{name}.wgsl").decode())
+
+
+def fragment(name: str, **values: Value) -> list[str]:
+    """The lines of the fragment `name` filled in, for the statement placeholder that includes it."""
+    return template(name).fill(**values).split("\n")
 
 
 def text(name: str) -> str:
