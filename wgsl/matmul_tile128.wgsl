@@ -8,28 +8,26 @@
 // into them, CLOSE_SLICE adds them to the float32 ci_g), so rounding grows with the slice (fixed) and
 // not with K. For float32, T is f32, FMA adds into ci_g and OPEN_SLICE, CLOSE_SLICE are empty lines.
 //
-// This file: A and B read one element at a time (LOADS per thread and slice); A_AT is a[row0 + ra,
-// k0 + ka], B_AT is b[k0 + kb, col0 + cb]; ELEM(x) rounds to T (nothing for f32).
+// LOAD: the e-th of a thread's LOADS loads into the tiles of a slice, by variant: matmul_tile128_load.wgsl
+// reads A and B one element at a time (tile128, tile128-f16), matmul_tile128_load_vec4.wgsl four at a
+// time (tile128-vec4*, K and N multiples of 4).
+//
 // DECODE: wid.z split into the batch coordinates b0, b1, ... (one line); A_BASE, B_BASE: where that
-// entry's A and B start. M, N, K: the sizes; TILE_K: the depth of a K slice, WORDS: a tile's vec4 count.
+// entry's A and B start. K: the depth; TILE_K: the depth of a K slice, WORDS: a tile's vec4 count.
 // STORES: for each output, the fused expression of its sum stored at its (row, col) when inside.
 alias T = f32;
 const WORDS: u32 = 512u;
 const TILE_K: u32 = 16u;
 const LOADS: u32 = 8u;
-const M: u32 = 1u;
-const N: u32 = 1u;
 const K: u32 = 1u;
 const A_BASE: u32 = 0u;
 const B_BASE: u32 = 0u;
-fn ELEM(x: f32) -> T { return T(x); }
 fn DECODE() {}
 fn OPEN_SLICE() {}
 fn FMA() {}
 fn CLOSE_SLICE() {}
 fn STORES() {}
-const A_AT: f32 = 0.0;
-const B_AT: f32 = 0.0;
+fn LOAD() {}
 // ---- template ----
 var<workgroup> tile_a: array<vec4<T>, WORDS>;
 var<workgroup> tile_b: array<vec4<T>, WORDS>;
@@ -60,16 +58,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(local_invocation
   for (var k0 = 0u; k0 < K; k0 = k0 + TILE_K) {
     for (var e = 0u; e < LOADS; e = e + 1u) {
       let flat = t + e * 256u;
-      let ra = flat / TILE_K;
-      let ka = flat % TILE_K;
-      var va = 0.0;
-      if (row0 + ra < M && k0 + ka < K) { va = A_AT; }
-      tile_a[ka * 32u + ra / 4u][ra % 4u] = ELEM(va);
-      let kb = flat / 128u;
-      let cb = flat % 128u;
-      var vb = 0.0;
-      if (k0 + kb < K && col0 + cb < N) { vb = B_AT; }
-      tile_b[kb * 32u + cb / 4u][cb % 4u] = ELEM(vb);
+      LOAD();
     }
     workgroupBarrier();
     OPEN_SLICE();

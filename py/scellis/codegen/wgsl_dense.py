@@ -119,40 +119,46 @@ def _matmul_dot(kernel: Kernel, schedule: Schedule, b: w.Bindings, values: dict[
 def _matmul_large(
     kernel: Kernel, schedule: Schedule, b: w.Bindings, values: dict[str, str], *, vec4: bool, f16: bool
 ) -> str:
-    """128 x 128 tiles (wgsl/matmul_tile128.wgsl; matmul_tile128_vec4.wgsl reads four elements at a
-    time). f16 (fast only): tiles of float16, 2 SLICE deep, whose products are summed in float16 slice
-    by slice and added to the float32 sums."""
+    """128 x 128 tiles (wgsl/matmul_tile128.wgsl, its LOAD reading one element at a time or, for vec4,
+    four: matmul_tile128_load[_vec4].wgsl). f16 (fast only): tiles of float16, 2 SLICE deep, whose products
+    are summed in float16 slice by slice and added to the float32 sums."""
     a, bm = kernel.inputs[:2]
     (am, ak), (bk, bn) = a.strides[-2:], bm.strides[-2:]
     depth, scalar, acc = (2 * SLICE, "f16", "h") if f16 else (SLICE, "f32", "c")
     cells = [(i, g) for i in range(8) for g in range(2)]
     rows = [f"4u * lid.y + {i}u" for i in range(4)] + [f"{LARGE // 2}u + 4u * lid.y + {i}u" for i in range(4)]
     stores = [(f"c{i}_{g}[{c}]", rows[i], f"{g * LARGE // 2 + c}u + 4u * lid.x") for i, g in cells for c in range(4)]
-    filled: dict[str, Value] = {
-        **values,
-        "T": scalar,
-        "WORDS": f"{depth * LARGE // 4}",
-        "TILE_K": f"{depth}u",
-        "ELEM": "f16" if f16 else "",
-        "OPEN_SLICE": [f"var h{i}_{g} = vec4<f16>(0.0);" for i, g in cells] if f16 else [""],
-        "FMA": [f"{acc}{i}_{g} = fma(vec4<{scalar}>(a{i // 4}[{i % 4}]), b{g}, {acc}{i}_{g});" for i, g in cells],
-        "CLOSE_SLICE": [f"c{i}_{g} = c{i}_{g} + vec4<f32>(h{i}_{g});" for i, g in cells] if f16 else [""],
-        "STORES": _stores(kernel, schedule, b, stores),
-    }
-    if not vec4:
-        return template("matmul_tile128").fill(
-            **filled,
-            LOADS=f"{LARGE * depth // 256}u",
+    sizes = {name: values[name] for name in ("M", "N", "K")}
+    if vec4:
+        load = fragment(
+            "matmul_tile128_load_vec4",
+            **sizes,
+            QUADS_K=f"{depth // 4}u",
+            ELEM="f16" if f16 else "",
+            ELEM4="vec4<f16>" if f16 else "",
+            A_AT=b.read(a.buffer, f"(a_base + (row0 + ra) * {am}u + k0 + 4u * kq) / 4u", vec4=True),
+            B_AT=b.read(bm.buffer, f"(b_base + (k0 + kb) * {bk}u + col0 + 4u * cq) / 4u", vec4=True),
+        )
+    else:
+        load = fragment(
+            "matmul_tile128_load",
+            **sizes,
+            TILE_K=f"{depth}u",
+            ELEM="f16" if f16 else "",
             A_AT=b.read(a.buffer, f"a_base + (row0 + ra) * {am}u + (k0 + ka) * {ak}u"),
             B_AT=b.read(bm.buffer, f"b_base + (k0 + kb) * {bk}u + (col0 + cb) * {bn}u"),
         )
-    return template("matmul_tile128_vec4").fill(
-        **filled,
-        LOADS=f"{LARGE * depth // 1024}u",
-        QUADS_K=f"{depth // 4}u",
-        ELEM4="vec4<f16>" if f16 else "",
-        A_AT=b.read(a.buffer, f"(a_base + (row0 + ra) * {am}u + k0 + 4u * kq) / 4u", vec4=True),
-        B_AT=b.read(bm.buffer, f"(b_base + (k0 + kb) * {bk}u + col0 + 4u * cq) / 4u", vec4=True),
+    return template("matmul_tile128").fill(
+        **{name: values[name] for name in ("A_BASE", "B_BASE", "K", "DECODE")},
+        T=scalar,
+        WORDS=f"{depth * LARGE // 4}",
+        TILE_K=f"{depth}u",
+        LOADS=f"{LARGE * depth // (1024 if vec4 else 256)}u",
+        LOAD=load,
+        OPEN_SLICE=[f"var h{i}_{g} = vec4<f16>(0.0);" for i, g in cells] if f16 else [""],
+        FMA=[f"{acc}{i}_{g} = fma(vec4<{scalar}>(a{i // 4}[{i % 4}]), b{g}, {acc}{i}_{g});" for i, g in cells],
+        CLOSE_SLICE=[f"c{i}_{g} = c{i}_{g} + vec4<f32>(h{i}_{g});" for i, g in cells] if f16 else [""],
+        STORES=_stores(kernel, schedule, b, stores),
     )
 
 
