@@ -1,12 +1,8 @@
 // Direct convolution of x [N, C, H, W] by w [O, C / groups, KH, KW], one output element (c0, c1, c2,
 // c3) = (n, o, oh, ow) per invocation, summing in a fixed order: taps kh, kw, then the group's input
 // channels. A tap in the padding is skipped.
+// Fragment: elementwise.wgsl's BODY, at the output coordinates c0, c1, ...; it leaves the value in acc.
 //
-// TOTAL: the output's element count; DECODE: the flat index i split into the output coordinates
-// c0, c1, ...; EPILOGUE: the fused expression of acc there, stored through the output's view.
-const TOTAL: u32 = 1u;
-fn DECODE() {}
-fn EPILOGUE() {}
 // OUT_PER_GROUP, IN_PER_GROUP: channels a group (O / groups, C / groups). KH, KW: the kernel's size;
 // STRIDE_*, DILATION_*, PAD_*: the convolution's; IN_H, IN_W: x's. X_AT: x[c0, base + cc, ih, iw],
 // W_AT: w[c1, cc, kh, kw].
@@ -28,12 +24,8 @@ const IN_H: i32 = 1;
 const IN_W: i32 = 1;
 const X_AT: f32 = 0.0;
 const W_AT: f32 = 0.0;
+fn body(i: u32) {
 // ---- template ----
-@compute @workgroup_size(256)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
-  let i = gid.x + gid.y * groups.x * 256u;
-  if (i >= TOTAL) { return; }
-  DECODE();
   let base = c1 / OUT_PER_GROUP * IN_PER_GROUP;
   var acc = 0.0;
   for (var kh = 0u; kh < KH; kh = kh + 1u) {
@@ -45,5 +37,5 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(local_invocation
       }
     }
   }
-  EPILOGUE();
+// ---- end ----
 }

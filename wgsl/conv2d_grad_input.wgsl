@@ -1,12 +1,8 @@
 // The convolution's input gradient dx[n, c, h, w] = (c0, c1, c2, c3), a gather: over taps kh, kw, the
 // output position (oh, ow) whose window reads (h, w) there (none between strides or past an edge),
 // then the group's output channels, in that fixed order. No atomics.
+// Fragment: elementwise.wgsl's BODY, at the output coordinates c0, c1, ...; it leaves the value in acc.
 //
-// TOTAL: the output's element count; DECODE: the flat index i split into the output coordinates
-// c0, c1, ...; EPILOGUE: the fused expression of acc there, stored through the output's view.
-const TOTAL: u32 = 1u;
-fn DECODE() {}
-fn EPILOGUE() {}
 // IN_PER_GROUP, OUT_PER_GROUP: channels a group (C / groups, O / groups). KH, KW: the kernel's size;
 // STRIDE_*, DILATION_*, PAD_*: the convolution's; OUT_H, OUT_W: g's height and width. G_AT:
 // g[c0, base + oo, oh, ow], W_AT: w[base + oo, cc, kh, kw].
@@ -28,12 +24,8 @@ const OUT_H: i32 = 1;
 const OUT_W: i32 = 1;
 const G_AT: f32 = 0.0;
 const W_AT: f32 = 0.0;
+fn body(i: u32) {
 // ---- template ----
-@compute @workgroup_size(256)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
-  let i = gid.x + gid.y * groups.x * 256u;
-  if (i >= TOTAL) { return; }
-  DECODE();
   let base = c1 / IN_PER_GROUP * OUT_PER_GROUP;
   let cc = c1 % IN_PER_GROUP;
   var acc = 0.0;
@@ -46,5 +38,5 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(local_invocation
       }
     }
   }
-  EPILOGUE();
+// ---- end ----
 }

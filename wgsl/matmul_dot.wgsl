@@ -1,11 +1,11 @@
 // Matmul, variant dot: one invocation per output (row, col) of batch entry bi, its K multiply-adds in
 // K's order as fma, like matmul_tile64's accumulators (so the same bits), with no workgroup memory and
 // no barriers.
+// Fragment: elementwise.wgsl's BODY, whose own DECODE is empty: i is split here, into bi, row and col.
 //
-// TOTAL: outputs in all; CELLS: M * N, one batch entry's; N, K: the sizes. DECODE: bi split into the
-// batch coordinates b0, b1, ...; A_BASE, B_BASE: where that entry's A and B start. A_AT, B_AT: the
-// elements a[row, kk] and b[kk, col] (their strides baked in). EPILOGUE: the fused expression of acc.
-const TOTAL: u32 = 1u;
+// CELLS: M * N, one batch entry's; N, K: the sizes. DECODE: bi split into the batch coordinates b0, b1,
+// ...; A_BASE, B_BASE: where that entry's A and B start. A_AT, B_AT: the elements a[row, kk] and
+// b[kk, col] (their strides baked in).
 const CELLS: u32 = 1u;
 const N: u32 = 1u;
 const K: u32 = 1u;
@@ -14,12 +14,8 @@ const B_BASE: u32 = 0u;
 const A_AT: f32 = 0.0;
 const B_AT: f32 = 0.0;
 fn DECODE() {}
-fn EPILOGUE() {}
+fn body(i: u32) {
 // ---- template ----
-@compute @workgroup_size(256)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
-  let i = gid.x + gid.y * groups.x * 256u;
-  if (i >= TOTAL) { return; }
   let bi = i / CELLS;
   let row = (i % CELLS) / N;
   let col = i % N;
@@ -30,5 +26,5 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(local_invocation
   for (var kk = 0u; kk < K; kk = kk + 1u) {
     acc = fma(A_AT, B_AT, acc);
   }
-  EPILOGUE();
+// ---- end ----
 }

@@ -3,12 +3,8 @@
 // WebGPU buffer holds fewer than 2^32 elements. The recipes (scellis.rng) give the same bits as the
 // reference and the CPU path; only normal draws, which need a logarithm and a cosine (normal.wgsl), are
 // float32-accurate rather than bit-identical.
+// Fragment: elementwise.wgsl's BODY, at the output coordinates c0, c1, ...; it leaves the value in acc.
 //
-// TOTAL: the output's element count; DECODE: the flat index i split into the output coordinates
-// c0, c1, ...; EPILOGUE: the fused expression of acc there, stored through the output's view.
-const TOTAL: u32 = 1u;
-fn DECODE() {}
-fn EPILOGUE() {}
 // SITE: the draw's site; POSITION: the substream's draw position (a u32 input); KEY0, KEY1: the
 // substream's key (the key input's two words).
 const SITE: u32 = 0u;
@@ -19,13 +15,9 @@ const KEY1: u32 = 0u;
 // normal sc_normal(r.x, r.y).
 const DRAW: f32 = 0.0;
 fn sc_philox(counter: vec4<u32>, key: vec2<u32>) -> vec4<u32> { return counter; }
+fn body(i: u32) {
 // ---- template ----
-@compute @workgroup_size(256)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
-  let i = gid.x + gid.y * groups.x * 256u;
-  if (i >= TOTAL) { return; }
-  DECODE();
   let r = sc_philox(vec4<u32>(i, SITE, POSITION, 0u), vec2<u32>(KEY0, KEY1));
   let acc = DRAW;
-  EPILOGUE();
+// ---- end ----
 }

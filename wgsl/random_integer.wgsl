@@ -1,11 +1,7 @@
 // RANDOM (integer): element i draws an integer in [0, n) without modulo bias from the counter
 // (i, site, position, 0) under the substream's key (integer.wgsl, as scellis.rng.integer).
+// Fragment: elementwise.wgsl's BODY, at the output coordinates c0, c1, ...; it leaves the value in acc.
 //
-// TOTAL: the output's element count; DECODE: the flat index i split into the output coordinates
-// c0, c1, ...; EPILOGUE: the fused expression of acc there, stored through the output's view.
-const TOTAL: u32 = 1u;
-fn DECODE() {}
-fn EPILOGUE() {}
 // SITE: the draw's site; POSITION: the substream's draw position (a u32 input); KEY0, KEY1: the
 // substream's key (the key input's two words).
 const SITE: u32 = 0u;
@@ -16,12 +12,8 @@ const KEY1: u32 = 0u;
 const N: u32 = 1u;
 const LAST: u32 = 0u;
 fn sc_integer(counter: vec4<u32>, key: vec2<u32>, n: u32, last: u32) -> i32 { return 0; }
+fn body(i: u32) {
 // ---- template ----
-@compute @workgroup_size(256)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
-  let i = gid.x + gid.y * groups.x * 256u;
-  if (i >= TOTAL) { return; }
-  DECODE();
   let acc = sc_integer(vec4<u32>(i, SITE, POSITION, 0u), vec2<u32>(KEY0, KEY1), N, LAST);
-  EPILOGUE();
+// ---- end ----
 }

@@ -45,7 +45,7 @@ def elementwise(kernel: Kernel, schedule: Schedule, b: w.Bindings) -> Source:
     total = math.prod(kernel.out.shape)
     decode, coords = w.decode("i", kernel.out.shape)
     epilogue = _epilogue(kernel, schedule, b, coords, acc=None, first=0)
-    source = template("elementwise").fill(TOTAL=f"{total}u", DECODE=decode, EPILOGUE=epilogue)
+    source = template("elementwise").fill(TOTAL=f"{total}u", DECODE=decode, BODY=[], EPILOGUE=epilogue)
     return _header(kernel, schedule, b) + "\n" + source, w.grid(-(-total // WORKGROUP))
 
 
@@ -104,15 +104,16 @@ def _matmul_dot(kernel: Kernel, schedule: Schedule, b: w.Bindings, values: dict[
     (am, ak), (bk, bn) = a.strides[-2:], bm.strides[-2:]
     total = math.prod(batch) * m * n
     decode, bcoords = w.decode("bi", tuple(batch), "b")
-    source = template("matmul_dot").fill(
+    body = fragment(
+        "matmul_dot",
         **{name: values[name] for name in ("A_BASE", "B_BASE", "N", "K")},
-        TOTAL=f"{total}u",
         CELLS=f"{m * n}u",
         DECODE=decode,
         A_AT=b.read(a.buffer, f"a_base + row * {am}u + kk * {ak}u"),
         B_AT=b.read(bm.buffer, f"b_base + kk * {bk}u + col * {bn}u"),
-        EPILOGUE=_epilogue(kernel, schedule, b, [*bcoords, "row", "col"], acc="acc", first=2),
     )
+    epilogue = _epilogue(kernel, schedule, b, [*bcoords, "row", "col"], acc="acc", first=2)
+    source = template("elementwise").fill(TOTAL=f"{total}u", DECODE=[], BODY=body, EPILOGUE=epilogue)
     return _header(kernel, schedule, b) + "\n" + source, w.grid(-(-total // WORKGROUP))
 
 

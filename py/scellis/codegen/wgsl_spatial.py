@@ -16,12 +16,14 @@ from dataclasses import dataclass
 
 from scellis.codegen import wgsl_expr as w
 from scellis.codegen.wgsl_dense import WORKGROUP
-from scellis.codegen.wgsl_template import Value, template
+from scellis.codegen.wgsl_template import Value, fragment, template
 from scellis.lower.kernels import ACC, Acc, Expr, Kernel, Kind, Schedule, Shape, View
 from scellis.ops import DType
 from scellis.ops import defs as d
 
 Source = tuple[str, tuple[int, int, int]]
+# The lowest finite float32: Tint rejects an infinite constant; every pool window holds a real tap.
+NEG_INF = "bitcast<f32>(0xff7fffffu)"
 # Inputs past these are the fused epilogue's Loads, read at the output coordinates.
 MAIN_INPUTS = {Kind.CONV2D: 2, Kind.RANDOM: 2}
 
@@ -61,12 +63,13 @@ def _header(kernel: Kernel, schedule: Schedule, b: w.Bindings, helpers: str) -> 
 def per_element(
     kernel: Kernel, schedule: Schedule, b: w.Bindings, name: str, helpers: str = "", /, **values: Value
 ) -> Source:
-    """The template `name` of a kernel with one invocation per output element (TOTAL, DECODE and
-    EPILOGUE filled in here, its own placeholders from `values`); `helpers` go before it."""
+    """A kernel of one invocation per output element (wgsl/elementwise.wgsl) whose BODY is the fragment
+    `name`, its placeholders filled from `values`; `helpers` go before it."""
     total = math.prod(kernel.out.shape)
     decode, coords = w.decode("i", kernel.out.shape)
     epilogue = _epilogue(kernel, schedule, b, coords, "acc")
-    source = template(name).fill(TOTAL=f"{total}u", DECODE=w.or_blank(decode), EPILOGUE=epilogue, **values)
+    body = fragment(name, **values)
+    source = template("elementwise").fill(TOTAL=f"{total}u", DECODE=w.or_blank(decode), BODY=body, EPILOGUE=epilogue)
     return _header(kernel, schedule, b, helpers) + "\n" + source, w.grid(-(-total // WORKGROUP))
 
 
@@ -200,34 +203,32 @@ def conv2d_grad_weight(kernel: Kernel, schedule: Schedule, b: w.Bindings) -> Sou
 # -- pooling ----------------------------------------------------------------------------------------
 
 
-def _pool(kernel: Kernel, arg: d.PoolArg, b: w.Bindings) -> dict[str, Value]:
-    """The placeholders of a loop over the taps of a pool's window (x is the kernel's input 0)."""
+def _pool(kernel: Kernel, arg: d.PoolArg, b: w.Bindings, step: str) -> dict[str, Value]:
+    """wgsl/pool2d.wgsl's loop over the taps of a pool's window, and its STEP: `step` of the value x
+    there (x is the kernel's input 0)."""
     ah, aw = _axes(arg.stride, arg.padding, (1, 1), kernel.inputs[0].shape)
     kh, kw = arg.kernel
-    return {
-        **_taps(ah, aw),
-        "KH": f"{kh}u",
-        "KW": f"{kw}u",
-        "X_AT": input_at(kernel, b, 0, ["c0", "c1", "u32(ih)", "u32(iw)"]),
-    }
+    x_at = input_at(kernel, b, 0, ["c0", "c1", "u32(ih)", "u32(iw)"])
+    return {**_taps(ah, aw), "KH": f"{kh}u", "KW": f"{kw}u", "STEP": step.format(x=x_at)}
 
 
 def max_pool2d(kernel: Kernel, schedule: Schedule, b: w.Bindings) -> Source:
     """Maximum over the window's taps inside the input (padding is -inf, so it never wins)."""
     assert isinstance(kernel.arg, d.PoolArg)
-    return per_element(kernel, schedule, b, "max_pool2d", **_pool(kernel, kernel.arg, b))
+    taps = _pool(kernel, kernel.arg, b, "max(acc, {x})")
+    return per_element(kernel, schedule, b, "pool2d", **taps, START=NEG_INF, SCALE=[])
 
 
 def avg_pool2d(kernel: Kernel, schedule: Schedule, b: w.Bindings) -> Source:
     """Sum over the window's taps inside the input, divided by the whole window (padding counts as 0)."""
     arg = kernel.arg
     assert isinstance(arg, d.PoolArg)
-    window = repr(float(math.prod(arg.kernel)))
-    return per_element(kernel, schedule, b, "avg_pool2d", **_pool(kernel, arg, b), WINDOW=window)
+    scale = [f"acc = acc / {float(math.prod(arg.kernel))!r};"]
+    return per_element(kernel, schedule, b, "pool2d", **_pool(kernel, arg, b, "acc + {x}"), START="0.0", SCALE=scale)
 
 
 def _pool_grad(kernel: Kernel, arg: d.PoolGradArg) -> dict[str, Value]:
-    """The placeholders of the loops over the windows (oh, ow) that hold input element (c2, c3) at tap
+    """wgsl/pool2d_grad.wgsl's loops over the windows (oh, ow) that hold input element (c2, c3) at tap
     (kh, kw), in row-major tap order (g is the kernel's last input)."""
     ah, aw = _axes(arg.pool.stride, arg.pool.padding, (1, 1), kernel.inputs[-1].shape)
     kh, kw = arg.pool.kernel
@@ -239,32 +240,27 @@ def max_pool2d_grad(kernel: Kernel, schedule: Schedule, b: w.Bindings) -> Source
     in row-major tap order (the window is searched again with a strict >, so ties go to the first)."""
     arg = kernel.arg
     assert isinstance(arg, d.PoolGradArg)
+    windows = _pool_grad(kernel, arg)
     ah, aw = _axes(arg.pool.stride, arg.pool.padding, (1, 1), kernel.inputs[0].shape)
-    return per_element(
-        kernel,
-        schedule,
-        b,
+    step = fragment(
         "max_pool2d_grad",
-        **{**_pool_grad(kernel, arg), **_taps(ah, aw, "TAP_STRIDE")},  # one padding: the pool's
+        **_taps(ah, aw, "TAP_STRIDE"),
+        KH=windows["KH"],
+        KW=windows["KW"],
         WINDOW=f"{math.prod(arg.pool.kernel)}u",
         X_AT=input_at(kernel, b, 0, ["c0", "c1", "u32(ih)", "u32(iw)"]),
         G_AT=input_at(kernel, b, 1, ["c0", "c1", "oh", "ow"]),
     )
+    return per_element(kernel, schedule, b, "pool2d_grad", **windows, STEP=step, SCALE=[])
 
 
 def avg_pool2d_grad(kernel: Kernel, schedule: Schedule, b: w.Bindings) -> Source:
     """dx[n, c, h, w]: the sum of g over the windows holding (h, w), divided by the window size."""
     arg = kernel.arg
     assert isinstance(arg, d.PoolGradArg)
-    return per_element(
-        kernel,
-        schedule,
-        b,
-        "avg_pool2d_grad",
-        **_pool_grad(kernel, arg),
-        WINDOW=repr(float(math.prod(arg.pool.kernel))),
-        G_AT=input_at(kernel, b, 0, ["c0", "c1", "oh", "ow"]),
-    )
+    step = [f"acc = acc + {input_at(kernel, b, 0, ['c0', 'c1', 'oh', 'ow'])};"]
+    scale = [f"acc = acc / {float(math.prod(arg.pool.kernel))!r};"]
+    return per_element(kernel, schedule, b, "pool2d_grad", **_pool_grad(kernel, arg), STEP=step, SCALE=scale)
 
 
 # -- indexing ---------------------------------------------------------------------------------------
