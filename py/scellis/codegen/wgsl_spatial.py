@@ -12,6 +12,7 @@ coordinates as c0, c1, ... and leave their result in `acc`, which the fused epil
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from scellis.codegen import wgsl_expr as w
@@ -121,53 +122,42 @@ def _dilations(height: Axis, width: Axis) -> dict[str, Value]:
 # -- convolution ------------------------------------------------------------------------------------
 
 
+def _conv(
+    conv: d.ConvArg, weight: View, shape: Shape, loops: Callable[[Axis, Axis], dict[str, Value]]
+) -> dict[str, Value]:
+    """The placeholders that a convolution and its input gradient share: channels a group, the kernel's
+    size and dilations, and `loops` (_taps or _windows) over the height and width of the NCHW `shape`."""
+    out_channels, cg, kh, kw = weight.shape
+    ah, aw = _axes(conv.stride, conv.padding, conv.dilation, shape)
+    return {
+        **loops(ah, aw),
+        **_dilations(ah, aw),
+        "OUT_PER_GROUP": f"{out_channels // conv.groups}u",
+        "IN_PER_GROUP": f"{cg}u",
+        "KH": f"{kh}u",
+        "KW": f"{kw}u",
+    }
+
+
 def conv2d(kernel: Kernel, schedule: Schedule, b: w.Bindings) -> Source:
     """Direct convolution, one output element (n, o, oh, ow) per invocation: taps kh, kw, then the
     group's input channels."""
-    arg = kernel.arg
-    assert isinstance(arg, d.ConvArg)
+    assert isinstance(kernel.arg, d.ConvArg)
     x, wt = kernel.inputs[:2]
-    out_channels, cg, kh, kw = wt.shape
-    ah, aw = _axes(arg.stride, arg.padding, arg.dilation, x.shape)
-    return per_element(
-        kernel,
-        schedule,
-        b,
-        "conv2d",
-        **_taps(ah, aw),
-        **_dilations(ah, aw),
-        OUT_PER_GROUP=f"{out_channels // arg.groups}u",
-        IN_PER_GROUP=f"{cg}u",
-        KH=f"{kh}u",
-        KW=f"{kw}u",
-        X_AT=input_at(kernel, b, 0, ["c0", "base + cc", "u32(ih)", "u32(iw)"]),
-        W_AT=input_at(kernel, b, 1, ["c1", "cc", "kh", "kw"]),
-    )
+    x_at = input_at(kernel, b, 0, ["c0", "base + cc", "u32(ih)", "u32(iw)"])
+    w_at = input_at(kernel, b, 1, ["c1", "cc", "kh", "kw"])
+    return per_element(kernel, schedule, b, "conv2d", **_conv(kernel.arg, wt, x.shape, _taps), X_AT=x_at, W_AT=w_at)
 
 
 def conv2d_grad_input(kernel: Kernel, schedule: Schedule, b: w.Bindings) -> Source:
     """dx[n, c, h, w]: over taps kh, kw, the output position that reads (h, w) there, then the group's
     output channels."""
-    arg = kernel.arg
-    assert isinstance(arg, d.ConvGradArg)
-    conv = arg.conv
+    assert isinstance(kernel.arg, d.ConvGradArg)
     g, wt = kernel.inputs
-    out_channels, cg, kh, kw = wt.shape
-    ah, aw = _axes(conv.stride, conv.padding, conv.dilation, g.shape)
-    return per_element(
-        kernel,
-        schedule,
-        b,
-        "conv2d_grad_input",
-        **_windows(ah, aw),
-        **_dilations(ah, aw),
-        IN_PER_GROUP=f"{cg}u",
-        OUT_PER_GROUP=f"{out_channels // conv.groups}u",
-        KH=f"{kh}u",
-        KW=f"{kw}u",
-        G_AT=input_at(kernel, b, 0, ["c0", "base + oo", "oh", "ow"]),
-        W_AT=input_at(kernel, b, 1, ["base + oo", "cc", "kh", "kw"]),
-    )
+    values = _conv(kernel.arg.conv, wt, g.shape, _windows)
+    g_at = input_at(kernel, b, 0, ["c0", "base + oo", "oh", "ow"])
+    w_at = input_at(kernel, b, 1, ["base + oo", "cc", "kh", "kw"])
+    return per_element(kernel, schedule, b, "conv2d_grad_input", **values, G_AT=g_at, W_AT=w_at)
 
 
 def conv2d_grad_weight(kernel: Kernel, schedule: Schedule, b: w.Bindings) -> Source:
