@@ -3,9 +3,9 @@
 // the flat index is i.
 //
 // TOTAL: the output's element count. DECODE: the flat index i split into the coordinates c0, c1, ...
-// BODY: the kind's statements, a fragment that leaves its value in acc (conv2d.wgsl, pool2d.wgsl,
-// gather.wgsl, ...; none for an elementwise chain, whose expression is all epilogue). EPILOGUE: the fused
-// expression at those coordinates, stored through the output's view.
+// BODY: the kind's statements, a fragment that leaves the element's value in acc (conv2d.wgsl,
+// pool2d.wgsl, gather.wgsl, ...; no lines for an elementwise chain, whose expression is all epilogue).
+// EPILOGUE: the fused expression at those coordinates, stored through the output's view.
 const TOTAL: u32 = 1u;
 fn DECODE() {}
 fn BODY() {}

@@ -3,8 +3,8 @@
 // tap order, STEP adds the window's share of g to acc. No atomics.
 //
 // KH, KW: the window's size; STRIDE_*, PAD_*: the pool's; OUT_H, OUT_W: g's height and width. STEP:
-// for average pooling acc + g[c0, c1, oh, ow], for max pooling max_pool2d_grad.wgsl. SCALE: the
-// average's division by KH * KW (no line for max).
+// for average pooling the line acc = acc + g[c0, c1, oh, ow], for max pooling max_pool2d_grad.wgsl.
+// SCALE: the average's division by KH * KW (no line for max).
 const c2: u32 = 0u;
 const c3: u32 = 0u;
 const KH: u32 = 1u;

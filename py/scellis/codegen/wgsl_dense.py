@@ -1,7 +1,8 @@
 """Stage: code. WGSL for elementwise, matmul, reduction and row-wise kernels (softmax, log-softmax,
-argmax): their templates (wgsl/elementwise.wgsl, matmul_*.wgsl, reduce*.wgsl, rows_*.wgsl) filled in
-with what the schedule fixes, and the unrolled stores of the matmul tiles. Reductions use one workgroup
-per output and a fixed order (see wgsl/reduce.wgsl), so results repeat bit for bit on one device."""
+argmax): their templates and fragments (wgsl/elementwise.wgsl, matmul_*.wgsl, reduce*.wgsl, rows*.wgsl,
+lane_tree*.wgsl) filled in with what the schedule fixes, and the unrolled stores of the matmul tiles.
+Reductions use one workgroup per output and a fixed order (see wgsl/reduce.wgsl), so results repeat bit
+for bit on one device."""
 
 from __future__ import annotations
 

@@ -1,12 +1,13 @@
 """Stage: code. WGSL for convolution and its two gradients, max and average pooling and their gradients,
 gather, scatter-add, the index check and the per-example shift and flip of data augmentation: their
-templates (wgsl/conv2d.wgsl, max_pool2d.wgsl, ...) filled in with the schedule's sizes, strides and views.
+templates (wgsl/conv2d.wgsl, pool2d.wgsl, ...) filled in with the schedule's sizes, strides and views.
 
 Every gradient is a gather, never a scatter: each output element is computed by one invocation (for the
 weight gradient, one workgroup with a fixed split over its lanes) that visits its contributions in a
 fixed order, with no atomics, so results repeat bit for bit on one device. Inputs are contiguous (the
-schedule guarantees it); the output is written through its view. Per-element templates see the output
-coordinates as c0, c1, ... and leave their result in `acc`, which the fused epilogue reads.
+schedule guarantees it); the output is written through its view. Per-element kernels are fragments in
+wgsl/elementwise.wgsl's frame: they see the output coordinates as c0, c1, ... and leave their result in
+`acc`, which the fused epilogue reads.
 """
 
 from __future__ import annotations
