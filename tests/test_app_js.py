@@ -453,6 +453,32 @@ port2.close();
     assert out["storage"] == {"a": None, "b": "2", "changes": [["b", "2"], ["a", None]]}
 
 
+
+def test_a_name_without_a_handler_goes_to_the_served_fallback() -> None:
+    """The engine's table answers every name the worker has no handler for (enginehost.js `call`); a name
+    the handlers object only inherits (toString) is not a handler."""
+    out = run_js(
+        """
+const { port1, port2 } = new MessageChannel();
+rpc.serve(port2, { add: (a, b) => a + b }, (name, args) => {
+  if (name === "missing") throw new Error(`the engine has no call named ${JSON.stringify(name)}`);
+  return { name, args };
+});
+const caller = rpc.connect(port1);
+out.own = await caller.call("add", 2, 3);
+out.table = await caller.call("plan", { data: "site", level: "prod" });
+out.inherited = await caller.call("toString");
+try { await caller.call("missing", {}); } catch (e) { out.missing = e.message; }
+port1.close();
+port2.close();
+"""
+    )
+    assert out["own"] == 5
+    assert out["table"] == {"name": "plan", "args": {"data": "site", "level": "prod"}}
+    assert out["inherited"] == {"name": "toString"}
+    assert out["missing"] == 'the engine has no call named "missing"'
+
+
 LINKS = {
     "texts": {
         "forward": {"first_op_line": 8, "stage": 1},
