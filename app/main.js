@@ -243,7 +243,7 @@ boot(showStage)
     window.scellis = { report: session.report, build: session.build, readyMs, stages: stagesSeen };
     if (SCELLIS_TEST_HOOKS) {
       // the test build's (build.py --test): Python run in the engine's worker (after opening WebGPU when
-      // `kind` says), and a JS function's source called there
+      // `kind` says), and a JS function's source called there with `arg` and the engine's host module
       window.scellis.python = (code, values = {}, kind = undefined) =>
         session.engine.call("python", code, values, kind);
       window.scellis.inWorker = (source, arg) => session.engine.call("script", source, arg);

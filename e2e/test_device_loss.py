@@ -27,8 +27,9 @@ LOST_PROBE = 64 * 1024**3  # what the probe of a lost device once said fitted
 ENDS = ("done", "failed")  # the run panel's phases where a run has ended
 
 # Counts the compute passes submitted to the engine's device (one per step, after init's) and destroys
-# the device right after the pass numbered `target` is submitted (0: never). Installed once per worker.
-ARM = """(target) => {
+# the device right after the pass numbered `target` is submitted (0: never). Installed once per worker;
+# `host` is the engine's host module (enginehost.js), whose `gpu` is the device open now.
+ARM = """(target, host) => {
   const fault = (globalThis.deviceFault ??= { passes: 0, target: 0, pending: false });
   if (!fault.installed) {
     fault.installed = true;
@@ -43,7 +44,7 @@ ARM = """(target) => {
       if (fault.pending) {
         fault.pending = false;
         fault.passes += 1;
-        if (fault.passes === fault.target) globalThis.scellisGpu.device.destroy();
+        if (fault.passes === fault.target) host.gpu.device.destroy();
       }
       return out;
     };
@@ -53,8 +54,8 @@ ARM = """(target) => {
 }"""
 PASSES = "() => globalThis.deviceFault.passes"
 # The allocation probe asked of the device the run lost: its answer, or the error it gives instead.
-PROBE_LOST = """async (size) => {
-  const gpu = globalThis.scellisGpu;
+PROBE_LOST = """async (size, host) => {
+  const gpu = host.gpu;
   try {
     return { answered: await gpu.measure(size), lost: gpu.lost };
   } catch (error) {

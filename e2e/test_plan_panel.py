@@ -246,8 +246,8 @@ def test_the_probe_is_kept_across_visits_and_measured_again_on_request(loaded: L
     page.close()
 
 
-PROBE_COUNT = """async (sizes) => {
-    if (!globalThis.scellisGpu) return null;  // the CPU path reads its budget and never probes
+PROBE_COUNT = """async (sizes, host) => {
+    if (!host.gpu) return null;  // the CPU path reads its budget and never probes
     const live = new Set();
     const create = GPUDevice.prototype.createBuffer, destroy = GPUBuffer.prototype.destroy;
     GPUDevice.prototype.createBuffer = function (descriptor) {
@@ -258,7 +258,7 @@ PROBE_COUNT = """async (sizes) => {
     GPUBuffer.prototype.destroy = function () { live.delete(this); return destroy.call(this); };
     const answers = [];
     try {
-      for (const size of sizes) answers.push([await globalThis.scellisGpu.probe(size), live.size]);
+      for (const size of sizes) answers.push([await host.gpu.probe(size), live.size]);
     } finally {
       GPUDevice.prototype.createBuffer = create;
       GPUBuffer.prototype.destroy = destroy;

@@ -29,8 +29,15 @@ from scellis.manifest.pins import data_versions
 ROOT = Path(__file__).resolve().parents[1]
 OUTPUTS = ROOT / "build" / "js-outputs"
 # The page's modules are ES modules in a package.json without "type" (esbuild bundles them as they are):
-# Node reads them as such, and this flag keeps it from saying so once per test file.
-NODE_TEST = ["--disable-warning=MODULE_TYPELESS_PACKAGE_JSON", "--test", "--test-reporter=spec", "tests/js/"]
+# Node reads them as such, and this flag keeps it from saying so once per test file. A test that never
+# settles (a port left open) fails on its own bound, naming itself, before the run's timeout.
+NODE_TEST = [
+    "--disable-warning=MODULE_TYPELESS_PACKAGE_JSON",
+    "--test",
+    "--test-timeout=120000",
+    "--test-reporter=spec",
+    "tests/js/",
+]
 
 
 @pytest.fixture(scope="module")

@@ -22,6 +22,7 @@ TOP = {
     "session",
     "manifest",
     "app",
+    "calls",
     "checks",
     "guide",
     "pagerun",
@@ -29,7 +30,8 @@ TOP = {
     "datafit",
     "rerunstorage",
 }  # above every stage
-BROWSER_MODULES = {"js", "pyodide"}
+# The browser's: Pyodide's, and the engine worker's host module (app/src/enginehost.js).
+BROWSER_MODULES = {"js", "pyodide", "scellis_host"}
 
 
 def modules() -> list[Path]:

@@ -29,6 +29,11 @@ function keepProbe({ key, value }) {
   }
 }
 
+// The value of an engine call's answer that is JSON text (a promise of it).
+export async function parsed(answer) {
+  return JSON.parse(await answer);
+}
+
 // A run in the worker, driven by runmodel.Driver: every answer is JSON text, as scellis.app.Driven's.
 export class RemoteRun {
   constructor(engine, id, state) {

@@ -1,8 +1,10 @@
 // The engine in its Web Worker: Pyodide, the scellis wheel, the WebGPU executor and the IndexedDB store
-// live here, off the page's main thread, so the page stays responsive while a run computes. Every call
-// the page makes (rpc.js) is a handler below; answers are data (JSON text or plain values). Runs the
-// page drives are kept here by id and reached through `advance`, `checkpoint`, and so on. A run whose
-// WebGPU device is lost fails with a GpuLostError (gpulost.js) whatever Python made of the loss.
+// live here, off the page's main thread, so the page stays responsive while a run computes. The engine's
+// calls are one table in Python (scellis.calls.CALLS): a call the page makes (rpc.js) by one of its names is
+// answered there, its arguments given as keywords (`call` below). The handlers here are what needs the
+// worker itself: start-up, the user's files, the WebGPU device, and the runs the page drives, kept here by
+// id and reached through `advance`, `checkpoint`, and so on. Answers are data (JSON text or plain values).
+// A run whose WebGPU device is lost fails with a GpuLostError (gpulost.js) whatever Python made of the loss.
 
 import { openDevice } from "./executor.js";
 import { GpuLostError } from "./gpulost.js";
@@ -14,32 +16,6 @@ import { KeptData } from "./userdatamodel.js";
 
 const DATA_FILES = ["digits-train-x.f32", "digits-train-y.i32", "digits-test-x.f32", "digits-test-y.i32"];
 const CANCER_FILES = ["breast-cancer-x.f32", "breast-cancer-y.i32"];
-
-const REPORT_PY = `
-import json
-from scellis.runtime.report import environment_report
-json.dumps(await environment_report(check=True))
-`;
-
-const FILES_PY = "files = {name: bytes(data) for name, data in js_files.to_py().items()}\n";
-
-const PYTHON = {
-  example: "from scellis.app import example_program\nexample_program()",
-  plan: `from scellis.app import plan_example\n${FILES_PY}await plan_example(source, files, program, device_kind, level, cap=cap)`,
-  data: `from scellis.app import data_json\n${FILES_PY}data_json(source, files)`,
-  starter: `from scellis.app import starter_json\n${FILES_PY}starter_json(source, files)`,
-  apply: "from scellis.app import apply_remedy\napply_remedy(program, change)",
-  link: "from scellis.app import read_link\nread_link(href)",
-  palette: "from scellis.app import palette_json\npalette_json()",
-  check: "from scellis.app import check_program\ncheck_program(program)",
-  guide: "from scellis.app import guide_json\nguide_json(program, level, features)",
-  examples: "from scellis.app import examples_json\nexamples_json()",
-  run: `from scellis.app import open_run
-${FILES_PY}await open_run(source, files, program, device_kind=device_kind, level=level, seed=seed, epochs=epochs,
-               build=build, cap=cap, browser=browser, resume=resume, keep=keep)`,
-  replay: `from scellis.app import open_replay
-${FILES_PY}await open_replay(source, files, href, page_kind, build, cap=cap, browser=browser)`,
-};
 
 async function fetchBytes(url) {
   const response = await fetch(url);
@@ -56,6 +32,12 @@ class Engine {
     this.siteFiles = null;
     this.kept = new KeptData(); // the user's imported data sets, by id
     this.storage = null; // the page's probe answers, mirrored (boot)
+    // What Python reaches of the worker, as the module scellis_host (only scellis.runtime imports it):
+    // `gpu`, the WebGPU device executor.openDevice opened last (null until then; replaced when a run opens
+    // a fresh one), and `openStore(name)`, the IndexedDB object store (store.js).
+    this.host = { gpu: null, openStore };
+    this.calls = null; // scellis.calls, imported once the wheel is installed (boot)
+    this.names = new Set(); // the names of its table, CALLS
   }
 
   // Start-up, reporting each stage to the page: Pyodide, the wheel, then what the engine can reach.
@@ -66,28 +48,41 @@ class Engine {
     this.rpc.emit("stage", [1, `Loading Python (Pyodide ${build.tools.pyodide})…`]);
     const { loadPyodide } = await import(new URL("pyodide/pyodide.mjs", this.base).href);
     this.pyodide = await loadPyodide({ indexURL: new URL("pyodide/", this.base).href });
+    this.pyodide.registerJsModule("scellis_host", this.host);
     this.rpc.emit("stage", [2, `Installing the engine (${build.wheel})…`]);
     // the wheel's bytes checked against build.json, and exactly those installed
-    const purelib = this.pyodide.runPython("import sysconfig; sysconfig.get_path('purelib')");
+    const purelib = this.pyodide.pyimport("sysconfig").get_path("purelib");
     this.pyodide.unpackArchive(await verifiedWheel(this.base, build), "wheel", { extractDir: purelib });
     this.rpc.emit("stage", [3, "Finding devices and checking the CPU path…"]);
-    return JSON.parse(await this.pyodide.runPythonAsync(REPORT_PY));
+    this.calls = this.pyodide.pyimport("scellis.calls");
+    const table = this.calls.CALLS;
+    this.names = new Set(table); // a dict iterates over its keys
+    table.destroy();
+    return JSON.parse(await this.call("report"));
   }
 
-  // `data`: what files(data) answers, set as Python's `source` and `js_files`.
-  python(code, values = {}, data = undefined) {
-    const globals = this.pyodide.toPy(values);
-    if (data !== undefined) {
-      globals.set("source", data.source);
-      globals.set("js_files", data.files);
+  // The answer of the engine's call `name` (scellis.calls.CALLS) to `args`, its keyword arguments as the
+  // page gives them, converted to Python once: null as None, `data` (what files(data) reads) as `source`
+  // and `files`. A call on the `device_kind` "webgpu" has the device open first (the open one unless lost).
+  async call(name, args = {}) {
+    if (!this.names.has(name)) throw new Error(`the engine has no call named ${JSON.stringify(name)}`);
+    const { data, ...given } = args;
+    if (given.device_kind !== undefined) await this.prepareDevice(given.device_kind, false);
+    const named = data === undefined ? given : { ...given, ...(await this.files(data)) };
+    const keywords = this.pyodide.toPy(
+      Object.fromEntries(Object.entries(named).map(([key, value]) => [key, value ?? undefined])),
+    );
+    try {
+      return await this.calls.answer(name, keywords);
+    } finally {
+      keywords.destroy();
     }
-    return this.pyodide.runPythonAsync(code, { globals });
   }
 
   // The data a call names, as { source, files } for scellis.app: "site" (the digits this site ships,
   // fetched once), "chars" (the Zen of Python's characters: Python has the text), "cancer" (the breast
-  // cancer data this site ships, fetched once), { user: id } (a data set imported here), or { files } (the
-  // digits' four files, given by the page).
+  // cancer data this site ships, fetched once), "none" (no data), { user: id } (a data set imported here),
+  // or { files } (the digits' four files, given by the page).
   async files(data) {
     if (data === "chars" || data === "none") return { source: data, files: {} };
     if (data === "cancer") {
@@ -108,12 +103,25 @@ class Engine {
   }
 
   // Opens the WebGPU device the engine's executor uses (a fresh one for each run; kept for planning
-  // until it is lost). Never another kind: without an adapter, the error says so.
+  // until it is lost) as the host's `gpu`. Never another kind: without an adapter, the error says so.
   async prepareDevice(kind, fresh = true) {
-    if (kind !== "webgpu" || (!fresh && globalThis.scellisGpu && !globalThis.scellisGpu.lost)) return;
+    if (kind !== "webgpu" || (!fresh && this.host.gpu && !this.host.gpu.lost)) return;
     const adapter = await navigator.gpu?.requestAdapter();
     if (!adapter) throw new Error("no WebGPU adapter is available now: the GPU cannot be opened");
-    globalThis.scellisGpu = await openDevice(adapter, this.storage);
+    this.host.gpu = await openDevice(adapter, this.storage);
+  }
+
+  // Python's answer to the call `name` that opens a run (openRun, openReplay), on a fresh device of `kind`;
+  // `args` as `call`'s. When the device is lost meanwhile, the loss is the error.
+  async open(name, kind, args) {
+    await this.prepareDevice(kind);
+    const gpu = kind === "webgpu" ? this.host.gpu : null;
+    try {
+      return await this.call(name, { ...args, build: this.buildText });
+    } catch (error) {
+      if (gpu?.lost) throw new GpuLostError(gpu.lost, gpu.name, "opening the run");
+      throw error;
+    }
   }
 
   // A run opened in Python: kept by id (with its device, when WebGPU), or its refusal answered as is.
@@ -121,8 +129,16 @@ class Engine {
     if (typeof opened === "string") return { opened: JSON.parse(opened) };
     const id = this.nextRun++;
     this.runs.set(id, opened);
-    if (kind === "webgpu") this.gpus.set(id, globalThis.scellisGpu);
+    if (kind === "webgpu") this.gpus.set(id, this.host.gpu);
     return { id, state: JSON.parse(opened.state()) };
+  }
+
+  // The re-run a share link pins, on the page's kind (`args.page_kind`): as `keep` answers, with its note.
+  async openReplay(args) {
+    const pair = await this.open("openReplay", args.page_kind, args);
+    const [opened, note] = pair.toJs({ depth: 1 });
+    pair.destroy();
+    return { ...this.keep(opened, args.page_kind), note: note ?? null };
   }
 
   // `work(run)` for the run `id`; when it fails and the run's device is lost, the loss is the error.
@@ -157,32 +173,15 @@ class Engine {
     return run;
   }
 
+  // The calls that need the worker itself; every other name is the engine's table's (`call`).
   handlers() {
     return {
       boot: (buildText, storage) => this.boot(buildText, storage),
-      // the Guide of a program (JSON text): stages, links from nodes to IR ops and kernels, buffer lifetimes
-      guide: async (program, level, features) =>
-        JSON.parse(await this.python(PYTHON.guide, { program, level, features })),
-      example: () => this.python(PYTHON.example),
-      plan: async (data, run) => {
-        await this.prepareDevice(run.kind, false);
-        const values = { program: run.program, device_kind: run.kind, level: run.level, cap: run.cap ?? undefined };
-        return JSON.parse(await this.python(PYTHON.plan, values, await this.files(data)));
-      },
-      apply: (program, change) => this.python(PYTHON.apply, { program, change: JSON.stringify(change) }),
-      // the editor's op palette, and every problem of a program (JSON text) with its node and port
-      palette: async () => JSON.parse(await this.python(PYTHON.palette)),
-      check: async (program) => JSON.parse(await this.python(PYTHON.check, { program })),
-      // the example programs the editor opens: [{name, summary, program}]
-      examples: async () => JSON.parse(await this.python(PYTHON.examples)),
-      forgetProbes: () => globalThis.scellisGpu?.forgetProbes(),
+      forgetProbes: () => this.host.gpu?.forgetProbes(),
       // the user's files read, split and kept here: { id, summary }; progress goes out as "dataProgress"
       importData: (files, settings) => importFiles(this.kept, files, settings, (p) => this.rpc.emit("dataProgress", p)),
-      // a data set as the engine reads it (its description, split versions, vocabulary), and a starter
-      // program for it (JSON text)
-      dataInfo: async (data) => JSON.parse(await this.python(PYTHON.data, {}, await this.files(data))),
-      starter: async (data) => this.python(PYTHON.starter, {}, await this.files(data)),
-      openRun: (data, run) => this.openRun(data, run),
+      openRun: async (args) => this.keep(await this.open("openRun", args.device_kind, args), args.device_kind),
+      openReplay: (args) => this.openReplay(args),
       advance: (id, steps) => this.onRun(id, (run) => run.advance(steps), "a step"),
       state: (id) => this.run(id).state(),
       checkpoint: (id) => this.onRun(id, (run) => run.checkpoint(), "saving a checkpoint"),
@@ -191,7 +190,7 @@ class Engine {
       // a fresh WebGPU device after a loss: its name
       reopenGpu: async () => {
         await this.prepareDevice("webgpu", true);
-        return globalThis.scellisGpu.name;
+        return this.host.gpu.name;
       },
       verdict: (id) => this.run(id).verdict(),
       weights: async (id) => {
@@ -205,52 +204,16 @@ class Engine {
         this.runs.delete(id);
         this.gpus.delete(id);
       },
-      readLink: async (href) => JSON.parse(await this.python(PYTHON.link, { href })),
-      openReplay: (data, kind, href, browser) => this.openReplay(data, kind, href, browser),
       ...(SCELLIS_TEST_HOOKS ? testHooks(this) : {}), // the test build's only (build.py --test)
     };
-  }
-
-  async openRun(data, run) {
-    await this.prepareDevice(run.kind);
-    const values = {
-      program: run.program,
-      device_kind: run.kind,
-      level: run.level,
-      epochs: run.epochs,
-      seed: run.seed,
-      build: this.buildText,
-      cap: run.cap ?? undefined, // Python's None
-      browser: run.browser,
-      resume: run.resume ?? undefined,
-      keep: run.keep ?? undefined, // a whole number, "all", or Python's None (scellis.app: its default)
-    };
-    const gpu = run.kind === "webgpu" ? globalThis.scellisGpu : null;
-    let opened;
-    try {
-      opened = await this.python(PYTHON.run, values, await this.files(data));
-    } catch (error) {
-      if (gpu?.lost) throw new GpuLostError(gpu.lost, gpu.name, "opening the run");
-      throw error;
-    }
-    return this.keep(opened, run.kind);
-  }
-
-  async openReplay(data, kind, href, browser) {
-    await this.prepareDevice(kind);
-    const values = { href, page_kind: kind, build: this.buildText, cap: undefined, browser };
-    const pair = await this.python(PYTHON.replay, values, await this.files(data));
-    const [opened, note] = pair.toJs({ depth: 1 });
-    pair.destroy();
-    return { ...this.keep(opened, kind), note: note ?? null };
   }
 }
 
 // The test build's calls (build.py --test; SCELLIS_TEST_HOOKS is false in dist/, where esbuild drops this):
-// `python`: Python run in the engine as the page's own calls are (after opening the device of `kind` when it
-// is WebGPU); the answer must be data (text, a number, or None). Names persist from call to call in one
-// namespace, as in a Python session; `values` are set in it. `script`: a JS function (its source) called
-// with `arg` in the worker, where the device lives.
+// `python`: Python run in the engine (after opening the device of `kind` when it is WebGPU); the answer
+// must be data (text, a number, or None). Names persist from call to call in one namespace, as in a Python
+// session; `values` are set in it. `script`: a JS function (its source) called in the worker, where the
+// device lives, with `arg` and the engine's host module (its `gpu`: the device open now).
 function testHooks(engine) {
   return {
     python: async (code, values = {}, kind = undefined) => {
@@ -264,14 +227,13 @@ function testHooks(engine) {
       }
       return result;
     },
-    script: (source, arg) => (0, eval)(`(${source})`)(arg),
+    script: (source, arg) => (0, eval)(`(${source})`)(arg, engine.host),
   };
 }
 
 // The worker's entry calls this once: `port` is the worker's global scope.
 export function startEngine(port) {
-  globalThis.scellisStore = { open: openStore }; // the engine's BrowserStore opens IndexedDB through it
   const engine = new Engine(new URL(".", port.location.href)); // the worker sits at the site's root
-  engine.rpc = serve(port, engine.handlers());
+  engine.rpc = serve(port, engine.handlers(), (name, args) => engine.call(name, args));
   return engine;
 }

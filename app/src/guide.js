@@ -4,6 +4,7 @@
 // ops in the training step. The memory stage draws each buffer's lifetime over the kernels.
 
 import { byId, element } from "./dom.js";
+import { parsed } from "./engine.js";
 import { errorText, formatBytes } from "./format.js";
 import { kernelLines, kernelSummary, kernelsOf, nodeLines, timelineBars } from "./guidemodel.js";
 
@@ -68,7 +69,9 @@ export class Guide {
     const ticket = this.latest;
     byId("guide").setAttribute("aria-busy", "true");
     try {
-      const data = await this.engine.call("guide", program, level || "prod", this.features);
+      const data = await parsed(
+        this.engine.call("guide", { program, level: level || "prod", features: this.features }),
+      );
       if (ticket === this.latest) this.render(data, !level);
     } catch (error) {
       if (ticket !== this.latest) return;

@@ -71,17 +71,19 @@ export function connect(port) {
   };
 }
 
-// The answering side: each call runs its handler (which may be async); an unknown name is an error
-// that names it.
-export function serve(port, handlers) {
+// The answering side: each call runs its handler (which may be async), or, for a name without one,
+// `otherwise(name, ...args)` where it is given; an unknown name is an error that names it.
+export function serve(port, handlers, otherwise = undefined) {
   const events = eventsOf(port);
   listen(port, async (message) => {
     if (message.event !== undefined) return events.deliver(message);
-    const handler = handlers[message.name];
+    const { name, args } = message;
+    const handler = Object.hasOwn(handlers, name)
+      ? handlers[name]
+      : otherwise && ((...rest) => otherwise(name, ...rest));
     try {
-      if (typeof handler !== "function")
-        throw new Error(`the engine has no call named ${JSON.stringify(message.name)}`);
-      const result = await handler(...message.args);
+      if (typeof handler !== "function") throw new Error(`the engine has no call named ${JSON.stringify(name)}`);
+      const result = await handler(...args);
       port.postMessage({ id: message.id, ok: true, result });
     } catch (error) {
       port.postMessage({ id: message.id, ok: false, error: errorData(error) });

@@ -1,9 +1,10 @@
 """What the web app calls: the memory plan of the page's program on the page's device (with remedies),
 applying a remedy, opening a run of the program (from init or a stored checkpoint) that the page drives,
 reading a share link and opening the re-run of the run it pins; the data sets the page offers, whether a
-program fits one, and a starter program for one. Runs in Pyodide; the page passes the data (`source`:
-"site" with the digits files, "chars" for the Zen of Python's characters, or "user" with the files the
-page's importers wrote), the program JSON and dist/build.json, and opened the WebGPU device."""
+program fits one, and a starter program for one. Runs in Pyodide, called by name through scellis.calls'
+table; the page passes the data (`source`: "site" with the digits files, "chars" for the Zen of Python's
+characters, or "user" with the files the page's importers wrote), the program JSON and dist/build.json, and
+opened the WebGPU device."""
 
 from __future__ import annotations
 

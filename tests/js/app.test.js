@@ -509,3 +509,21 @@ test("the guide links nodes to lines, kernels and bars", () => {
     [1, 4, 6, false],
   ]);
 });
+
+test("a name without a handler goes to the served fallback, and an inherited name is no handler", async () => {
+  const { port1, port2 } = new MessageChannel();
+  rpc.serve(port2, { add: (a, b) => a + b }, (name, args) => {
+    if (name === "missing") throw new Error(`the engine has no call named ${JSON.stringify(name)}`);
+    return { name, args };
+  });
+  const caller = rpc.connect(port1);
+  assert.equal(await caller.call("add", 2, 3), 5);
+  assert.deepEqual(await caller.call("plan", { data: "site", level: "prod" }), {
+    name: "plan",
+    args: { data: "site", level: "prod" },
+  });
+  assert.deepEqual(await caller.call("toString"), { name: "toString", args: undefined }); // not the inherited one
+  await assert.rejects(caller.call("missing", {}), { message: 'the engine has no call named "missing"' });
+  port1.close();
+  port2.close();
+});

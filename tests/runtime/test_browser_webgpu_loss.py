@@ -1,7 +1,7 @@
 """The browser's WebGPU device (runtime.webgpu.browser) under CPython, with stand-ins for Pyodide's `js` and
-`pyodide.ffi`: the executor's GpuLostError, wherever it surfaces (a step, its reads awaited later, a read
-back, a copy, compiling, the allocation probe), is raised as DeviceLost with the executor's words; any
-other JS error passes as it is."""
+`pyodide.ffi` and the engine worker's `scellis_host`: the executor's GpuLostError, wherever it surfaces (a
+step, its reads awaited later, a read back, a copy, compiling, the allocation probe), is raised as DeviceLost
+with the executor's words; any other JS error passes as it is."""
 
 from __future__ import annotations
 
@@ -53,14 +53,15 @@ def browser(monkeypatch: pytest.MonkeyPatch) -> Iterator[types.ModuleType]:
         measure=rejecting("GpuLostError"),
         compile=rejecting("GpuLostError"),
     )
-    js.globalThis = types.SimpleNamespace(scellisGpu=gpu)  # type: ignore[attr-defined]
+    host = types.ModuleType("scellis_host")
+    host.gpu = gpu  # type: ignore[attr-defined]
     ffi = types.ModuleType("pyodide.ffi")
     ffi.JsException = JsException  # type: ignore[attr-defined]
     ffi.to_js = lambda value, **_: value  # type: ignore[attr-defined]
     ffi.jsnull = None  # type: ignore[attr-defined]
     pyodide = types.ModuleType("pyodide")
     pyodide.ffi = ffi  # type: ignore[attr-defined]
-    for name, module in (("js", js), ("pyodide", pyodide), ("pyodide.ffi", ffi)):
+    for name, module in (("js", js), ("pyodide", pyodide), ("pyodide.ffi", ffi), ("scellis_host", host)):
         monkeypatch.setitem(sys.modules, name, module)
     monkeypatch.delitem(sys.modules, "scellis.runtime.webgpu.browser", raising=False)
     yield importlib.import_module("scellis.runtime.webgpu.browser")

@@ -7,6 +7,7 @@
 import "@xyflow/react/dist/style.css";
 import "./editor.css";
 import { createRoot } from "react-dom/client";
+import { parsed } from "../engine.js";
 import { opIndex } from "../graph/palette.js";
 import { Editor } from "./Editor.jsx";
 import { errorLine, readProgram, savedProgram, textOf } from "./program.js";
@@ -30,7 +31,7 @@ function startingProgram(storage, example) {
 // editor's program: its text, whether it has no issues, and if not why it waits; `onExample(example)`
 // when an example is opened ({name, summary, program, source}: the built-in data it reads, or null).
 export async function mountEditor(container, { engine, example, onProgram, onExample = () => {}, storage = localStorage }) {
-  const [catalog, examples] = await Promise.all([engine.call("palette"), engine.call("examples")]);
+  const [catalog, examples] = await Promise.all([parsed(engine.call("palette")), parsed(engine.call("examples"))]);
   const { doc, notice } = startingProgram(storage, example);
   const bridge = { open: null, waiting: [] };
   const props = {
@@ -43,7 +44,7 @@ export async function mountEditor(container, { engine, example, onProgram, onExa
     notice,
     storage,
     bridge,
-    check: (text) => engine.call("check", text),
+    check: (text) => parsed(engine.call("check", { program: text })),
     onProgram: (text, issues) => onProgram(text, issues.length === 0, blockedWhy(issues)),
   };
   createRoot(container).render(<Editor {...props} />);

@@ -1,12 +1,12 @@
-"""The object store in the page: IndexedDB through app/src/store.js (`globalThis.scellisStore`), reached
-through Pyodide's FFI. IndexedDB answers asynchronously, so every method is a coroutine; the page's
-module hashes what it writes and verifies what it reads with crypto.subtle."""
+"""The object store in the page: IndexedDB through app/src/store.js (the engine worker's
+`scellis_host.openStore`), reached through Pyodide's FFI. IndexedDB answers asynchronously, so every method is
+a coroutine; the page's module hashes what it writes and verifies what it reads with crypto.subtle."""
 
 from __future__ import annotations
 
 from typing import Any
 
-import js  # only importable in Pyodide
+import scellis_host  # the engine worker's (app/src/enginehost.js): its IndexedDB store
 from pyodide.ffi import JsException, to_js
 
 from scellis.store.objects import BadKey, CorruptObject, MissingObject, StoreError, StoreFull, check_key
@@ -22,7 +22,7 @@ class BrowserStore:
 
     @classmethod
     async def open(cls, name: str = "scellis") -> BrowserStore:
-        return cls(await _call(js.globalThis.scellisStore.open(name)), name)
+        return cls(await _call(scellis_host.openStore(name)), name)
 
     async def put(self, data: bytes) -> str:
         return str(await _call(self.handle.put(to_js(data))))

@@ -43,7 +43,7 @@ async def environment_report(check: bool) -> dict:
 
 
 def _native_gpu(adapters: list[DeviceInfo]) -> Device | None:
-    """The WebGPU device the CPython devices use (wgpu-py, runtime.wgpu_native), when there is one."""
+    """The WebGPU device the CPython devices use (wgpu-py, runtime.webgpu.native), when there is one."""
     if IN_BROWSER or not adapters:
         return None
     from scellis.runtime.webgpu.native import WgpuDevice

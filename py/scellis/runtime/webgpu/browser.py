@@ -11,6 +11,7 @@ from contextlib import contextmanager
 from typing import Any
 
 import js  # only importable in Pyodide
+import scellis_host  # the engine worker's (app/src/enginehost.js): the device it opened
 from pyodide.ffi import JsException, jsnull, to_js
 
 from scellis.plan.budget import Budget, DeviceLimits, probe_search
@@ -88,10 +89,10 @@ def _bytes(result: Any) -> dict[str, bytes]:
 
 
 class BrowserWebGPU:
-    """Compiles schedules onto the device the page opened (`globalThis.scellisGpu`)."""
+    """Compiles schedules onto the device the engine's worker opened last (`scellis_host.gpu`)."""
 
     def __init__(self) -> None:
-        self.gpu = js.globalThis.scellisGpu
+        self.gpu = scellis_host.gpu
         self.name = str(self.gpu.name)
         self.features = frozenset(str(f) for f in self.gpu.features)
         limits = self.gpu.limits
