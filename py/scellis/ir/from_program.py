@@ -90,11 +90,11 @@ def forward_values(
 def record_owners(owners: Owners, program: ValidProgram, lowered: Lowered, values: dict[str, Node]) -> None:
     """Each node of `lowered` -> the program node whose lowering made it, in program order: what its value
     and its states' updates reach beyond what earlier nodes reached (ir.owners); the rest -> the loop's."""
-    updates = dict(lowered.fn.outputs)
+    updates, constant = dict(lowered.fn.outputs), Op.CONST
     for node in program.nodes:
         states = (state_name(s.name) for s in lowered.states if s.node_id == node.id)
         owners.claim([values[node.id], *(updates[name] for name in states if name in updates)], frozenset({node.id}))
-        if values[node.id].op is Op.CONST:
+        if values[node.id].op is constant:
             owners.constant(values[node.id], node.id)
     owners.claim([*lowered.fn.inputs, *updates.values()], frozenset({LOOP}))
     owners.slots.update((s.name, s.node_id) for s in (*lowered.params, *lowered.states))

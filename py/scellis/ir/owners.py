@@ -30,35 +30,44 @@ class Owners:
 
     def __init__(self) -> None:
         self._of: dict[Node, frozenset[str]] = {}
+        self._reached: list[list[tuple[str, Node]]] = []  # outputs `claim_by_reach` has yet to walk from
         self.slots: dict[str, str] = {}  # each parameter's and state's name -> its program node
         self.loss = ""  # the loss's program node ("" when the program has none)
 
+    @property
+    def _table(self) -> dict[Node, frozenset[str]]:
+        """The table, with what `claim_by_reach` holds claimed first."""
+        while self._reached:
+            self._reach(self._reached.pop(0))
+        return self._of
+
     def __contains__(self, node: Node) -> bool:
-        return node in self._of
+        return node in self._table
 
     def __getitem__(self, node: Node) -> frozenset[str]:
         """`node`'s owners (none where it has no record)."""
-        return self._of.get(node, NONE)
+        return self._table.get(node, NONE)
 
     def claim(self, roots: Iterable[Node], owners: frozenset[str]) -> None:
         """`owners` for every node `roots` reach without passing a node that has owners already
         (constants are no node's own). What a recorded node reaches is recorded, so the walk stops there."""
-        of = self._of
+        of, constant = self._table, Op.CONST  # a local: an enum member's lookup is slow in CPython 3.11
         stack = list(roots)
         while stack:
             node = stack.pop()
-            if node in of or node.op is Op.CONST:
+            if node in of or node.op is constant:
                 continue
             of[node] = owners
             stack.extend(node.src)
 
     def constant(self, node: Node, owner: str) -> None:
         """The value of the constant program node `owner`, a constant: `owner` is one of its owners."""
-        self._of[node] = self._of.get(node, NONE) | {owner}
+        table = self._table
+        table[node] = table.get(node, NONE) | {owner}
 
     def keep(self, new: Node, old: Node) -> None:
         """`new`, a rewrite of `old` (a copy, a cast of it, its float16 input), has `old`'s owners."""
-        owners = self._of.get(old)
+        owners = self._table.get(old)
         if owners is not None:
             self._of[new] = owners
 
@@ -77,7 +86,12 @@ class Owners:
 
     def claim_by_reach(self, outputs: Iterable[tuple[str, Node]]) -> None:
         """Each node the `outputs` reach without passing a node recorded before -> LOOP where a loop output
-        reaches it, else the owners (`output`) of the outputs that reach it."""
+        reaches it, else the owners (`output`) of the outputs that reach it. The walk waits for the table's
+        next use (nothing is recorded in between, so it claims what it would claim now): compiling a
+        program, which never reads the table, does not pay for it; the Guide does."""
+        self._reached.append(list(outputs))
+
+    def _reach(self, outputs: list[tuple[str, Node]]) -> None:
         loop = frozenset({LOOP})
         alone: dict[str, frozenset[str]] = {LOOP: loop}  # one frozenset an owner, shared by its nodes
         found: dict[Node, frozenset[str] | set[str]] = {}  # what this claims -> its owners so far

@@ -53,8 +53,9 @@ def links(
     ops = op_numbers(forward, backward, step, *found)
     order = [(node.id, node.op) for node in program.nodes] + [(LOOP, LOOP)]
     texts = zip(TEXTS, (forward, backward, step, step), strict=True)
+    first_op_line = {id(fn): _first_op_line(fn) for fn in (forward, backward, step)}  # each printed once
     return {
-        "texts": {text: {"first_op_line": _first_op_line(fn)} for text, fn in texts},
+        "texts": {text: {"first_op_line": first_op_line[id(fn)]} for text, fn in texts},
         "nodes": [
             {
                 "id": node_id,
@@ -74,19 +75,19 @@ def function_owners(fn: Function, owners: Owners) -> Found:
     reads it. ProvenanceError where a node has no record."""
     found: Found = {}
     readers: dict[int, set[str]] = {}
-    nodes = fn.nodes()
+    nodes, constant = fn.nodes(), Op.CONST
+    constants = [n for n in nodes if n.op is constant]
     for node in nodes:
-        if node.op is Op.CONST:
+        if node.op is constant:
             continue
         if node not in owners:
             raise ProvenanceError(f"{fn.name}: a {node.op.value} node that no stage recorded the owners of")
         who = found[id(node)] = owners[node]
         for s in node.src:
-            if s.op is Op.CONST:
+            if s.op is constant:
                 readers.setdefault(id(s), set()).update(who)
-    for node in nodes:
-        if node.op is Op.CONST:
-            found[id(node)] = frozenset(readers.get(id(node), set()) | owners[node]) or frozenset({LOOP})
+    for node in constants:
+        found[id(node)] = frozenset(readers.get(id(node), set()) | owners[node]) or frozenset({LOOP})
     return found
 
 
