@@ -78,7 +78,7 @@ def _backward(loss: Node, targets: dict[int, Node], owners: Owners | None) -> di
         except Unsupported as err:
             raise AutodiffError(str(err)) from err
         if owners is not None:  # what the rule made (and the sum of the cotangents) is the node's owners'
-            owners.claim([g, *(sg for sg in src_grads if sg is not None)], owners[node])
+            owners.claim([g, *src_grads], owners[node])
         for src, src_grad in zip(node.src, src_grads, strict=True):
             if src_grad is not None and src_grad.shape != src.shape:
                 raise AutodiffError(f"the {node.op.value} rule gave a {src_grad.type_str} gradient for {src.type_str}")

@@ -91,11 +91,15 @@ def record_owners(owners: Owners, program: ValidProgram, lowered: Lowered, value
     """Each node of `lowered` -> the program node whose lowering made it, in program order: what its value
     and its states' updates reach beyond what earlier nodes reached (ir.owners); the rest -> the loop's."""
     updates, constant = dict(lowered.fn.outputs), Op.CONST
+    updated: dict[str, list[Node]] = {}  # program node -> its states' next values
+    for s in lowered.states:
+        if state_name(s.name) in updates:
+            updated.setdefault(s.node_id, []).append(updates[state_name(s.name)])
     for node in program.nodes:
-        states = (state_name(s.name) for s in lowered.states if s.node_id == node.id)
-        owners.claim([values[node.id], *(updates[name] for name in states if name in updates)], frozenset({node.id}))
-        if values[node.id].op is constant:
-            owners.constant(values[node.id], node.id)
+        value = values[node.id]
+        owners.claim([value, *updated.get(node.id, ())], frozenset({node.id}))
+        if value.op is constant:
+            owners.constant(value, node.id)
     owners.claim([*lowered.fn.inputs, *updates.values()], frozenset({LOOP}))
     owners.slots.update((s.name, s.node_id) for s in (*lowered.params, *lowered.states))
     owners.loss = program.loss or ""

@@ -34,42 +34,45 @@ class Owners:
         self.slots: dict[str, str] = {}  # each parameter's and state's name -> its program node
         self.loss = ""  # the loss's program node ("" when the program has none)
 
-    @property
-    def _table(self) -> dict[Node, frozenset[str]]:
-        """The table, with what `claim_by_reach` holds claimed first."""
+    def _settle(self) -> None:
+        """Claim what `claim_by_reach` holds (each method that reads or writes the table calls this first)."""
         while self._reached:
             self._reach(self._reached.pop(0))
-        return self._of
 
     def __contains__(self, node: Node) -> bool:
-        return node in self._table
+        if self._reached:
+            self._settle()
+        return node in self._of
 
     def __getitem__(self, node: Node) -> frozenset[str]:
         """`node`'s owners (none where it has no record)."""
-        return self._table.get(node, NONE)
+        if self._reached:
+            self._settle()
+        return self._of.get(node, NONE)
 
-    def claim(self, roots: Iterable[Node], owners: frozenset[str]) -> None:
+    def claim(self, roots: Iterable[Node | None], owners: frozenset[str]) -> None:
         """`owners` for every node `roots` reach without passing a node that has owners already
-        (constants are no node's own). What a recorded node reaches is recorded, so the walk stops there."""
-        of, constant = self._table, Op.CONST  # a local: an enum member's lookup is slow in CPython 3.11
-        stack = list(roots)
+        (constants are no node's own; a root None, no node, is passed over). What a recorded node reaches is
+        recorded, so the walk stops there."""
+        if self._reached:
+            self._settle()
+        of, constant = self._of, Op.CONST  # a local: an enum member's lookup is slow in CPython 3.11
+        stack = [*roots]
         while stack:
             node = stack.pop()
-            if node in of or node.op is constant:
+            if node is None or node in of or node.op is constant:
                 continue
             of[node] = owners
             stack.extend(node.src)
 
     def constant(self, node: Node, owner: str) -> None:
         """The value of the constant program node `owner`, a constant: `owner` is one of its owners."""
-        table = self._table
-        table[node] = table.get(node, NONE) | {owner}
+        self._of[node] = self[node] | {owner}
 
     def keep(self, new: Node, old: Node) -> None:
         """`new`, a rewrite of `old` (a copy, a cast of it, its float16 input), has `old`'s owners."""
-        owners = self._table.get(old)
-        if owners is not None:
-            self._of[new] = owners
+        if old in self:
+            self._of[new] = self._of[old]
 
     def output(self, name: str) -> str:
         """The owner of a step's output: `loss`, `metric/<id>`, `state/<statistic>`, `param/<p>` and
