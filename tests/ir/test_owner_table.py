@@ -103,3 +103,17 @@ def test_a_constant_nodes_value_is_its_own() -> None:
         Op.MATMUL: {"layer"},
         Op.MUL: {"scaled"},
     }
+
+
+def test_a_walk_by_reach_claims_before_anything_recorded_after_it() -> None:
+    """claim_by_reach's walk waits for the table's next use, which walks it first: a later claim of
+    something reading the update does not take the update."""
+    w = input_node("w", Role.PARAM, DType.F32, (2,))
+    owners = Owners()
+    owners.slots = {"w": "layer"}
+    owners.claim([w], frozenset({"layer"}))
+    new_w = sub(w, const(0.5))
+    owners.claim_by_reach([("param/w", new_w)])
+    reader = mul(new_w, const(2.0))
+    owners.claim([reader], frozenset({"later"}))
+    assert (owners[new_w], owners[reader]) == ({"layer"}, {"later"})

@@ -3,8 +3,8 @@ the nodes (the builder, autodiff, the optimizer and the rewrites after them), fo
 (scellis.provenance). Recording adds no node and changes none.
 
 The rules. A forward node belongs to the program node whose lowering made it: what that node's value and
-its states' updates reach beyond what earlier program nodes reached; what none reaches (loss scaling's
-input and scaled loss) is the loop's. A gradient node belongs to the owners of the forward node whose
+its states' updates reach beyond what earlier program nodes reached; what none reaches is the loop's, and
+so is what loss scaling adds to the loss. A gradient node belongs to the owners of the forward node whose
 vector-Jacobian product made it (a zero gradient: its parameter's). An optimizer node belongs to the
 owners of the outputs (updated parameters and their state) that reach it, except that whatever the
 loop's outputs need (the learning rate, the counters, the loss scale, the clipping norm) is the loop's.
@@ -90,8 +90,8 @@ class Owners:
     def claim_by_reach(self, outputs: Iterable[tuple[str, Node]]) -> None:
         """Each node the `outputs` reach without passing a node recorded before -> LOOP where a loop output
         reaches it, else the owners (`output`) of the outputs that reach it. The walk waits for the table's
-        next use (nothing is recorded in between, so it claims what it would claim now): compiling a
-        program, which never reads the table, does not pay for it; the Guide does."""
+        next use (every method walks what waits first, so it claims what it would claim now): compiling a
+        program that neither stores float16 nor scales its loss does not pay for it; its Guide does."""
         self._reached.append(list(outputs))
 
     def _reach(self, outputs: list[tuple[str, Node]]) -> None:
