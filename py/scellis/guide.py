@@ -88,7 +88,7 @@ def guide_links(at: AtLevel) -> dict[str, Any]:
     compiled = at.compiled
     result: dict[str, Any] = {"name": compiled.program.name, "key": at.key, "level": at.level.value}
     fns = (compiled.forward.fn, at.backward, at.step)
-    result.update(links(compiled.program, *fns, scales_loss=at.scales_loss, schedule=step_schedule(at)))
+    result.update(links(compiled.program, *fns, owners=compiled.owners, schedule=step_schedule(at)))
     for text, title in LINKED_TEXTS.items():
         result["texts"][text]["stage"] = STAGE_TITLES.index(title)
     result["kernel_stages"] = [STAGE_TITLES.index(title) for title in KERNEL_STAGES]

@@ -17,6 +17,7 @@ from scellis.graph.lowering import Mode
 from scellis.graph.settings import LossScaling
 from scellis.ir import Function, structural_key, verify
 from scellis.ir.from_program import Lowered, forward, init_function
+from scellis.ir.owners import Owners
 from scellis.levels import Level
 from scellis.lower import Schedule, lower
 from scellis.optim import apply_optimizer
@@ -50,6 +51,7 @@ class Compiled:
     init: Function  # initial parameters and state from the `init` substream
     evaluate_last: Function | None = None  # evaluation of a held-out split's last, smaller batch
     scaled: LossScaled | None = None  # built with the rest only where float16 storage needs it; else on use
+    owners: Owners = field(default_factory=Owners, compare=False, repr=False)  # of the training functions
     _levels: dict[tuple[Level, frozenset[str]], AtLevel] = field(
         default_factory=dict, init=False, compare=False, repr=False
     )
@@ -61,7 +63,7 @@ class Compiled:
             return self.scaled
         if not self.program.trains:
             return LossScaled(self.step, self.step, self.init)
-        return _loss_scaled(self.forward, self.program, self.init, LossScaling())
+        return _loss_scaled(self.forward, self.program, self.init, LossScaling(), self.owners)
 
     def at(self, level: Level, features: frozenset[str] = frozenset()) -> AtLevel:
         """What `level` runs on a device with `features`, decided once per (level, features): whether it
@@ -149,8 +151,9 @@ def compile_program(
     program = validate(data)  # drawn program: JSON checked against the catalog, all problems at once
     if not program.trains:
         return untrained(program, examples)
-    fwd = forward(program, Mode.TRAIN, batch, resident_examples(program, examples))  # typed IR: shapes inferred
-    backward, step = _train(fwd.fn, "loss", fwd, program)  # gradients (reverse mode), the update as IR
+    owners = Owners()  # each training node's program nodes, recorded by the stages as they make it
+    fwd = forward(program, Mode.TRAIN, batch, resident_examples(program, examples), owners)  # typed IR
+    backward, step = _train(fwd.fn, "loss", fwd, program, owners=owners)  # gradients (reverse mode), the update
     rows_per_call, last = evaluation_batches(eval_batch or batch or program.loop.batch_size, eval_rows)
     evaluate = forward(program, Mode.EVAL, rows_per_call).fn
     evaluate_last = forward(program, Mode.EVAL, last).fn if last else None
@@ -158,17 +161,18 @@ def compile_program(
     for fn in (step, evaluate, init):  # steps hold every forward and backward node
         verify(fn, types=False)  # built with `make`: typed by construction (tests verify types too)
     if program.memory.storage != "float16":
-        return Compiled(program, fwd, backward, step, evaluate, init, evaluate_last)
+        return Compiled(program, fwd, backward, step, evaluate, init, evaluate_last, owners=owners)
     # float16 storage rounds the activations either backward keeps: both are built before it rewrites
-    scaled = _loss_scaled(fwd, program, init, LossScaling())
-    return stored_in_float16(Compiled(program, fwd, backward, step, evaluate, init, evaluate_last, scaled))
+    scaled = _loss_scaled(fwd, program, init, LossScaling(), owners)
+    return stored_in_float16(Compiled(program, fwd, backward, step, evaluate, init, evaluate_last, scaled, owners))
 
 
 def untrained(program: ValidProgram, examples: int | None) -> Compiled:
     """A program without a loss (a simulation, an analysis): its step is the graph run once, carrying its
     states forward (nothing is differentiated, no optimizer); evaluation computes its results from the
     states, on one batch of the same size (batched states have that size)."""
-    fwd = forward(program, Mode.TRAIN, None, resident_examples(program, examples))
+    owners = Owners()
+    fwd = forward(program, Mode.TRAIN, None, resident_examples(program, examples), owners)
     evaluated = forward(program, Mode.EVAL)
     held = {s.name for s in fwd.states}
     only_read = [s.name for s in evaluated.states if s.name not in held]
@@ -181,14 +185,14 @@ def untrained(program: ValidProgram, examples: int | None) -> Compiled:
     for fn in (fwd.fn, evaluated.fn, init):
         verify(fn, types=False)
     step = fwd.fn
-    return Compiled(program, fwd, step, step, evaluated.fn, init)
+    return Compiled(program, fwd, step, step, evaluated.fn, init, owners=owners)
 
 
 def stored_in_float16(c: Compiled) -> Compiled:
     """`c` with parameters and the activations kept for backward stored in float16, float32 master
     weights in the optimizer (optim.storage); the plain and the loss-scaled functions alike."""
     assert c.scaled is not None
-    half, trainable = Float16Storage(c.forward.fn, (c.backward, c.scaled.backward)), c.forward.trainable
+    half, trainable = Float16Storage(c.forward.fn, (c.backward, c.scaled.backward), c.owners), c.forward.trainable
     scaled = LossScaled(
         half.function(c.scaled.backward), half.function(c.scaled.step), init_in_float16(c.scaled.init, trainable)
     )
@@ -233,10 +237,12 @@ def resident_examples(program: ValidProgram, examples: int | None) -> int | None
     return examples
 
 
-def _loss_scaled(fwd: Lowered, program: ValidProgram, init: Function, settings: LossScaling) -> LossScaled:
+def _loss_scaled(
+    fwd: Lowered, program: ValidProgram, init: Function, settings: LossScaling, owners: Owners
+) -> LossScaled:
     """Gradients of loss * scale; the training step with dynamic loss scaling (gradients unscaled, a
     non-finite step skipped); and init with the scale's initial value."""
-    backward, step = _train(scale_loss(fwd.fn), SCALED_LOSS, fwd, program, settings)
+    backward, step = _train(scale_loss(fwd.fn, owners=owners), SCALED_LOSS, fwd, program, settings, owners=owners)
     scaled_init = Function(init.name, init.inputs, init.outputs + initial_outputs(settings))
     for fn in (step, scaled_init):
         verify(fn, types=False)
@@ -244,15 +250,21 @@ def _loss_scaled(fwd: Lowered, program: ValidProgram, init: Function, settings: 
 
 
 def _train(
-    fn: Function, loss: str, fwd: Lowered, program: ValidProgram, settings: LossScaling | None = None
+    fn: Function,
+    loss: str,
+    fwd: Lowered,
+    program: ValidProgram,
+    settings: LossScaling | None = None,
+    *,
+    owners: Owners,
 ) -> tuple[Function, Function]:
     """Gradients of `loss` for the trainable parameters, and the training step, ordered from the loss back
     (each gradient and its update as soon as its layer's backward has run: fewer bytes held at once).
     With `memory.checkpoint` the backward also recomputes the forward segment by segment
-    (autodiff.checkpoint)."""
-    backward = grad(fn, loss, fwd.trainable)
-    backward = checkpoint(fn, backward, loss) if program.memory.checkpoint else from_the_loss_back(fn, backward)
-    step = apply_optimizer(backward, program.optimizer, fwd.trainable, settings, program.loop.rules)
+    (autodiff.checkpoint). Every node either adds gets its owners in `owners`."""
+    backward = grad(fn, loss, fwd.trainable, owners)
+    backward = checkpoint(fn, backward, loss, owners) if program.memory.checkpoint else from_the_loss_back(fn, backward)
+    step = apply_optimizer(backward, program.optimizer, fwd.trainable, settings, program.loop.rules, owners=owners)
     return backward, ordered_like(step, backward)
 
 

@@ -9,8 +9,9 @@ import pytest
 
 from scellis.autodiff import grad
 from scellis.graph.settings import Optimizer, Schedule
-from scellis.ir import Function, verify
-from scellis.ir.function import input_name
+from scellis.ir import Function, structural_key, verify
+from scellis.ir.function import input_name, toposort
+from scellis.ir.owners import LOOP, Owners
 from scellis.ops import DType, Op, const, make
 from scellis.ops import defs as d
 from scellis.ops.build import mul, sub, total
@@ -133,3 +134,29 @@ def test_grad_norm_is_reported_when_clipping() -> None:
     targets = {f"t{k}": np.zeros(s) for k, s in SHAPES.items()}
     out = run(fn, {**values, **targets, STEP: np.array(0, dtype=np.int32)})
     assert float(out["grad_norm"]) == pytest.approx(2.0 * math.sqrt(12 + 4))
+
+
+def test_each_update_is_its_parameters_and_what_the_loop_reports_the_loops() -> None:
+    """The owner table (scellis.ir.owners) through grad and the update: Adam's moments are their
+    parameter's, the bias corrections and the clipping factor (read by every update) both parameters', the
+    learning rate, the step counter and the norm the loop's."""
+    fn = quadratic()
+    owners = Owners()
+    owners.slots = {"w": "W", "b": "B"}
+    for name in SHAPES:
+        owners.claim([fn.input(name), fn.input(f"t{name}")], frozenset({name.upper()}))
+    owners.claim([fn.output("loss")], frozenset({"loss"}))
+    backward = grad(fn, "loss", list(SHAPES), owners)
+    opt = Optimizer(kind="adam", clip_norm=1.0, schedule=Schedule(kind="cosine", total_steps=10, warmup_steps=2))
+    step = apply_optimizer(backward, opt, list(SHAPES), owners=owners)
+    assert structural_key(step) == structural_key(apply_optimizer(grad(fn, "loss", list(SHAPES)), opt, list(SHAPES)))
+    outputs = dict(step.outputs)
+    assert owners[outputs["param/w"]] == owners[outputs["state/opt.m/w"]] == {"W"}
+    assert owners[outputs["state/opt.v/b"]] == {"B"}
+    assert owners[outputs["lr"]] == owners[outputs["state/opt.step"]] == owners[outputs["grad_norm"]] == {LOOP}
+    corrections = [n for n in step.nodes() if n.op is Op.EXPM1]
+    assert len(corrections) == 2 and all(owners[n] == {"W", "B"} for n in corrections)
+    norm = outputs["grad_norm"]  # min(1, max_norm / (norm + eps)) scales every gradient
+    (factor,) = [n for n in step.nodes() if n.op is Op.MINIMUM and norm in toposort([n]) and n is not norm]
+    assert owners[factor] == {"W", "B"}
+    assert all(n in owners for n in step.nodes() if n.op is not Op.CONST)

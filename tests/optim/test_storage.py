@@ -159,3 +159,17 @@ def test_the_breakdown_of_a_float16_step_adds_up() -> None:
     assert plan.step.total == plan.functions[0].allocated
     kinds = Counter(plan.totals)
     assert kinds["activations kept for backward"] > 0 and kinds["updated parameters and state"] == 0
+
+
+def test_what_float16_storage_makes_is_owned_as_what_it_stores() -> None:
+    """The owner table (scellis.ir.owners): a float16 parameter and its master are the parameter's node's,
+    a cast (rounding to float16, widening back) is what it rounds, and nothing goes unrecorded."""
+    compiled = compile_program(stored_as(digits_cnn(), "float16"))
+    owners, step = compiled.owners, compiled.step
+    assert all(n in owners for n in step.nodes() if n.op is not Op.CONST)
+    for slot in compiled.forward.params:
+        assert owners[step.input(slot.name)] == owners[step.input(master_name(slot.name))] == {slot.node_id}
+    rounded = [n for n in step.nodes() if n.op is Op.CAST and n.src[0].op is Op.CAST and n.src[0].dtype is DType.F16]
+    assert rounded, "the CNN keeps activations in float16"
+    for widened in rounded:
+        assert owners[widened] == owners[widened.src[0]] == owners[widened.src[0].src[0]]

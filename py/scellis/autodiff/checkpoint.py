@@ -38,6 +38,7 @@ from dataclasses import dataclass
 
 from scellis.autodiff.grad import grad_name
 from scellis.ir.function import Function, input_name, input_role, toposort
+from scellis.ir.owners import Owners
 from scellis.ops import Node, Op
 from scellis.ops.defs import Role
 
@@ -58,12 +59,13 @@ class Segments:
         return len(self.boundaries) + 1
 
 
-def checkpoint(forward: Function, backward: Function, loss: str) -> Function:
+def checkpoint(forward: Function, backward: Function, loss: str, owners: Owners | None = None) -> Function:
     """`backward` with its reads of recomputed activations moved to copies, ordered from the loss back
-    (see the module docstring)."""
+    (see the module docstring). With `owners`, a copy, and a backward node rebuilt to read copies, has
+    its original's owners."""
     read = _read_by_backward(forward, backward)
     cut = _segments(forward, loss, read)
-    copies = _copies(cut, read & cut.recomputed)
+    copies = _copies(cut, read & cut.recomputed, owners)
     own = {id(n) for n in forward.nodes()}
     rebuilt: dict[int, Node] = {}
 
@@ -76,6 +78,8 @@ def checkpoint(forward: Function, backward: Function, loss: str) -> Function:
         src = tuple(moved(s) for s in node.src)
         if any(a is not b for a, b in zip(src, node.src, strict=True)):
             rebuilt[id(node)] = Node(node.op, node.dtype, node.shape, src, node.arg)
+            if owners is not None:
+                owners.keep(rebuilt[id(node)], node)
     kept = {name for name, _ in forward.outputs}
     outputs = tuple((name, node if name in kept else moved(node)) for name, node in backward.outputs)
     first = (*(node for _, node in forward.outputs), *_latest_first(forward, dict(outputs)))
@@ -236,7 +240,7 @@ def _lightest(cap: float, at: list[int], before: list[int]) -> list[int] | None:
     return chosen[::-1]
 
 
-def _copies(cut: Segments, wanted: set[int]) -> dict[int, Node]:
+def _copies(cut: Segments, wanted: set[int], owners: Owners | None) -> dict[int, Node]:
     """A fresh copy of every wanted node and of the recomputed nodes they are computed from, each copy
     reading copies where its original reads a recomputed node (a boundary, a parameter or an input is
     read as it is)."""
@@ -249,6 +253,8 @@ def _copies(cut: Segments, wanted: set[int]) -> dict[int, Node]:
         if id(node) in wanted:
             src = tuple(copies.get(id(s), s) for s in node.src)
             copies[id(node)] = Node(node.op, node.dtype, node.shape, src, node.arg)
+            if owners is not None:
+                owners.keep(copies[id(node)], node)
     return copies
 
 

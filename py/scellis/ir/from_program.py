@@ -15,6 +15,7 @@ from scellis.graph.catalog import CATALOG
 from scellis.graph.lowering import Lowering, Mode, Slot
 from scellis.graph.validate import ValidProgram, lower_node
 from scellis.ir.function import Function, input_name, toposort
+from scellis.ir.owners import LOOP, Owners
 from scellis.ops import DType, Node, Op, const, make
 from scellis.ops import defs as d
 from scellis.ops.build import add, expand, scale
@@ -42,14 +43,25 @@ def state_name(name: str) -> str:
     return f"state/{name}"
 
 
-def forward(program: ValidProgram, mode: Mode, batch: int | None = None, examples: int | None = None) -> Lowered:
+def forward(
+    program: ValidProgram,
+    mode: Mode,
+    batch: int | None = None,
+    examples: int | None = None,
+    owners: Owners | None = None,
+) -> Lowered:
     """The program's forward pass for one batch (of the program's batch size unless given). With
-    `examples`, the batch is gathered from a resident data set of that many examples."""
-    return forward_values(program, mode, batch, examples)[0]
+    `examples`, the batch is gathered from a resident data set of that many examples. With `owners`,
+    records which program node each node comes from (`record_owners`)."""
+    return forward_values(program, mode, batch, examples, owners)[0]
 
 
 def forward_values(
-    program: ValidProgram, mode: Mode, batch: int | None = None, examples: int | None = None
+    program: ValidProgram,
+    mode: Mode,
+    batch: int | None = None,
+    examples: int | None = None,
+    owners: Owners | None = None,
 ) -> tuple[Lowered, dict[str, Node]]:
     """`forward`, and each program node's value: its own IR is what that value and its running
     statistics' updates (states named `<node id>.<name>`) reach beyond its sources' values."""
@@ -70,7 +82,27 @@ def forward_values(
         tuple(s for s in ctx.params if s.name in names),
         tuple(s for s in ctx.states if s.name in names),
     )
+    if owners is not None:
+        record_owners(owners, program, lowered, values)
     return lowered, values
+
+
+def record_owners(owners: Owners, program: ValidProgram, lowered: Lowered, values: dict[str, Node]) -> None:
+    """Each node of `lowered` -> the program node whose lowering made it, in program order: what its value
+    and its states' updates reach beyond what earlier nodes reached (ir.owners); the rest -> the loop's."""
+    updates, constant = dict(lowered.fn.outputs), Op.CONST
+    updated: dict[str, list[Node]] = {}  # program node -> its states' next values
+    for s in lowered.states:
+        if state_name(s.name) in updates:
+            updated.setdefault(s.node_id, []).append(updates[state_name(s.name)])
+    for node in program.nodes:
+        value = values[node.id]
+        owners.claim([value, *updated.get(node.id, ())], frozenset({node.id}))
+        if value.op is constant:
+            owners.constant(value, node.id)
+    owners.claim([*lowered.fn.inputs, *updates.values()], frozenset({LOOP}))
+    owners.slots.update((s.name, s.node_id) for s in (*lowered.params, *lowered.states))
+    owners.loss = program.loss or ""
 
 
 def init_function(lowered: Lowered) -> Function:

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 
 from scellis.graph.settings import LossScaling
 from scellis.ir.function import Function
+from scellis.ir.owners import LOOP, Owners
 from scellis.ops import DType, Node, Op, const, make
 from scellis.ops.build import add, cast, less, mul, reduce, scale, sub, where
 from scellis.ops.defs import Role
@@ -22,11 +23,14 @@ FINITE_STEPS = "opt.finite_steps"
 SCALED_LOSS = "loss_scaled"
 
 
-def scale_loss(fn: Function, loss: str = "loss") -> Function:
+def scale_loss(fn: Function, loss: str = "loss", owners: Owners | None = None) -> Function:
     """`fn` plus the input `opt.loss_scale` and the output `loss_scaled` = loss * scale, to differentiate
-    instead of `loss` (which stays, unscaled, for reporting)."""
+    instead of `loss` (which stays, unscaled, for reporting). With `owners`, both are the loop's."""
     loss_scale = input_node(LOSS_SCALE, Role.STATE, DType.F32, ())
-    return Function(fn.name, (*fn.inputs, loss_scale), (*fn.outputs, (SCALED_LOSS, mul(fn.output(loss), loss_scale))))
+    scaled = mul(fn.output(loss), loss_scale)
+    if owners is not None:
+        owners.claim([scaled], frozenset({LOOP}))
+    return Function(fn.name, (*fn.inputs, loss_scale), (*fn.outputs, (SCALED_LOSS, scaled)))
 
 
 def initial_outputs(settings: LossScaling) -> tuple[tuple[str, Node], ...]:

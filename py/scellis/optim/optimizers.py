@@ -14,6 +14,9 @@ where the loss or a gradient it watches is not finite, everything is kept, decid
 counters `loop.seen` (steps run), `loop.skipped` and `loop.last_skipped` (the `loop.seen` of the last
 skipped step) let the host log each skip at its next read, without a read per step. A `set_lr` rule adds
 the setting `loop.lr_scale` (float32, 1 to begin with), which multiplies the schedule's rate.
+
+With an owner table (`owners`, which has the gradient function's nodes: scellis.ir.owners), each node the
+update adds gets the owners of the outputs that reach it, the loop's where a loop output does.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from scellis.autodiff.grad import grad_name
 from scellis.graph.rules import NonFinite, Rule, SetLr
 from scellis.graph.settings import LossScaling, Optimizer
 from scellis.ir.function import Function
+from scellis.ir.owners import Owners
 from scellis.ops import DType, Node, Op, const, make
 from scellis.ops.build import add, cast, div, mul, scale, sub, total, unary, where
 from scellis.ops.defs import Role
@@ -53,6 +57,8 @@ def apply_optimizer(
     trainable: Sequence[str],
     loss_scaling: LossScaling | None = None,
     rules: Sequence[Rule] = (),
+    *,
+    owners: Owners | None = None,
 ) -> Function:
     step = input_node(STEP, Role.STATE, DType.I32, ())
     t = cast(step, DType.F32)
@@ -103,6 +109,8 @@ def apply_optimizer(
         updates += counted
     kept = tuple((n, node) for n, node in fn.outputs if not n.startswith("grad/"))
     outputs = (*kept, *updates, ("lr", lr), *extra_outputs)
+    if owners is not None:
+        owners.claim_by_reach(outputs)
     return Function(fn.name.replace(".train", ".step"), (*fn.inputs, *new_inputs), outputs)
 
 

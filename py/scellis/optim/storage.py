@@ -29,6 +29,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from scellis.ir.function import Function, input_name, input_role, toposort
+from scellis.ir.owners import Owners
 from scellis.ops import DType, Node, Op, make
 from scellis.ops.build import cast
 from scellis.ops.defs import Role
@@ -68,9 +69,12 @@ def _root(node: Node) -> Node:
 
 class Float16Storage:
     """The rewrite of one program's forward, gradient and step functions, with one memo: functions that
-    share nodes get the same rewritten nodes, so phases still tell forward from backward afterwards."""
+    share nodes get the same rewritten nodes, so phases still tell forward from backward afterwards. With
+    `owners`, each node it makes has the owners of the node it rewrites (a cast: of what it rounds or
+    widens; a float16 parameter or a master: of the parameter)."""
 
-    def __init__(self, forward: Function, backwards: Sequence[Function]) -> None:
+    def __init__(self, forward: Function, backwards: Sequence[Function], owners: Owners | None = None) -> None:
+        self.owners = owners
         self.forward_ids = {id(n) for n in forward.nodes()}
         self.backward_ids = {id(n) for fn in backwards for n in fn.nodes()} - self.forward_ids
         self.kept: set[int] = set()  # the activations kept for backward: rounded to float16
@@ -91,15 +95,21 @@ class Float16Storage:
     def _param(self, node: Node) -> Node:
         name = input_name(node)
         if name not in self.params:
-            self.params[name] = input_node(name, Role.PARAM, DType.F16, node.shape)
-            self.working[name] = cast(self.params[name], DType.F32)
+            self.params[name] = self._made(input_node(name, Role.PARAM, DType.F16, node.shape), node)
+            self.working[name] = self._made(cast(self.params[name], DType.F32), node)
         return self.working[name]
 
     def _master(self, node: Node) -> Node:
         name = input_name(node)
         if name not in self.masters:
-            self.masters[name] = input_node(master_name(name), Role.STATE, DType.F32, node.shape)
+            self.masters[name] = self._made(input_node(master_name(name), Role.STATE, DType.F32, node.shape), node)
         return self.masters[name]
+
+    def _made(self, new: Node, old: Node) -> Node:
+        """`new`, made in place of `old`, with `old`'s owners."""
+        if self.owners is not None:
+            self.owners.keep(new, old)
+        return new
 
     def _read(self, src: Node, user: Node, updated: frozenset[str]) -> Node:
         """What `user` reads in place of `src`: the optimizer reads updated parameters' masters."""
@@ -114,10 +124,10 @@ class Float16Storage:
                 continue
             src = tuple(self._read(s, node, updated) for s in node.src)
             same = all(a is b for a, b in zip(src, node.src, strict=True))
-            new = node if same else make(node.op, *src, arg=node.arg)
+            new = node if same else self._made(make(node.op, *src, arg=node.arg), node)
             self.exact[id(node)] = new
             if id(node) in self.kept:
-                self.stored[id(node)] = cast(cast(new, DType.F16), DType.F32)
+                self.stored[id(node)] = self._made(cast(self._made(cast(new, DType.F16), node), DType.F32), node)
         return lambda node: self.exact.get(id(node), node)
 
     def function(self, fn: Function) -> Function:
@@ -128,7 +138,8 @@ class Float16Storage:
         for name, node in fn.outputs:
             param = name.removeprefix("param/")
             if param != name:  # the updated master, and the float16 copy rounded from it
-                outputs += [(name, cast(value(node), DType.F16)), (f"state/{master_name(param)}", value(node))]
+                rounded = self._made(cast(value(node), DType.F16), node)
+                outputs += [(name, rounded), (f"state/{master_name(param)}", value(node))]
             else:
                 outputs.append((name, value(node)))
         inputs = [self._input(n) for n in fn.inputs]

@@ -6,6 +6,9 @@ IR ops are numbered as `ir.to_text` prints them (`%n`, every node but the inputs
 text's line of `%n` is its `first_op_line` + n. The backward list holds only the ops the backward adds to
 the forward (recomputed copies included), the optimizer list only those the update adds to the backward;
 the step list holds all of a node's ops in the training step, the numbering kernels' `ops` use.
+
+Who owns what is recorded by the stages as they make the nodes (scellis.ir.owners); constants, which
+every function shares, are their readers' there (and a constant node's).
 """
 
 from __future__ import annotations
@@ -18,12 +21,16 @@ from scellis.codegen import render
 from scellis.codegen.cpu import cpu_calls
 from scellis.graph import ValidProgram
 from scellis.ir import Function, to_text
+from scellis.ir.owners import LOOP, Owners
 from scellis.lower import Schedule
 from scellis.ops import Node, Op
-from scellis.provenance.match import attribute
-from scellis.provenance.replay import LOOP, Owners, replay
 
 TEXTS = ("forward", "backward", "optimizer", "step")  # the step's text is the optimizer stage's
+Found = dict[int, frozenset[str]]  # id of each node of one function -> its owners there
+
+
+class ProvenanceError(ValueError):
+    """A node of a linked function whose owners no stage recorded."""
 
 
 def links(
@@ -32,31 +39,56 @@ def links(
     backward: Function,
     step: Function,
     *,
-    scales_loss: bool,
+    owners: Owners,
     schedule: Schedule,
 ) -> dict[str, Any]:
-    """The links for the training `step` (built from `forward` and `backward`, with a scaled loss or not)
-    and its kernel `schedule` (module docstring)."""
-    rep = replay(program, forward, scales_loss)
-    replayed = zip((forward, backward, step), (rep.forward, rep.backward, rep.step), strict=True)
-    found = [attribute(fn, like, rep.owners) for fn, like in replayed]
-    owners = kernel_owners(schedule, step, found[2], rep.outputs.owner)
+    """The links for the training `step` (built from `forward` and `backward`, their nodes' owners in
+    `owners`) and its kernel `schedule` (module docstring)."""
+    found = [function_owners(fn, owners) for fn in (forward, backward, step)]
+    by_kernel = kernel_owners(schedule, step, found[2], owners.output)
+    kernels_of: dict[str, list[int]] = {}
+    for i, who in enumerate(by_kernel):
+        for node_id in who:
+            kernels_of.setdefault(node_id, []).append(i)
     ops = op_numbers(forward, backward, step, *found)
     order = [(node.id, node.op) for node in program.nodes] + [(LOOP, LOOP)]
     texts = zip(TEXTS, (forward, backward, step, step), strict=True)
+    first_op_line = {id(fn): _first_op_line(fn) for fn in (forward, backward, step)}  # each printed once
     return {
-        "texts": {text: {"first_op_line": _first_op_line(fn)} for text, fn in texts},
+        "texts": {text: {"first_op_line": first_op_line[id(fn)]} for text, fn in texts},
         "nodes": [
             {
                 "id": node_id,
                 "op": op,
                 "ir": ops.get(node_id, {text: [] for text in TEXTS}),
-                "kernels": [i for i, who in enumerate(owners) if node_id in who],
+                "kernels": kernels_of.get(node_id, []),
             }
             for node_id, op in order
         ],
-        "kernels": kernel_entries(schedule, step, owners, [node_id for node_id, _ in order]),
+        "kernels": kernel_entries(schedule, step, by_kernel, [node_id for node_id, _ in order]),
     }
+
+
+def function_owners(fn: Function, owners: Owners) -> Found:
+    """Each node of `fn` -> its owners: as recorded; a constant, its readers' in `fn` and a constant
+    node's (equal constants are one node, shared by every function), or the loop's where only an output
+    reads it. ProvenanceError where a node has no record."""
+    found: Found = {}
+    readers: dict[int, set[str]] = {}
+    nodes, constant = fn.nodes(), Op.CONST
+    constants = [n for n in nodes if n.op is constant]
+    for node in nodes:
+        if node.op is constant:
+            continue
+        if node not in owners:
+            raise ProvenanceError(f"{fn.name}: a {node.op.value} node that no stage recorded the owners of")
+        who = found[id(node)] = owners[node]
+        for s in node.src:
+            if s.op is constant:
+                readers.setdefault(id(s), set()).update(who)
+    for node in constants:
+        found[id(node)] = frozenset(readers.get(id(node), set()) | owners[node]) or frozenset({LOOP})
+    return found
 
 
 def _numbered(fn: Function) -> list[tuple[int, Node]]:
@@ -74,9 +106,7 @@ def _first_op_line(fn: Function) -> int:
     return next((i for i, line in enumerate(lines) if line.startswith("  %0 = ")), -1)
 
 
-def op_numbers(
-    forward: Function, backward: Function, step: Function, *found: Owners
-) -> dict[str, dict[str, list[int]]]:
+def op_numbers(forward: Function, backward: Function, step: Function, *found: Found) -> dict[str, dict[str, list[int]]]:
     """Owner -> text -> the numbers of its ops there (module docstring); `found` holds the owners in
     each function (a constant's depend on its readers there)."""
     before: tuple[set[int], ...] = (set(), {id(n) for n in forward.nodes()}, {id(n) for n in backward.nodes()}, set())
@@ -91,7 +121,7 @@ def op_numbers(
 
 
 def kernel_owners(
-    schedule: Schedule, step: Function, found: Owners, output_owner: Callable[[str], str]
+    schedule: Schedule, step: Function, found: Found, output_owner: Callable[[str], str]
 ) -> list[frozenset[str]]:
     """The owners of each kernel of `schedule` (lowered from `step`): those of the IR nodes it computes.
     A scalar several kernels compute (each reader recomputes a scalar expression of scalars, as Adam's
