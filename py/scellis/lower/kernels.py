@@ -42,8 +42,9 @@ def storage_bytes(dtype: DType, size: int) -> int:
     return max(size, 1) * 4
 
 
-@dataclass(frozen=True)
-class View:
+class View(NamedTuple):
+    """A strided view of a buffer (a named tuple: views are made and compared by the hundred thousand)."""
+
     buffer: int
     shape: Shape
     strides: Shape
@@ -73,17 +74,27 @@ def contiguous_strides(shape: Shape) -> Shape:
 # -- fused elementwise expressions ----------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+# Steps and kernels are frozen, and made by the ten thousand: the most frequent write their fields straight
+# into the instance once (a frozen dataclass's generated __init__ costs a call per field).
+
+
+@dataclass(frozen=True, init=False)
 class Load:
     """Element of the kernel's input view `input` at the current coordinates."""
 
     input: int
 
+    def __init__(self, input: int) -> None:  # noqa: A002 - the field's name
+        self.__dict__["input"] = input
 
-@dataclass(frozen=True)
+
+@dataclass(frozen=True, init=False)
 class Const:
     value: float
     dtype: DType
+
+    def __init__(self, value: float, dtype: DType) -> None:
+        self.__dict__.update(value=value, dtype=dtype)
 
 
 @dataclass(frozen=True)
@@ -98,13 +109,17 @@ class Coord:
     axis: int
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class Apply:
     """An elementwise IR op (unary, binary, where, cast) on earlier steps."""
 
     op: Op
     arg: object
     src: tuple[int, ...]  # indices of earlier steps of the same Expr
+
+    def __init__(self, op: Op, arg: object, src: tuple[int, ...]) -> None:
+        fields = self.__dict__
+        fields["op"], fields["arg"], fields["src"] = op, arg, src
 
 
 Step = Load | Const | Acc | Coord | Apply
@@ -205,7 +220,7 @@ class Reduction(NamedTuple):
     terms: int
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class Kernel:
     kind: Kind
     out: View  # the output view (contiguous unless writing into part of a buffer)
@@ -214,6 +229,18 @@ class Kernel:
     expr: Expr = ACC  # the value written: for ELEMENTWISE over Loads, otherwise over Acc
     variant: str = "default"  # the determinism levels choose here
     covers: tuple[int, ...] = ()  # positions (in the function's node order) of the IR nodes it computes
+
+    def __init__(  # noqa: PLR0917 - the fields, in order
+        self,
+        kind: Kind,
+        out: View,
+        inputs: tuple[View, ...],
+        arg: object = None,
+        expr: Expr = ACC,
+        variant: str = "default",
+        covers: tuple[int, ...] = (),
+    ) -> None:
+        self.__dict__.update(kind=kind, out=out, inputs=inputs, arg=arg, expr=expr, variant=variant, covers=covers)
 
     @property
     def label(self) -> str:

@@ -45,6 +45,7 @@ from scellis.lower.kernels import (
     Load,
     Reduction,
     Schedule,
+    Shape,
     Step,
     View,
 )
@@ -77,40 +78,107 @@ ROWS = {
     Op.SORT: Kind.SORT,
     Op.SORT_GRAD: Kind.SORT_GRAD,
 }
+FAMILY: dict[Op, str] = {
+    Op.CONST: "const",
+    **dict.fromkeys(VIEW_OPS, "view"),
+    **dict.fromkeys(ELEMENTWISE, "elementwise"),
+    **dict.fromkeys(PRODUCERS, "producer"),
+    Op.CONCAT: "concat",
+    Op.SLICE_GRAD: "slice_grad",
+    **dict.fromkeys(ROWS, "rows"),
+    Op.SOLVE: "solve",
+}  # how each op lowers; the rest (DIRECT) are one kernel each over contiguous inputs
 
 
 # -- pending (not yet written) elementwise values ---------------------------------------------------
 
 
-@dataclass(frozen=True)
-class PLoad:
-    view: View
+# A tree is immutable once built and is compared by identity (memos key it by id). Every tree carries what
+# fusion asks of it, summed once where it is built (a chain's trees share their subtrees, so walking them at
+# every node would cost the square of the chain's length): `producer`, its open producer (None, or the one;
+# `mixed` when there are more), `buffers`, the buffers its loads read, `terms`, its node count counted along
+# every path, `coords`, the axes its coordinates read, `acc`, whether it holds an accumulator, `uniform`,
+# whether every element has the same value (constants and loads of one element only), and `scalar`,
+# whether every load reads a scalar view. Plain classes: lowering makes tens of thousands of them.
+_NONE: frozenset[int] = frozenset()
 
 
-@dataclass(frozen=True)
-class PConst:
-    value: float
-    dtype: DType
+class _Leaf:
+    producer: Pending | None = None
+    mixed = False
+    buffers = _NONE
+    terms = 1
+    coords = _NONE
+    acc = False
+    uniform = False
+    scalar = True
 
 
-@dataclass(frozen=True)
-class PAcc:
+class PLoad(_Leaf):
+    def __init__(self, view: View) -> None:
+        self.view = view
+        self.buffers = frozenset((view.buffer,))
+        self.uniform = not any(view.strides)
+        self.scalar = view.shape == ()
+
+
+class PConst(_Leaf):
+    uniform = True
+
+    def __init__(self, value: float, dtype: DType) -> None:
+        self.value, self.dtype = value, dtype
+
+
+class PAcc(_Leaf):
     """The result of a producer kernel that has not been written yet (its epilogue is still open)."""
 
-    producer: Pending
+    acc = True
+    scalar = False
+
+    def __init__(self, producer: Pending) -> None:
+        self.producer = producer
 
 
-@dataclass(frozen=True)
-class PCoord:
-    axis: int
+class PCoord(_Leaf):
+    def __init__(self, axis: int) -> None:
+        self.axis = axis
+        self.coords = frozenset((axis,))
 
 
-@dataclass(frozen=True)
 class PApply:
+    __slots__ = (
+        *("op", "arg", "src", "dtype"),
+        *("producer", "mixed", "buffers", "terms", "coords", "acc", "uniform", "scalar"),
+    )
     op: Op
     arg: object
     src: tuple[Tree, ...]
     dtype: DType
+    producer: Pending | None
+    mixed: bool
+    buffers: frozenset[int]
+    terms: int
+    coords: frozenset[int]
+    acc: bool
+    uniform: bool
+    scalar: bool
+
+    def __init__(self, op: Op, arg: object, src: tuple[Tree, ...], dtype: DType) -> None:
+        self.op, self.arg, self.src, self.dtype = op, arg, src, dtype
+        producer, mixed, buffers, terms, coords, acc, uniform, scalar = None, False, _NONE, 1, _NONE, False, True, True
+        for t in src:
+            if t.producer is not None:
+                mixed = mixed or (producer is not None and producer is not t.producer)
+                producer = t.producer
+            mixed = mixed or t.mixed
+            buffers = buffers | t.buffers if buffers else t.buffers
+            terms += t.terms
+            coords = coords | t.coords if coords else t.coords
+            acc = acc or t.acc
+            uniform = uniform and t.uniform
+            scalar = scalar and t.scalar
+        self.producer, self.mixed, self.buffers, self.terms = producer, mixed, buffers, terms
+        self.coords, self.acc, self.uniform, self.scalar = coords, acc, uniform, scalar
 
 
 Tree = PLoad | PConst | PAcc | PCoord | PApply
@@ -143,6 +211,7 @@ class Lowerer:
         self.position: dict[int, int] = {}
         self.checked: set[tuple[View, int]] = set()  # (indices, bound) pairs a CHECK_INDEX kernel covers
         self.records = -1  # the INDEX_CHECKS buffer, once a kernel checks indices
+        self.broadcasts: dict[tuple[int, Shape, Shape], tuple[Tree, Tree]] = {}  # (id, old, new): (tree, broadcast)
 
     # -- buffers and kernels ------------------------------------------------------------------
 
@@ -187,28 +256,32 @@ class Lowerer:
         dtypes: list[DType] = []
         loads: dict[View, int] = {}
         memo: dict[int, int] = {}
+        buffers = self.buffers
 
         def emit(tree: Tree) -> int:
-            if id(tree) in memo:
-                return memo[id(tree)]
+            known = memo.get(id(tree))
+            if known is not None:
+                return known
             step: Step
-            if isinstance(tree, PLoad):
-                if tree.view not in loads:
-                    loads[tree.view] = len(base_inputs) + len(loads)
-                step, dtype = Load(loads[tree.view]), loaded(self.buffers[tree.view.buffer].dtype)
-            elif isinstance(tree, PConst):
-                step, dtype = Const(tree.value, tree.dtype), tree.dtype
-            elif isinstance(tree, PAcc):
-                step, dtype = Acc(), tree.producer.dtype
-            elif isinstance(tree, PCoord):
-                step, dtype = Coord(tree.axis), DType.I32
+            kind = type(tree)
+            if kind is PApply:
+                step, dtype = Apply(tree.op, tree.arg, tuple([emit(s) for s in tree.src])), tree.dtype  # type: ignore[union-attr]
+            elif kind is PLoad:
+                view = tree.view  # type: ignore[union-attr]
+                slot = loads.get(view)
+                if slot is None:
+                    slot = loads[view] = len(base_inputs) + len(loads)
+                step, dtype = Load(slot), loaded(buffers[view.buffer].dtype)
+            elif kind is PConst:
+                step, dtype = Const(tree.value, tree.dtype), tree.dtype  # type: ignore[union-attr]
+            elif kind is PAcc:
+                step, dtype = ACC_STEP, tree.producer.dtype  # type: ignore[union-attr]
             else:
-                srcs = tuple(emit(s) for s in tree.src)
-                step, dtype = Apply(tree.op, tree.arg, srcs), tree.dtype
+                step, dtype = Coord(tree.axis), DType.I32  # type: ignore[union-attr]
+            memo[id(tree)] = len(steps)
             steps.append(step)
             dtypes.append(dtype)
-            memo[id(tree)] = len(steps) - 1
-            return memo[id(tree)]
+            return len(steps) - 1
 
         emit(p.tree)
         if p.dtype is DType.F16 and dtypes[-1] is not DType.F16:  # a copy into float16 storage rounds
@@ -232,8 +305,23 @@ class Lowerer:
                 return PAcc(value)
             return PLoad(views.broadcast(self.view_of(value), shape))
         if value.shape == shape or _broadcastable(value.tree, value.shape, shape):
-            return _broadcast_tree(value.tree, value.shape, shape)
+            return self.broadcast_tree(value.tree, value.shape, shape)
         return PLoad(views.broadcast(self.view_of(value), shape))
+
+    def broadcast_tree(self, tree: Tree, old: tuple[int, ...], shape: tuple[int, ...]) -> Tree:
+        """`tree` (of a value of shape `old`) broadcast to `shape`, built once per tree and shape (a scalar
+        expression such as Adam's step size is broadcast to every parameter's shape)."""
+        if old == shape:
+            return tree
+        key = (id(tree), old, shape)
+        known = self.broadcasts.get(key)
+        if known is None:
+            lead = len(shape) - len(old)
+            known = self.broadcasts[key] = (tree, _rebuild(tree, lambda view: views.broadcast(view, shape), lead))
+        return known[1]
+
+
+ACC_STEP = Acc()
 
 
 def loaded(dtype: DType) -> DType:
@@ -248,38 +336,18 @@ def _size(shape: tuple[int, ...]) -> int:
     return size
 
 
-def _walk(tree: Tree) -> list[Tree]:
-    out, stack = [], [tree]
-    while stack:
-        t = stack.pop()
-        out.append(t)
-        if isinstance(t, PApply):
-            stack.extend(t.src)
-    return out
-
-
 def _single_producer(tree: Tree) -> Pending | None:
-    producers = {id(t.producer): t.producer for t in _walk(tree) if isinstance(t, PAcc)}
-    assert len(producers) <= 1, "a tree holds at most one open producer"
-    return next(iter(producers.values()), None)
+    assert not tree.mixed, "a tree holds at most one open producer"
+    return tree.producer
 
 
 def _broadcastable(tree: Tree, old: tuple[int, ...], shape: tuple[int, ...]) -> bool:
     """Loads broadcast freely; an accumulator only at its own shape; a coordinate unless its axis
     is one that broadcasting stretches (it was always 0 there)."""
+    if tree.acc:
+        return False
     lead = len(shape) - len(old)
-    for t in _walk(tree):
-        if isinstance(t, PAcc):
-            return False
-        if isinstance(t, PCoord) and old[t.axis] != shape[lead + t.axis]:
-            return False
-    return True
-
-
-def _broadcast_tree(tree: Tree, old: tuple[int, ...], shape: tuple[int, ...]) -> Tree:
-    if old == shape:
-        return tree
-    return _rebuild(tree, lambda view: views.broadcast(view, shape), len(shape) - len(old))
+    return all(old[axis] == shape[lead + axis] for axis in tree.coords)
 
 
 def _rebuild(tree: Tree, reload: Callable[[View], View], lead: int) -> Tree:
@@ -309,24 +377,24 @@ def lower(fn: Function, level: Level, features: frozenset[str] = frozenset()) ->
     names such as shader-f16; only fast uses any), see the module docstring."""
     low = Lowerer(fn)
     nodes = fn.nodes()
-    for i, node in enumerate(nodes):
-        low.position[id(node)] = i
-        for src in node.src:
-            low.uses[id(src)] = low.uses.get(id(src), 0) + 1
-    for _, node in fn.outputs:
-        low.uses[id(node)] = low.uses.get(id(node), 0) + 1
+    uses = low.uses
+    low.position = {id(node): i for i, node in enumerate(nodes)}
+    for node in (*(s for n in nodes for s in n.src), *(node for _, node in fn.outputs)):
+        uses[id(node)] = uses.get(id(node), 0) + 1
     inputs = []
     for node in fn.inputs:
         buffer = low.new_buffer(node.dtype, node.size, input_name(node))
         low.values[id(node)] = View.contiguous(buffer, node.shape)
         inputs.append((input_name(node), buffer))
+    values, f16, an_input = low.values, DType.F16, Op.INPUT
     for node in nodes:
-        if node.op is not Op.INPUT:
+        if node.op is not an_input:
             value = _lower_node(low, node)
-            shared = low.uses.get(id(node), 0) > 1
-            if isinstance(value, Pending) and (node.dtype is DType.F16 or (shared and not _recomputable(value))):
+            if type(value) is Pending and (
+                node.dtype is f16 or (uses.get(id(node), 0) > 1 and not _recomputable(value))
+            ):
                 value = low.write(value, None)
-            low.values[id(node)] = value
+            values[id(node)] = value
     by_name = dict(inputs)
     outputs = _outputs(low, fn, by_name)
     if low.checked:  # every record, in one output the host reads with the step's others
@@ -346,9 +414,8 @@ def lower(fn: Function, level: Level, features: frozenset[str] = frozenset()) ->
 def _recomputable(value: Pending) -> bool:
     """Scalar expressions of scalars (learning rate, bias corrections) are cheaper to recompute in
     every consumer than to give a kernel and a buffer of their own."""
-    if value.tree is None or value.shape != () or len(_walk(value.tree)) > 24:
-        return False
-    return all(not isinstance(t, PAcc) and (not isinstance(t, PLoad) or t.view.shape == ()) for t in _walk(value.tree))
+    tree = value.tree
+    return tree is not None and value.shape == () and tree.terms <= 24 and not tree.acc and tree.scalar
 
 
 def _outputs(low: Lowerer, fn: Function, inputs: dict[str, int]) -> tuple[tuple[str, int], ...]:
@@ -382,25 +449,32 @@ def _cover(value: Value, position: int) -> Value:
 
 def _lower_node(low: Lowerer, node: Node) -> Value:  # noqa: PLR0911 - one branch per op family
     pos = low.position[id(node)]
-    src = [low.values[id(s)] for s in node.src]
-    if node.op is Op.CONST:
+    values = low.values
+    src = [values[id(s)] for s in node.src]
+    family = FAMILY.get(node.op)  # one lookup: an enum's hash is a Python call
+    if family == "elementwise":
+        if (
+            node.op is Op.CAST
+            and node.src[0].dtype is DType.F16
+            and node.dtype is DType.F32
+            and isinstance(src[0], View)
+        ):
+            return src[0]  # float16 storage read as float32: its readers convert on load
+        return _cover(_elementwise(low, node, src), pos)
+    if family == "const":
         assert isinstance(node.arg, d.ConstArg)
         return Pending((), node.dtype, PConst(node.arg.value, node.dtype))
-    if node.op in VIEW_OPS:
+    if family == "view":
         return _view(low, node, src[0])
-    if node.op is Op.CAST and node.src[0].dtype is DType.F16 and node.dtype is DType.F32 and isinstance(src[0], View):
-        return src[0]  # float16 storage read as float32: its readers convert on load
-    if node.op in ELEMENTWISE:
-        return _cover(_elementwise(low, node, src), pos)
-    if node.op in PRODUCERS:
+    if family == "producer":
         return _cover(_producer(low, node, src, pos), pos)
-    if node.op is Op.CONCAT:
+    if family == "concat":
         return _concat(low, node, src, pos)
-    if node.op is Op.SLICE_GRAD:
+    if family == "slice_grad":
         return _slice_grad(low, node, src[0], pos)
-    if node.op in ROWS:
+    if family == "rows":
         return _rows(low, node, src, pos)
-    if node.op is Op.SOLVE:
+    if family == "solve":
         return _solve(low, node, src, pos)
     inputs = tuple(_contiguous(low, v) for v in src)
     if node.op in (Op.GATHER, Op.SCATTER_ADD):
@@ -420,11 +494,7 @@ def _contiguous(low: Lowerer, value: Value) -> View:
 def _uniform(value: Value) -> bool:
     """Every element has the same value (constants and broadcast scalars only): any reshape, permute,
     expand or slice of it is the same tree at another shape."""
-    if not isinstance(value, Pending) or value.tree is None:
-        return False
-    return all(
-        isinstance(t, PConst | PApply) or (isinstance(t, PLoad) and not any(t.view.strides)) for t in _walk(value.tree)
-    )
+    return isinstance(value, Pending) and value.tree is not None and value.tree.uniform
 
 
 def _uniform_at(value: Pending, shape: tuple[int, ...]) -> Tree:
@@ -442,7 +512,7 @@ def _view(low: Lowerer, node: Node, value: Value) -> Value:  # noqa: PLR0911 - o
             return views.broadcast(value, node.shape)
         if value.tree is not None and _broadcastable(value.tree, value.shape, node.shape):
             return Pending(
-                node.shape, node.dtype, _broadcast_tree(value.tree, value.shape, node.shape), covers=value.covers
+                node.shape, node.dtype, low.broadcast_tree(value.tree, value.shape, node.shape), covers=value.covers
             )
         return views.broadcast(low.view_of(value), node.shape)
     view = low.view_of(value)
@@ -491,9 +561,8 @@ def _elementwise(low: Lowerer, node: Node, src: list[Value]) -> Value:
 
 
 def _binding_count(tree: Tree) -> int:
-    buffers = {t.view.buffer for t in _walk(tree) if isinstance(t, PLoad)}
     producer = _single_producer(tree)
-    return len(buffers) + (len({v.buffer for v in producer.inputs}) if producer else 0)
+    return len(tree.buffers) + (len({v.buffer for v in producer.inputs}) if producer else 0)
 
 
 def _producer(low: Lowerer, node: Node, src: list[Value], pos: int) -> Value:

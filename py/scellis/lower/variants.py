@@ -160,4 +160,6 @@ def tolerance(kernel: Kernel, roundings: int = 0) -> float:
 
 
 def with_variants(kernels: list[Kernel], level: Level, features: frozenset[str]) -> tuple[Kernel, ...]:
-    return tuple(dataclasses.replace(k, variant=choose(k, level, features)) for k in kernels)
+    """`kernels`, each with the variant `level` chooses for it on a device with `features`."""
+    chosen = ((k, choose(k, level, features)) for k in kernels)
+    return tuple(k if variant == k.variant else dataclasses.replace(k, variant=variant) for k, variant in chosen)

@@ -9,12 +9,16 @@ from scellis.lower.kernels import Shape, View
 
 def canonical(view: View) -> View:
     """Size-1 axes get stride 0, so equal layouts compare equal."""
+    if 1 not in view.shape:
+        return view
     strides = tuple(0 if dim == 1 else s for dim, s in zip(view.shape, view.strides, strict=True))
     return View(view.buffer, view.shape, strides, view.offset)
 
 
 def broadcast(view: View, shape: Shape) -> View:
     """Numpy broadcasting to `shape` (new leading axes and size-1 axes get stride 0)."""
+    if view.shape == shape:
+        return canonical(view)
     lead = len(shape) - len(view.shape)
     strides = [0] * lead
     for dim, target, stride in zip(view.shape, shape[lead:], view.strides, strict=True):
