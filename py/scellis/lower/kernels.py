@@ -5,11 +5,16 @@ Conventions. All sizes and strides count elements, not bytes. A View reads (or w
 N-d array: element at coordinates c is `offset + sum(c[d] * strides[d])`; broadcast axes have stride
 0. Every view a kernel takes already has the kernel's iteration shape (see each Kind), so renderers
 never broadcast or permute: they only multiply coordinates by strides.
+
+Every type here is immutable. Lowering makes them by the ten thousand, so the most frequent (views, a named
+tuple; buffers, steps, kernels) are cheap to make: the frozen ones write their fields once, straight into
+the instance, where a frozen dataclass's own __init__ costs a call per field.
 """
 
 from __future__ import annotations
 
 import enum
+import functools
 import math
 from dataclasses import dataclass
 from typing import NamedTuple
@@ -19,7 +24,7 @@ from scellis.ops import DType, Op
 Shape = tuple[int, ...]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class Buffer:
     """One allocation. `name` is the function input or output it holds, if any."""
 
@@ -27,6 +32,9 @@ class Buffer:
     dtype: DType
     size: int  # elements
     name: str | None = None
+
+    def __init__(self, id: int, dtype: DType, size: int, name: str | None = None) -> None:  # noqa: A002
+        self.__dict__.update(id=id, dtype=dtype, size=size, name=name)
 
     @property
     def nbytes(self) -> int:
@@ -43,7 +51,7 @@ def storage_bytes(dtype: DType, size: int) -> int:
 
 
 class View(NamedTuple):
-    """A strided view of a buffer (a named tuple: views are made and compared by the hundred thousand)."""
+    """A strided view of a buffer (see the conventions above)."""
 
     buffer: int
     shape: Shape
@@ -63,6 +71,7 @@ class View(NamedTuple):
         return math.prod(self.shape)
 
 
+@functools.cache  # a schedule's views have few shapes, asked for by the thousand
 def contiguous_strides(shape: Shape) -> Shape:
     strides, step = [], 1
     for dim in reversed(shape):
@@ -72,10 +81,6 @@ def contiguous_strides(shape: Shape) -> Shape:
 
 
 # -- fused elementwise expressions ----------------------------------------------------------------
-
-
-# Steps and kernels are frozen, and made by the ten thousand: the most frequent write their fields straight
-# into the instance once (a frozen dataclass's generated __init__ costs a call per field).
 
 
 @dataclass(frozen=True, init=False)
