@@ -1,7 +1,7 @@
 """The Guide in Chromium, for the page's own program: every stage in order, with the memory stage's buffer
 lifetimes after the kernel schedule; a program node followed to its IR ops (marked in the typed, backward
-and optimizer IR), to the kernels computing them, to a kernel's WGSL with its dispatch and CPU-path call;
-and the Guide following the program when a remedy changes it."""
+and optimizer IR), to the kernels computing them, to a kernel's WGSL (its own shader, taken from the WGSL
+stage) with its dispatch and CPU-path call; and the Guide following the program when a remedy changes it."""
 
 from __future__ import annotations
 
@@ -10,8 +10,9 @@ from pathlib import Path
 from appdriver import LoadedApp, start_over
 from playwright.sync_api import Page
 
+from scellis.codegen import render
 from scellis.examples import digits_mlp
-from scellis.guide import STAGE_TITLES
+from scellis.guide import STAGE_TITLES, step_schedule
 from scellis.levels import Level
 from scellis.pipeline import compile_program
 
@@ -33,7 +34,8 @@ def titles(app: LoadedApp) -> list[str]:
 def test_the_guide_follows_a_node_to_its_code(loaded: LoadedApp) -> None:
     page = loaded.page
     start_over(page, "prod")
-    key = compile_program(digits_mlp()).at(Level.PROD).key
+    at = compile_program(digits_mlp()).at(Level.PROD)
+    key = at.key
     shown = f"kernels shown for level prod. Training-step key {key}."
     page.wait_for_function(  # the Guide of the example as shipped, at prod
         "(shown) => document.getElementById('guide-summary').textContent.endsWith(shown)", arg=shown
@@ -57,6 +59,9 @@ def test_the_guide_follows_a_node_to_its_code(loaded: LoadedApp) -> None:
     box = page.inner_text("#guide-detail .guide-kernel")
     assert "workgroups" in box and "CPU path: sc_cpu_" in box and "@group(0) @binding(0)" in box
     assert "Computes ops of: hidden" in box
+    code = page.locator("#guide-detail .guide-kernel pre").text_content()  # its lines of the WGSL stage
+    schedule = step_schedule(at)
+    assert code == render(schedule.kernels[0], schedule).source  # exactly k0's own shader
     ARTIFACTS.mkdir(exist_ok=True)
     kind = page.evaluate("() => document.body.dataset.device")
     page.locator("#guide").screenshot(path=str(ARTIFACTS / f"guide-{kind}.png"))

@@ -1,12 +1,13 @@
 // The Guide of the page's program: every stage's artifact in order, and each stage linked to the next.
 // Choosing a program node marks its IR ops in the typed, backward and optimizer IR and lists the kernels
-// computing them; choosing a kernel shows its WGSL, dispatch and what the CPU path calls, and marks its
-// ops in the training step. The memory stage draws each buffer's lifetime over the kernels.
+// computing them; choosing a kernel shows its WGSL (its lines of the WGSL stage), dispatch and what the
+// CPU path calls, and marks its ops in the training step. The memory stage draws each buffer's lifetime
+// over the kernels.
 
 import { byId, element } from "./dom.js";
 import { parsed } from "./engine.js";
 import { errorText, formatBytes } from "./format.js";
-import { kernelLines, kernelSummary, kernelsOf, nodeLines, timelineBars } from "./guidemodel.js";
+import { kernelCode, kernelLines, kernelSummary, kernelsOf, nodeLines, timelineBars } from "./guidemodel.js";
 
 const SVG = "http://www.w3.org/2000/svg";
 const MEMORY_STAGE = "memory plan (buffer lifetimes, training step)";
@@ -149,7 +150,7 @@ export class Guide {
     box.append(
       element("p", kernelSummary(kernel)),
       element("p", nodes),
-      element("pre", kernel.wgsl, { class: "guide-code" }),
+      element("pre", kernelCode(this.data.links, this.data.stages, index), { class: "guide-code" }),
     );
     byId("guide-detail").append(box);
     byId("guide").dataset.kernel = String(index);

@@ -1,6 +1,7 @@
 // The Guide's links without the DOM: which lines of which stage's text a program node's IR ops are,
-// which kernels compute them, and the memory timeline's bars. `links` is the engine's guide_links
-// (scellis.provenance): IR op %n of a text is on line `first_op_line + n` of its stage.
+// which kernels compute them, each kernel's WGSL, and the memory timeline's bars. `links` is the engine's
+// guide_links (scellis.provenance): IR op %n of a text is on line `first_op_line + n` of its stage, and a
+// kernel's shader is lines `wgsl_lines` [first, end) of the WGSL stage (`kernel_stages[1]`).
 
 // The stage texts a node's ops are shown in, with the ops each stage adds: forward (typed IR),
 // backward (backward IR) and optimizer (optimizer IR, the whole training step).
@@ -39,6 +40,13 @@ export function kernelsOf(links, id) {
 export function kernelLines(links, index) {
   const where = links.texts.step;
   return { [where.stage]: links.kernels[index].ops.map((n) => where.first_op_line + n) };
+}
+
+// A kernel's WGSL, taken from the WGSL stage's text (`stages`, the Guide's [title, text] pairs): its
+// `wgsl_lines` [first, end) are the 0-based lines of its shader there, so the links hold no copy.
+export function kernelCode(links, stages, index) {
+  const [first, end] = links.kernels[index].wgsl_lines;
+  return stages[links.kernel_stages[1]][1].split("\n").slice(first, end).join("\n");
 }
 
 // One line about a kernel: its code, dispatch and what the CPU path calls for it.

@@ -435,6 +435,7 @@ test("calls, events and errors cross a message port", async () => {
 });
 
 const LINKS = {
+  kernel_stages: [4, 5],
   texts: {
     forward: { first_op_line: 8, stage: 1 },
     backward: { first_op_line: 8, stage: 2 },
@@ -455,7 +456,7 @@ const LINKS = {
       cpu: ["sc_matmul"],
       nodes: ["hidden"],
       ops: [0, 1],
-      wgsl: "...",
+      wgsl_lines: [1, 3],
     },
     {
       index: 1,
@@ -466,7 +467,7 @@ const LINKS = {
       cpu: [],
       nodes: ["loop"],
       ops: [7],
-      wgsl: "...",
+      wgsl_lines: [5, 6],
     },
     {
       index: 2,
@@ -477,10 +478,32 @@ const LINKS = {
       cpu: ["sc_cpu_tape"],
       nodes: ["hidden", "relu"],
       ops: [2, 3],
-      wgsl: "...",
+      wgsl_lines: [8, 11],
     },
   ],
 };
+
+// The Guide's stages as [title, text]; the WGSL stage (5) holds each kernel after its header line.
+const WGSL = [
+  "// k0: matmul, bindings [0, 3], dispatch (2, 1, 1)",
+  "@compute fn k0() {",
+  "}",
+  "",
+  "// k1: copy, bindings [4], dispatch (1, 1, 1)",
+  "@compute fn k1() {}",
+  "",
+  "// k2: elementwise, bindings [3, 5], dispatch (32, 1, 1)",
+  "@compute fn k2() {",
+  "  let x = 1.0;",
+  "}",
+].join("\n");
+const STAGES = [0, 1, 2, 3, 4].map((i) => [`stage ${i}`, "text"]).concat([["WGSL (training step)", WGSL]]);
+
+test("a kernel's code is its lines of the WGSL stage, the links holding no copy", () => {
+  assert.equal(guide.kernelCode(LINKS, STAGES, 0), "@compute fn k0() {\n}");
+  assert.equal(guide.kernelCode(LINKS, STAGES, 1), "@compute fn k1() {}");
+  assert.equal(guide.kernelCode(LINKS, STAGES, 2), "@compute fn k2() {\n  let x = 1.0;\n}");
+});
 
 test("the guide links nodes to lines, kernels and bars", () => {
   assert.deepEqual(guide.nodeLines(LINKS, "hidden"), { 1: [8, 9], 2: [13], 3: [19, 26] });

@@ -12,9 +12,10 @@ from typing import Any
 
 import pytest
 
+from scellis.codegen import render
 from scellis.examples import char_transformer, digits_cnn, digits_mlp, mlp
 from scellis.graph import Program
-from scellis.guide import guide_links, guide_of
+from scellis.guide import guide_links, guide_of, step_schedule
 from scellis.levels import Level
 from scellis.lower import lower
 from scellis.pipeline import Compiled, compile_program
@@ -161,10 +162,29 @@ def test_kernels_give_the_code_the_guide_shows(name: str) -> None:
     ]
     for k in links["kernels"]:
         assert f"// k{k['index']}: {k['label']}, bindings {k['bindings']}, dispatch {tuple(k['dispatch'])}\n" in wgsl
-        assert k["wgsl"] in wgsl and "@compute" in k["wgsl"]
+        shader = "\n".join(wgsl.split("\n")[slice(*k["wgsl_lines"])])
+        assert "@compute" in shader and k["wgsl_lines"][0] >= 1
         assert len(k["dispatch"]) == 3 and all(d >= 1 for d in k["dispatch"])
         assert k["cpu"] and set(k["cpu"]) <= set(RUN_ORDER)
     json.dumps(links)  # JSON-ready
+
+
+@pytest.mark.parametrize("name", ["digits_mlp", "cnn_float16_checkpointed", "branches"])
+def test_a_kernel_points_at_its_own_shader_in_the_wgsl_stage_and_holds_no_copy(name: str) -> None:
+    """Known answer: each kernel's lines of the Guide's WGSL stage are the kernel rendered on its own
+    (codegen.render), and its entry holds no WGSL, only where it is."""
+    compiled, links, guide = case(name)
+    _, level, features = CASES[name]
+    schedule = step_schedule(compiled.at(level, features))
+    lines = guide["stages"][links["kernel_stages"][1]][1].split("\n")
+    assert len(links["kernels"]) == len(schedule.kernels)
+    for entry, kernel in zip(links["kernels"], schedule.kernels, strict=True):
+        assert not any(isinstance(v, str) and "@compute" in v for v in entry.values()), entry["index"]
+        assert "wgsl" not in entry
+        first, end = entry["wgsl_lines"]
+        assert "\n".join(lines[first:end]) == render(kernel, schedule).source, entry["index"]
+        assert lines[first - 1].startswith(f"// k{entry['index']}: ")  # its header line, just before
+    assert guide["links"] == links  # the Guide's own links point alike
 
 
 def test_a_linear_node_owns_its_matmuls_and_its_adam_updates() -> None:

@@ -1,6 +1,8 @@
 """Provenance: the Guide's links, JSON-ready. From each program node to its IR ops (forward, backward and
 optimizer, as numbered in each printed function), to the kernels that compute them, and from each kernel
-to its WGSL, workgroup counts and CPU-path calls, and back to its program nodes and IR ops.
+to its label, bindings, workgroup counts and CPU-path calls, and back to its program nodes and IR ops.
+A kernel's WGSL is not in its entry: the caller renders the schedule once and holds the code (the Guide's
+WGSL stage, which points each kernel at its lines there).
 
 IR ops are numbered as `ir.to_text` prints them (`%n`, every node but the inputs, in canonical order); a
 text's line of `%n` is its `first_op_line` + n. The backward list holds only the ops the backward adds to
@@ -14,10 +16,10 @@ every function shares, are their readers' there (and a constant node's).
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
-from scellis.codegen import render
+from scellis.codegen import WgslKernel
 from scellis.codegen.cpu import cpu_calls
 from scellis.graph import ValidProgram
 from scellis.ir import Function, to_text
@@ -41,9 +43,10 @@ def links(
     *,
     owners: Owners,
     schedule: Schedule,
+    code: Sequence[WgslKernel],
 ) -> dict[str, Any]:
     """The links for the training `step` (built from `forward` and `backward`, their nodes' owners in
-    `owners`) and its kernel `schedule` (module docstring)."""
+    `owners`) and its kernel `schedule`, rendered as `code` (a kernel each; module docstring)."""
     found = [function_owners(fn, owners) for fn in (forward, backward, step)]
     by_kernel = kernel_owners(schedule, step, found[2], owners.output)
     kernels_of: dict[str, list[int]] = {}
@@ -65,7 +68,7 @@ def links(
             }
             for node_id, op in order
         ],
-        "kernels": kernel_entries(schedule, step, by_kernel, [node_id for node_id, _ in order]),
+        "kernels": kernel_entries(schedule, code, step, by_kernel, [node_id for node_id, _ in order]),
     }
 
 
@@ -149,28 +152,25 @@ def kernel_owners(
 
 
 def kernel_entries(
-    schedule: Schedule, step: Function, owners: list[frozenset[str]], order: list[str]
+    schedule: Schedule, code: Sequence[WgslKernel], step: Function, owners: list[frozenset[str]], order: list[str]
 ) -> list[dict[str, Any]]:
-    """Each kernel of `schedule` (lowered from `step`) with its code, its CPU-path calls, its owners (in
-    `order`) and the step's ops it computes."""
+    """Each kernel of `schedule` (lowered from `step`, rendered as `code`) with its label, bindings and
+    dispatch, its CPU-path calls, its owners (in `order`) and the step's ops it computes; not its WGSL."""
     numbers = [n for n, _ in _numbered(step)]
     rank = {owner: i for i, owner in enumerate(order)}
     out = []
-    for i, kernel in enumerate(schedule.kernels):
-        positions = kernel.covers
-        code = render(kernel, schedule)
+    for i, (kernel, rendered) in enumerate(zip(schedule.kernels, code, strict=True)):
         out.append(
             {
                 "index": i,
-                "label": code.label,
+                "label": rendered.label,
                 "kind": kernel.kind.value,
                 "variant": kernel.variant,
-                "wgsl": code.source,
-                "bindings": list(code.bindings),
-                "dispatch": list(code.workgroups),
+                "bindings": list(rendered.bindings),
+                "dispatch": list(rendered.workgroups),
                 "cpu": list(cpu_calls(kernel)),
                 "nodes": sorted(owners[i], key=rank.__getitem__),
-                "ops": sorted(numbers[p] for p in positions),
+                "ops": sorted(numbers[p] for p in kernel.covers),
             }
         )
     return out
