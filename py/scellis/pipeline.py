@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from scellis.autodiff import grad
 from scellis.autodiff.checkpoint import checkpoint, from_the_loss_back, ordered_like
+from scellis.gcpause import paused
 from scellis.graph import ValidProgram, validate
 from scellis.graph.lowering import Mode
 from scellis.graph.settings import LossScaling
@@ -136,6 +137,7 @@ class AtLevel:
         )  # fmt: skip
 
 
+@paused
 def compile_program(
     data: Any,
     batch: int | None = None,

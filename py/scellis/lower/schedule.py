@@ -27,6 +27,7 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from scellis.gcpause import paused
 from scellis.ir.function import Function, input_name
 from scellis.levels import Level
 from scellis.lower import views
@@ -372,6 +373,7 @@ def _rebuild(tree: Tree, reload: Callable[[View], View], lead: int) -> Tree:
 # -- the pass -----------------------------------------------------------------------------------------
 
 
+@paused
 def lower(fn: Function, level: Level, features: frozenset[str] = frozenset()) -> Schedule:
     """The kernel schedule of `fn` for a determinism level on a device with `features` (WebGPU feature
     names such as shader-f16; only fast uses any), see the module docstring."""

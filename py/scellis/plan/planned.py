@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from scellis.gcpause import paused
 from scellis.ir import Function
 from scellis.levels import Level
 from scellis.lower import Schedule, lower
@@ -30,6 +31,7 @@ class Planned:
         return self.memory.naive(self.logical)
 
 
+@paused
 def planned(schedule: Schedule) -> Planned:
     """`schedule` (logical, as lowered) updated in place and planned."""
     updated = update_in_place(schedule)
