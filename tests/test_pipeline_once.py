@@ -4,6 +4,7 @@ update in place and plan each function once: counted by a profiler hook on those
 from __future__ import annotations
 
 import asyncio
+import inspect
 import json
 import sys
 import tempfile
@@ -24,9 +25,9 @@ from scellis.plan import memory
 from scellis.runtime.cpu.device import CpuDevice
 from scellis.session import Session
 
-WATCHED = {
-    pipeline.compile_program.__code__: "compile",
-    lower.__code__: "lower",
+WATCHED = {  # the stages' own code, inside scellis.gcpause's wrapper
+    inspect.unwrap(pipeline.compile_program).__code__: "compile",
+    inspect.unwrap(lower).__code__: "lower",
     memory.update_in_place.__code__: "update in place",
     memory.plan_memory.__code__: "plan memory",
 }
