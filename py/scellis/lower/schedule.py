@@ -94,17 +94,21 @@ FAMILY: dict[Op, str] = {
 # -- pending (not yet written) elementwise values ---------------------------------------------------
 
 
-# A tree is immutable once built and is compared by identity (memos key it by id). Every tree carries what
+# A tree is immutable once built (but for its scratch, below) and is compared by identity. Every tree carries what
 # fusion asks of it, summed once where it is built (a chain's trees share their subtrees, so walking them at
 # every node would cost the square of the chain's length): `producer`, its open producer (None, or the one;
 # `mixed` when there are more), `buffers`, the buffers its loads read, `terms`, its node count counted along
 # every path, `coords`, the axes its coordinates read, `acc`, whether it holds an accumulator, `uniform`,
 # whether every element has the same value (constants and loads of one element only), and `scalar`,
-# whether every load reads a scalar view. Plain classes: lowering makes tens of thousands of them.
+# whether every load reads a scalar view. Plain classes: lowering makes tens of thousands of them. `mark` and
+# `step` are the one scratch a kernel writes while it emits a tree: the step computing it, in the kernel
+# that marked it last (a subtree shared within a kernel is computed once).
 _NONE: frozenset[int] = frozenset()
 
 
 class _Leaf:
+    mark: object = None
+    step = -1
     producer: Pending | None = None
     mixed = False
     buffers = _NONE
@@ -149,7 +153,7 @@ class PCoord(_Leaf):
 class PApply:
     __slots__ = (
         *("op", "arg", "src", "dtype"),
-        *("producer", "mixed", "buffers", "terms", "coords", "acc", "uniform", "scalar"),
+        *("producer", "mixed", "buffers", "terms", "coords", "acc", "uniform", "scalar", "mark", "step"),
     )
     op: Op
     arg: object
@@ -163,9 +167,12 @@ class PApply:
     acc: bool
     uniform: bool
     scalar: bool
+    mark: object
+    step: int
 
     def __init__(self, op: Op, arg: object, src: tuple[Tree, ...], dtype: DType) -> None:
         self.op, self.arg, self.src, self.dtype = op, arg, src, dtype
+        self.mark, self.step = None, -1
         producer, mixed, buffers, terms, coords, acc, uniform, scalar = None, False, _NONE, 1, _NONE, False, True, True
         for t in src:
             if t.producer is not None:
@@ -256,13 +263,11 @@ class Lowerer:
         steps: list[Step] = []
         dtypes: list[DType] = []
         loads: dict[View, int] = {}
-        memo: dict[int, int] = {}
-        buffers = self.buffers
+        buffers, first, mark = self.buffers, len(base_inputs), object()  # this kernel's mark on what it emitted
 
         def emit(tree: Tree) -> int:
-            known = memo.get(id(tree))
-            if known is not None:
-                return known
+            if tree.mark is mark:  # a subtree this kernel already computes (it is shared)
+                return tree.step
             step: Step
             kind = type(tree)
             if kind is PApply:
@@ -271,7 +276,7 @@ class Lowerer:
                 view = tree.view  # type: ignore[union-attr]
                 slot = loads.get(view)
                 if slot is None:
-                    slot = loads[view] = len(base_inputs) + len(loads)
+                    slot = loads[view] = first + len(loads)
                 step, dtype = Load(slot), loaded(buffers[view.buffer].dtype)
             elif kind is PConst:
                 step, dtype = Const(tree.value, tree.dtype), tree.dtype  # type: ignore[union-attr]
@@ -279,10 +284,10 @@ class Lowerer:
                 step, dtype = ACC_STEP, tree.producer.dtype  # type: ignore[union-attr]
             else:
                 step, dtype = Coord(tree.axis), DType.I32  # type: ignore[union-attr]
-            memo[id(tree)] = len(steps)
+            tree.mark, tree.step = mark, len(steps)
             steps.append(step)
             dtypes.append(dtype)
-            return len(steps) - 1
+            return tree.step
 
         emit(p.tree)
         if p.dtype is DType.F16 and dtypes[-1] is not DType.F16:  # a copy into float16 storage rounds
