@@ -122,9 +122,10 @@ def ordered_like(fn: Function, like: Function) -> Function:
     rank = {n: i for i, n in enumerate(like.first)}  # nodes key by identity
     latest: dict[Node, int] = {}
     for node in toposort([node for _, node in fn.outputs]):  # fn's own order would be discarded
-        at = rank.get(node)
-        if at is None:
-            at = max([latest[s] for s in node.src], default=-1)
+        at = rank.get(node, -1)
+        if at < 0:  # the latest of its sources' (a loop: cheaper than max() over a list of a node or two)
+            for s in node.src:
+                at = max(at, latest[s])
         latest[node] = at
     after: dict[int, list[Node]] = {}
     for _, node in fn.outputs:

@@ -155,7 +155,10 @@ class RandomArg:
 
 
 class Op(enum.Enum):
-    """IR ops. The comment after each names its argument type and its inputs."""
+    """IR ops. The comment after each names its argument type and its inputs. Hashed by identity (members
+    are singletons, equal only to themselves): Enum's own hash is a Python call, and ops key hot lookups."""
+
+    __hash__ = object.__hash__
 
     INPUT = "input"  # InputArg; no inputs
     CONST = "const"  # ConstArg; no inputs; shape ()
