@@ -41,13 +41,24 @@ class _Release:
 _RELEASE = _Release()
 
 
-@dataclass(frozen=True, eq=False, slots=True, weakref_slot=True)  # slots: small, quick to read and to free
+@dataclass(frozen=True, eq=False, slots=True, weakref_slot=True, init=False)  # slots: quick to read and free
 class Node:
     op: Op
     dtype: DType
     shape: Shape
     src: tuple[Node, ...] = ()
     arg: object = field(default_factory=defs.NoArg)
+
+    def __init__(
+        self, op: Op, dtype: DType, shape: Shape, src: tuple[Node, ...] = (), arg: object | None = None
+    ) -> None:
+        # Frozen, so each field is written through its slot's descriptor (bound once, below): dataclasses'
+        # own __init__ looks up object.__setattr__ for each, and compiling builds tens of thousands of nodes.
+        _set_op(self, op)
+        _set_dtype(self, dtype)
+        _set_shape(self, shape)
+        _set_src(self, src)
+        _set_arg(self, defs.NoArg() if arg is None else arg)
 
     def __repr__(self) -> str:
         return f"Node({self.op.value}, {self.type_str})"
@@ -59,7 +70,7 @@ class Node:
         # sources to a list, and the outermost release frees them in a loop.
         if self.src:
             release.pending.append(self.src)
-            object.__setattr__(self, "src", ())  # this node no longer holds them: nothing cascades
+            _set_src(self, ())  # this node no longer holds them: nothing cascades
         if not release.running:
             release.running = True
             try:
@@ -76,6 +87,10 @@ class Node:
     def size(self) -> int:
         return math.prod(self.shape)
 
+
+_set_op, _set_dtype, _set_shape, _set_src, _set_arg = (
+    getattr(Node, name).__set__ for name in ("op", "dtype", "shape", "src", "arg")
+)
 
 Rule = Callable[[object, tuple[Node, ...]], tuple[DType, Shape]]
 
