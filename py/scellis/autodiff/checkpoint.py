@@ -119,13 +119,17 @@ def ordered_like(fn: Function, like: Function) -> Function:
     """`fn`, built from `like` (a training step from its gradient function), ordered as `like`: `first` lists
     the outputs that need no node of `like.first`, then each node of `like.first`, each followed by the
     outputs for which it is the last of those nodes they need."""
-    rank = {id(n): i for i, n in enumerate(like.first)}
-    latest: dict[int, int] = {}
-    for node in fn.nodes():
-        latest[id(node)] = rank.get(id(node), max((latest[id(s)] for s in node.src), default=-1))
+    rank = {n: i for i, n in enumerate(like.first)}  # nodes key by identity
+    latest: dict[Node, int] = {}
+    for node in toposort([node for _, node in fn.outputs]):  # fn's own order would be discarded
+        at = rank.get(node, -1)
+        if at < 0:  # the latest of its sources' (a loop: cheaper than max() over a list of a node or two)
+            for s in node.src:
+                at = max(at, latest[s])
+        latest[node] = at
     after: dict[int, list[Node]] = {}
     for _, node in fn.outputs:
-        after.setdefault(latest[id(node)], []).append(node)
+        after.setdefault(latest[node], []).append(node)
     first = [*after.get(-1, [])]
     for i, node in enumerate(like.first):
         first += [node, *after.get(i, [])]
@@ -260,10 +264,10 @@ def _copies(cut: Segments, wanted: set[int], owners: Owners | None) -> dict[int,
 
 def _latest_first(forward: Function, outputs: dict[str, Node]) -> list[Node]:
     """The gradient outputs, the parameter whose first use in `forward` comes latest first."""
-    first_use: dict[int, int] = {}
+    first_use: dict[Node, int] = {}
     for i, node in enumerate(forward.nodes()):
         for s in node.src:
-            first_use.setdefault(id(s), i)
+            first_use.setdefault(s, i)
     params = [p for p in forward.inputs if grad_name(input_name(p)) in outputs]
-    params.sort(key=lambda p: -first_use.get(id(p), len(first_use)))
+    params.sort(key=lambda p: -first_use.get(p, len(first_use)))
     return [outputs[grad_name(input_name(p))] for p in params]

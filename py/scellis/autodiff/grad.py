@@ -55,26 +55,28 @@ def _output(fn: Function, name: str) -> Node:
 
 def _backward(loss: Node, targets: dict[int, Node], owners: Owners | None) -> dict[int, Node]:
     order = toposort([loss])
-    needs: set[int] = set()
+    wanted = set(targets.values())
+    needs: set[Node] = set()  # nodes key by identity
     for node in order:
-        if id(node) in targets or any(id(s) in needs for s in node.src):
-            needs.add(id(node))
-    pending: dict[int, list[Node]] = {id(loss): [const(1.0)]}
+        if node in wanted or any(s in needs for s in node.src):
+            needs.add(node)
+    pending: dict[Node, list[Node]] = {loss: [const(1.0)]}
     found: dict[int, Node] = {}
+    input_op = Op.INPUT  # a local: an enum member's lookup is slow in CPython 3.11
     for node in reversed(order):
-        contributions = pending.pop(id(node), None)
-        if contributions is None or id(node) not in needs:
+        contributions = pending.pop(node, None)
+        if contributions is None or node not in needs:
             continue
         g = contributions[0]
         for extra in contributions[1:]:
             g = add(g, extra)
-        if node.op is Op.INPUT:
+        if node.op is input_op:
             found[id(node)] = g
             if owners is not None:
                 owners.claim([g], owners[node])
             continue
         try:
-            src_grads = VJP[node.op](node, g, tuple(id(s) in needs for s in node.src))
+            src_grads = VJP[node.op](node, g, tuple(s in needs for s in node.src))
         except Unsupported as err:
             raise AutodiffError(str(err)) from err
         if owners is not None:  # what the rule made (and the sum of the cotangents) is the node's owners'
@@ -82,6 +84,6 @@ def _backward(loss: Node, targets: dict[int, Node], owners: Owners | None) -> di
         for src, src_grad in zip(node.src, src_grads, strict=True):
             if src_grad is not None and src_grad.shape != src.shape:
                 raise AutodiffError(f"the {node.op.value} rule gave a {src_grad.type_str} gradient for {src.type_str}")
-            if src_grad is not None and id(src) in needs:
-                pending.setdefault(id(src), []).append(src_grad)
+            if src_grad is not None and src in needs:
+                pending.setdefault(src, []).append(src_grad)
     return found

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 from scellis.ops import Node, Op, ShapeError
@@ -76,22 +77,42 @@ def toposort(roots: list[Node]) -> list[Node]:
     """Nodes reachable from `roots`, each after its sources: depth-first, sources in order,
     roots in order. Iterative (Pyodide's stack is small) and deterministic."""
     order: list[Node] = []
-    done: set[int] = set()
+    done: set[Node] = set()  # nodes compare by identity, so the set holds them by identity too
+    emit, finish = order.append, done.add
+    stack: list[tuple[Node, Iterator[Node]]] = []  # the nodes being visited, each with its sources to go
     for root in roots:
-        stack: list[tuple[Node, int]] = [(root, 0)]
-        while stack:
-            node, i = stack[-1]
-            if id(node) in done:
-                stack.pop()
-            elif i < len(node.src):
-                stack[-1] = (node, i + 1)
-                if id(node.src[i]) not in done:
-                    stack.append((node.src[i], 0))
-            else:
-                stack.pop()
-                done.add(id(node))
-                order.append(node)
+        if root in done:
+            continue
+        node, sources = root, iter(root.src)
+        while True:
+            for src in sources:
+                if src in done:
+                    continue
+                if src.src:  # visit it: its sources first
+                    stack.append((node, sources))
+                    node, sources = src, iter(src.src)
+                    break
+                finish(src)  # a node without sources is emitted at once
+                emit(src)
+            else:  # every source is done: so is `node`; resume the node that reached it
+                finish(node)
+                emit(node)
+                if not stack:
+                    break
+                node, sources = stack.pop()
     return order
+
+
+def reached(roots: Iterable[Node]) -> set[Node]:
+    """The nodes `roots` reach (themselves included), in no order: cheaper than `toposort`."""
+    seen: set[Node] = set()
+    stack = [*roots]
+    while stack:
+        node = stack.pop()
+        if node not in seen:
+            seen.add(node)
+            stack.extend(node.src)
+    return seen
 
 
 def verify(fn: Function, types: bool = True) -> None:
@@ -108,18 +129,22 @@ def verify(fn: Function, types: bool = True) -> None:
     if len(set(out_names)) != len(out_names):
         raise IRError(f"{fn.name}: output names repeat")
     if fn.first:
-        needed = {id(n) for n in toposort([node for _, node in fn.outputs])}
-        if any(id(n) not in needed for n in fn.first):
+        needed = reached(node for _, node in fn.outputs)
+        if any(n not in needed for n in fn.first):
             raise IRError(f"{fn.name}: a node ordered first is not one the outputs depend on")
-    declared = {id(n) for n in fn.inputs}
+    declared, input_op, const_op = set(fn.inputs), Op.INPUT, Op.CONST  # locals: enum lookups are slow
     for node in fn.nodes():
-        if node.op is Op.INPUT and id(node) not in declared:
-            raise IRError(f"{fn.name}: input {input_name(node)!r} is used but not declared")
-        if node.op in (Op.INPUT, Op.CONST) or not types:
-            continue
-        try:
-            dtype, shape = RULES[node.op](node.arg, node.src)
-        except ShapeError as err:
-            raise IRError(f"{fn.name}: {node.op.value} node is ill-typed: {err}") from err
-        if (dtype, shape) != (node.dtype, node.shape):
-            raise IRError(f"{fn.name}: {node.op.value} node says {node.type_str}, its rule infers {dtype.short}{shape}")
+        if node.op is input_op:
+            if node not in declared:
+                raise IRError(f"{fn.name}: input {input_name(node)!r} is used but not declared")
+        elif types and node.op is not const_op:
+            _check_type(fn, node)
+
+
+def _check_type(fn: Function, node: Node) -> None:
+    try:
+        dtype, shape = RULES[node.op](node.arg, node.src)
+    except ShapeError as err:
+        raise IRError(f"{fn.name}: {node.op.value} node is ill-typed: {err}") from err
+    if (dtype, shape) != (node.dtype, node.shape):
+        raise IRError(f"{fn.name}: {node.op.value} node says {node.type_str}, its rule infers {dtype.short}{shape}")

@@ -24,67 +24,67 @@ class Role(enum.Enum):
     SETTING = "setting"  # a scalar the host sets between steps (e.g. the RNG position)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class NoArg:
     """For ops that need nothing besides their inputs."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class InputArg:
     name: str
     role: Role
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ConstArg:
     value: float  # an int-valued float for integer dtypes
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class CastArg:
     to: DType
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class LeakyReluArg:
     alpha: float
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class GeluArg:
     approximate: str  # "tanh" or "none" (the erf form)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ReduceArg:
     axes: tuple[int, ...]  # non-negative, sorted, unique
     keepdims: bool
     correction: int = 0  # VAR only: divide by n - correction
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class AxisArg:
     axis: int  # non-negative
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ShapeArg:
     shape: tuple[int, ...]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class PermuteArg:
     perm: tuple[int, ...]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class SliceArg:
     starts: tuple[int, ...]
     stops: tuple[int, ...]
     steps: tuple[int, ...]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class SliceGradArg:
     shape: tuple[int, ...]  # the sliced input's shape: the gradient is placed into zeros of it
     starts: tuple[int, ...]
@@ -92,13 +92,13 @@ class SliceGradArg:
     steps: tuple[int, ...]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class MatmulArg:
     transpose_a: bool = False  # use a's last two axes swapped
     transpose_b: bool = False
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ConvArg:
     stride: tuple[int, int]
     padding: tuple[int, int]
@@ -106,31 +106,31 @@ class ConvArg:
     groups: int
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ConvGradArg:
     conv: ConvArg
     shape: tuple[int, ...]  # shape of the gradient produced: the input's or the weight's
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class PoolArg:
     kernel: tuple[int, int]
     stride: tuple[int, int]
     padding: tuple[int, int]  # max pools pad with -inf, average pools count padding as zeros
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class PoolGradArg:
     pool: PoolArg
     shape: tuple[int, ...]  # the pooled input's shape
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ClassesArg:
     classes: int
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class RowsArg:
     rows: int
 
@@ -142,7 +142,7 @@ class Distribution(enum.Enum):
     INTEGER = "integer"  # int32, uniform in [0, n) without modulo bias (scellis.rng.integer)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class RandomArg:
     """Counter-based draws: element i uses counter (i, site, position, 0) under the substream's key."""
 
@@ -155,7 +155,10 @@ class RandomArg:
 
 
 class Op(enum.Enum):
-    """IR ops. The comment after each names its argument type and its inputs."""
+    """IR ops. The comment after each names its argument type and its inputs. Hashed by identity (members
+    are singletons, equal only to themselves): Enum's own hash is a Python call, and ops key hot lookups."""
+
+    __hash__ = object.__hash__
 
     INPUT = "input"  # InputArg; no inputs
     CONST = "const"  # ConstArg; no inputs; shape ()

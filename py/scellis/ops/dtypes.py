@@ -8,7 +8,10 @@ import enum
 class DType(enum.Enum):
     """What one element is. Floats are float32 on devices; the reference may run them in float64.
     float16 is a storage type only: values are cast to it to be stored and cast back to float32 to be
-    computed with (no op but CAST takes or makes it), and only devices with shader-f16 hold it."""
+    computed with (no op but CAST takes or makes it), and only devices with shader-f16 hold it. Hashed by
+    identity, as Op is (ops.defs)."""
+
+    __hash__ = object.__hash__
 
     F32 = "float32"
     F16 = "float16"

@@ -41,13 +41,24 @@ class _Release:
 _RELEASE = _Release()
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True, eq=False, slots=True, weakref_slot=True, init=False)  # slots: quick to read and free
 class Node:
     op: Op
     dtype: DType
     shape: Shape
     src: tuple[Node, ...] = ()
     arg: object = field(default_factory=defs.NoArg)
+
+    def __init__(
+        self, op: Op, dtype: DType, shape: Shape, src: tuple[Node, ...] = (), arg: object | None = None
+    ) -> None:
+        # Frozen, so each field is written through its slot's descriptor (bound once, below): dataclasses'
+        # own __init__ looks up object.__setattr__ for each, and compiling builds tens of thousands of nodes.
+        _set_op(self, op)
+        _set_dtype(self, dtype)
+        _set_shape(self, shape)
+        _set_src(self, src)
+        _set_arg(self, defs.NoArg() if arg is None else arg)
 
     def __repr__(self) -> str:
         return f"Node({self.op.value}, {self.type_str})"
@@ -59,7 +70,7 @@ class Node:
         # sources to a list, and the outermost release frees them in a loop.
         if self.src:
             release.pending.append(self.src)
-            object.__setattr__(self, "src", ())  # this node no longer holds them: nothing cascades
+            _set_src(self, ())  # this node no longer holds them: nothing cascades
         if not release.running:
             release.running = True
             try:
@@ -77,12 +88,16 @@ class Node:
         return math.prod(self.shape)
 
 
+_set_op, _set_dtype, _set_shape, _set_src, _set_arg = (
+    getattr(Node, name).__set__ for name in ("op", "dtype", "shape", "src", "arg")
+)
+
 Rule = Callable[[object, tuple[Node, ...]], tuple[DType, Shape]]
 
 
 def input_node(name: str, role: defs.Role, dtype: DType, shape: Sequence[int]) -> Node:
-    shape = tuple(int(d) for d in shape)
-    if any(d < 1 for d in shape):
+    shape = tuple(map(int, shape))
+    if shape and min(shape) < 1:
         raise ShapeError(f"input {name!r} has a non-positive dimension in {shape}")
     return Node(Op.INPUT, dtype, shape, (), defs.InputArg(name, role))
 
@@ -102,14 +117,19 @@ def _const(bits: bytes, dtype: DType) -> Node:
 
 def make(op: Op, *src: Node, arg: object = None) -> Node:
     """A node for `op` applied to `src`, its dtype and shape inferred (ShapeError if invalid)."""
-    arg = defs.NoArg() if arg is None else arg
-    rule = RULES.get(op)
-    if rule is None:
+    made = _MADE.get(op)
+    if made is None:
         raise ShapeError(f"{op.value} nodes are not built with make()")
-    if type(arg) is not defs.ARG_TYPES[op]:
-        raise ShapeError(f"{op.value} takes a {defs.ARG_TYPES[op].__name__}, got {type(arg).__name__}")
+    rule, arg_type = made
+    if arg is None:
+        arg = _NO_ARG
+    if type(arg) is not arg_type:
+        raise ShapeError(f"{op.value} takes a {arg_type.__name__}, got {type(arg).__name__}")
     dtype, shape = rule(arg, src)
-    return Node(op, dtype, shape, tuple(src), arg)
+    return Node(op, dtype, shape, src, arg)
+
+
+_NO_ARG = defs.NoArg()  # arguments are plain data: one NoArg serves every node that takes none
 
 
 # -- helpers ------------------------------------------------------------------------------------
@@ -127,12 +147,23 @@ def _float(op: Op, src: tuple[Node, ...], port: int) -> None:
 
 def broadcast_shapes(*shapes: Shape) -> Shape:
     """numpy broadcasting; ShapeError names the first input that does not fit."""
-    if len(shapes) == 2:  # the common cases: equal shapes, a scalar operand
-        a, b = shapes
-        if b in (a, ()):
-            return a
-        if a == ():
-            return b
+    if len(shapes) == 2:
+        return broadcast_pair(*shapes)
+    return _broadcast(shapes)
+
+
+def broadcast_pair(a: Shape, b: Shape) -> Shape:
+    """`broadcast_shapes(a, b)`, the common cases (equal shapes, a scalar operand, a trailing match) first."""
+    if b in (a, ()):
+        return a
+    if a == ():
+        return b
+    if len(b) < len(a) and a[-len(b) :] == b:  # b stretched along leading axes (a bias)
+        return a
+    return _broadcast((a, b))
+
+
+def _broadcast(shapes: tuple[Shape, ...]) -> Shape:
     ndim = max(len(s) for s in shapes)
     out = [1] * ndim
     for port, shape in enumerate(shapes):
@@ -184,15 +215,18 @@ def _is_finite(arg: object, src: tuple[Node, ...]) -> tuple[DType, Shape]:
 
 
 def _binary(op: Op) -> Rule:
+    floats_only = op in (Op.DIV, Op.POW)
+    compares = op in COMPARE
+
     def rule(arg: object, src: tuple[Node, ...]) -> tuple[DType, Shape]:
         _arity(op, src, 2)
         a, b = src
-        if a.dtype is not b.dtype:
-            raise ShapeError(f"{op.value} needs inputs of one dtype, got {a.dtype.value} and {b.dtype.value}", 1)
-        if a.dtype is DType.BOOL or (op in (Op.DIV, Op.POW) and not a.dtype.is_float):
-            raise ShapeError(f"{op.value} is not defined for {a.dtype.value}", 0)
-        shape = broadcast_shapes(a.shape, b.shape)
-        return (DType.BOOL if op in COMPARE else a.dtype), shape
+        dtype = a.dtype
+        if dtype is not b.dtype:
+            raise ShapeError(f"{op.value} needs inputs of one dtype, got {dtype.value} and {b.dtype.value}", 1)
+        if dtype is DType.BOOL or (floats_only and not dtype.is_float):
+            raise ShapeError(f"{op.value} is not defined for {dtype.value}", 0)
+        return (DType.BOOL if compares else dtype), broadcast_pair(a.shape, b.shape)
 
     return rule
 
@@ -312,7 +346,7 @@ def _matmul(arg: object, src: tuple[Node, ...]) -> tuple[DType, Shape]:
     k2, n = b.shape[-1:-3:-1] if arg.transpose_b else b.shape[-2:]
     if k != k2:
         raise ShapeError(f"matmul: inner dimensions differ ({a.shape} @ {b.shape}, k={k} vs {k2})", 1)
-    return a.dtype, broadcast_shapes(a.shape[:-2], b.shape[:-2]) + (m, n)
+    return a.dtype, broadcast_pair(a.shape[:-2], b.shape[:-2]) + (m, n)
 
 
 def _solve(arg: object, src: tuple[Node, ...]) -> tuple[DType, Shape]:
@@ -554,3 +588,5 @@ RULES: dict[Op, Rule] = {
     Op.SHIFT2D: lambda arg, src: _per_example(Op.SHIFT2D, src, 3, DType.I32, (2,)),
     Op.FLIP_LAST: lambda arg, src: _per_example(Op.FLIP_LAST, src, 2, DType.BOOL, ()),
 }
+
+_MADE: dict[Op, tuple[Rule, type]] = {op: (rule, defs.ARG_TYPES[op]) for op, rule in RULES.items()}  # `make`'s
