@@ -24,6 +24,7 @@ integers below the bound) and constant labels are not checked.
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -214,12 +215,13 @@ class Lowerer:
         self.fn = fn
         self.buffers: list[Buffer] = []
         self.kernels: list[Kernel] = []
-        self.values: dict[int, Value] = {}
-        self.uses: dict[int, int] = {}
-        self.position: dict[int, int] = {}
+        # each IR node's value, use count and position (keyed by the node: nodes hash by identity)
+        self.values: dict[Node, Value] = {}
+        self.uses: Counter[Node] = Counter()
+        self.position: dict[Node, int] = {}
         self.checked: set[tuple[View, int]] = set()  # (indices, bound) pairs a CHECK_INDEX kernel covers
         self.records = -1  # the INDEX_CHECKS buffer, once a kernel checks indices
-        self.broadcasts: dict[tuple[int, Shape, Shape], tuple[Tree, Tree]] = {}  # (id, old, new): (tree, broadcast)
+        self.broadcasts: dict[tuple[Tree, Shape, Shape], Tree] = {}  # (tree, its shape, a new shape): broadcast
 
     # -- buffers and kernels ------------------------------------------------------------------
 
@@ -239,7 +241,7 @@ class Lowerer:
             self.records = self.new_buffer(DType.U32, RECORD_WORDS, INDEX_CHECKS)
         record = View.contiguous(self.records, (RECORD_WORDS,), RECORD_WORDS * len(self.checked))
         self.checked.add((indices, use.bound))
-        self.kernels.append(Kernel(Kind.CHECK_INDEX, record, (indices, record), use, covers=(self.position[id(node)],)))
+        self.kernels.append(Kernel(Kind.CHECK_INDEX, record, (indices, record), use, covers=(self.position[node],)))
 
     def view_of(self, value: Value) -> View:
         """A value as a view of a buffer, computing it first if it is pending."""
@@ -319,12 +321,12 @@ class Lowerer:
         expression such as Adam's step size is broadcast to every parameter's shape)."""
         if old == shape:
             return tree
-        key = (id(tree), old, shape)
+        key = (tree, old, shape)
         known = self.broadcasts.get(key)
         if known is None:
             lead = len(shape) - len(old)
-            known = self.broadcasts[key] = (tree, _rebuild(tree, lambda view: views.broadcast(view, shape), lead))
-        return known[1]
+            known = self.broadcasts[key] = _rebuild(tree, lambda view: views.broadcast(view, shape), lead)
+        return known
 
 
 ACC_STEP = Acc()
@@ -358,19 +360,19 @@ def _broadcastable(tree: Tree, old: tuple[int, ...], shape: tuple[int, ...]) -> 
 
 def _rebuild(tree: Tree, reload: Callable[[View], View], lead: int) -> Tree:
     """`tree` with every load's view replaced by `reload(view)` and coordinates moved `lead` axes on."""
-    memo: dict[int, Tree] = {}
+    memo: dict[Tree, Tree] = {}  # trees hash by identity
 
     def go(t: Tree) -> Tree:
-        if id(t) not in memo:
+        if t not in memo:
             if isinstance(t, PLoad):
-                memo[id(t)] = PLoad(reload(t.view))
+                memo[t] = PLoad(reload(t.view))
             elif isinstance(t, PCoord):
-                memo[id(t)] = PCoord(t.axis + lead)
+                memo[t] = PCoord(t.axis + lead)
             elif isinstance(t, PApply):
-                memo[id(t)] = PApply(t.op, t.arg, tuple(go(s) for s in t.src), t.dtype)
+                memo[t] = PApply(t.op, t.arg, tuple(go(s) for s in t.src), t.dtype)
             else:
-                memo[id(t)] = t
-        return memo[id(t)]
+                memo[t] = t
+        return memo[t]
 
     return go(tree)
 
@@ -384,24 +386,21 @@ def lower(fn: Function, level: Level, features: frozenset[str] = frozenset()) ->
     names such as shader-f16; only fast uses any), see the module docstring."""
     low = Lowerer(fn)
     nodes = fn.nodes()
-    uses = low.uses
-    low.position = {id(node): i for i, node in enumerate(nodes)}
-    for node in (*(s for n in nodes for s in n.src), *(node for _, node in fn.outputs)):
-        uses[id(node)] = uses.get(id(node), 0) + 1
+    low.position = {node: i for i, node in enumerate(nodes)}
+    uses = low.uses = Counter([s for n in nodes for s in n.src])
+    uses.update(node for _, node in fn.outputs)
     inputs = []
     for node in fn.inputs:
         buffer = low.new_buffer(node.dtype, node.size, input_name(node))
-        low.values[id(node)] = View.contiguous(buffer, node.shape)
+        low.values[node] = View.contiguous(buffer, node.shape)
         inputs.append((input_name(node), buffer))
     values, f16, an_input = low.values, DType.F16, Op.INPUT
     for node in nodes:
         if node.op is not an_input:
             value = _lower_node(low, node)
-            if type(value) is Pending and (
-                node.dtype is f16 or (uses.get(id(node), 0) > 1 and not _recomputable(value))
-            ):
+            if type(value) is Pending and (node.dtype is f16 or (uses.get(node, 0) > 1 and not _recomputable(value))):
                 value = low.write(value, None)
-            values[id(node)] = value
+            values[node] = value
     by_name = dict(inputs)
     outputs = _outputs(low, fn, by_name)
     if low.checked:  # every record, in one output the host reads with the step's others
@@ -430,7 +429,7 @@ def _outputs(low: Lowerer, fn: Function, inputs: dict[str, int]) -> tuple[tuple[
     taken: set[int] = set(inputs.values())
     out = []
     for name, node in fn.outputs:
-        value = low.values[id(node)]
+        value = low.values[node]
         if isinstance(value, Pending):
             view = low.write(value, name)
         elif (
@@ -455,9 +454,9 @@ def _cover(value: Value, position: int) -> Value:
 
 
 def _lower_node(low: Lowerer, node: Node) -> Value:  # noqa: PLR0911 - one branch per op family
-    pos = low.position[id(node)]
+    pos = low.position[node]
     values = low.values
-    src = [values[id(s)] for s in node.src]
+    src = [values[s] for s in node.src]
     family = FAMILY.get(node.op)  # one lookup: an enum's hash is a Python call
     if family == "elementwise":
         if (
@@ -553,12 +552,12 @@ def _elementwise(low: Lowerer, node: Node, src: list[Value]) -> Value:
         return Pending(node.shape, node.dtype, None, Kind.RANDOM, inputs, node.arg)
     trees = [low.tree(v, node.shape) for v in src]
     producers = [_single_producer(t) for t in trees]
-    seen: set[int] = set()
+    seen: set[Pending] = set()
     for i, producer in enumerate(producers):  # one open producer per kernel: write out any other
-        if producer is not None and (seen and id(producer) not in seen):
+        if producer is not None and (seen and producer not in seen):
             trees[i] = PLoad(views.broadcast(low.view_of(src[i]), node.shape))
         elif producer is not None:
-            seen.add(id(producer))
+            seen.add(producer)
     tree = PApply(node.op, node.arg, tuple(trees), node.dtype)
     if _binding_count(tree) > MAX_INPUTS:
         trees = [PLoad(views.broadcast(low.view_of(v), node.shape)) for v in src]
