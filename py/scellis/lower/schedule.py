@@ -95,42 +95,59 @@ FAMILY: dict[Op, str] = {
 # -- pending (not yet written) elementwise values ---------------------------------------------------
 
 
-# A tree is immutable once built (but for its scratch, below) and is compared by identity. Every tree carries what
-# fusion asks of it, summed once where it is built (a chain's trees share their subtrees, so walking them at
-# every node would cost the square of the chain's length): `producer`, its open producer (None, or the one;
-# `mixed` when there are more), `buffers`, the buffers its loads read, `terms`, its node count counted along
-# every path, `coords`, the axes its coordinates read, `acc`, whether it holds an accumulator, `uniform`,
-# whether every element has the same value (constants and loads of one element only), and `scalar`,
-# whether every load reads a scalar view. Plain classes: lowering makes tens of thousands of them. `mark` and
-# `step` are the one scratch a kernel writes while it emits a tree: the step computing it, in the kernel
-# that marked it last (a subtree shared within a kernel is computed once).
+# A tree is immutable once built (but for its scratch, below) and is compared by identity. Every tree carries
+# what fusion asks of it, summed once where it is built (a chain's trees share their subtrees, so walking them
+# at every node would cost the square of the chain's length): `producer`, its open producer (None, or the
+# one; `mixed` when there are more), `buffers`, the buffers its loads read, `terms`, its node count counted
+# along every path, `coords`, the axes its coordinates read, `acc`, whether it holds an accumulator,
+# `uniform`, whether every element has the same value (constants and loads of one element only), and
+# `scalar`, whether every load reads a scalar view; the four yes/no ones are bits of `flags`, each set where
+# any subtree sets it. Plain classes: lowering makes tens of thousands of them. `mark` and `step` are the one
+# scratch a kernel writes while it emits a tree: the step computing it, in the kernel that marked it last (a
+# subtree shared within a kernel is computed once).
 _NONE: frozenset[int] = frozenset()
+MIXED, ACC, VARYING, NOT_SCALAR = 1, 2, 4, 8
 
 
-class _Leaf:
+class _Tree:
+    __slots__ = ()
+    flags: int
+
+    @property
+    def mixed(self) -> bool:
+        return bool(self.flags & MIXED)
+
+    @property
+    def acc(self) -> bool:
+        return bool(self.flags & ACC)
+
+    @property
+    def uniform(self) -> bool:
+        return not self.flags & VARYING
+
+    @property
+    def scalar(self) -> bool:
+        return not self.flags & NOT_SCALAR
+
+
+class _Leaf(_Tree):
     mark: object = None
     step = -1
     producer: Pending | None = None
-    mixed = False
     buffers = _NONE
     terms = 1
     coords = _NONE
-    acc = False
-    uniform = False
-    scalar = True
+    flags = 0
 
 
 class PLoad(_Leaf):
     def __init__(self, view: View) -> None:
         self.view = view
         self.buffers = frozenset((view.buffer,))
-        self.uniform = not any(view.strides)
-        self.scalar = view.shape == ()
+        self.flags = (VARYING if any(view.strides) else 0) | (NOT_SCALAR if view.shape else 0)
 
 
 class PConst(_Leaf):
-    uniform = True
-
     def __init__(self, value: float, dtype: DType) -> None:
         self.value, self.dtype = value, dtype
 
@@ -138,62 +155,57 @@ class PConst(_Leaf):
 class PAcc(_Leaf):
     """The result of a producer kernel that has not been written yet (its epilogue is still open)."""
 
-    acc = True
-    scalar = False
+    flags = ACC | VARYING | NOT_SCALAR
 
     def __init__(self, producer: Pending) -> None:
         self.producer = producer
 
 
 class PCoord(_Leaf):
+    flags = VARYING
+
     def __init__(self, axis: int) -> None:
         self.axis = axis
         self.coords = frozenset((axis,))
 
 
-class PApply:
-    __slots__ = (
-        *("op", "arg", "src", "dtype"),
-        *("producer", "mixed", "buffers", "terms", "coords", "acc", "uniform", "scalar", "mark", "step"),
-    )
+class PApply(_Tree):
+    __slots__ = ("arg", "buffers", "coords", "dtype", "flags", "mark", "op", "producer", "src", "step", "terms")
     op: Op
     arg: object
     src: tuple[Tree, ...]
     dtype: DType
     producer: Pending | None
-    mixed: bool
     buffers: frozenset[int]
     terms: int
     coords: frozenset[int]
-    acc: bool
-    uniform: bool
-    scalar: bool
     mark: object
     step: int
 
     def __init__(self, op: Op, arg: object, src: tuple[Tree, ...], dtype: DType) -> None:
         self.op, self.arg, self.src, self.dtype = op, arg, src, dtype
         self.mark, self.step = None, -1
-        producer, mixed, buffers, terms, coords, acc, uniform, scalar = None, False, _NONE, 1, _NONE, False, True, True
+        producer, buffers, terms, coords, flags = None, _NONE, 1, _NONE, 0
         for t in src:
-            if t.producer is not None:
-                mixed = mixed or (producer is not None and producer is not t.producer)
-                producer = t.producer
-            mixed = mixed or t.mixed
-            buffers = buffers | t.buffers if buffers else t.buffers
+            found = t.producer
+            if found is not None:
+                if producer is None:
+                    producer = found
+                elif producer is not found:
+                    flags |= MIXED
+            flags |= t.flags
             terms += t.terms
-            coords = coords | t.coords if coords else t.coords
-            acc = acc or t.acc
-            uniform = uniform and t.uniform
-            scalar = scalar and t.scalar
-        self.producer, self.mixed, self.buffers, self.terms = producer, mixed, buffers, terms
-        self.coords, self.acc, self.uniform, self.scalar = coords, acc, uniform, scalar
+            if t.buffers:
+                buffers = buffers | t.buffers if buffers else t.buffers
+            if t.coords:
+                coords = coords | t.coords if coords else t.coords
+        self.producer, self.buffers, self.terms, self.coords, self.flags = producer, buffers, terms, coords, flags
 
 
 Tree = PLoad | PConst | PAcc | PCoord | PApply
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class Pending:
     """A value described but not computed: an elementwise tree over views, or a producer kernel
     (kind, inputs, arg) whose epilogue may still grow."""
@@ -267,31 +279,35 @@ class Lowerer:
         loads: dict[View, int] = {}
         buffers, first, mark = self.buffers, len(base_inputs), object()  # this kernel's mark on what it emitted
 
-        def emit(tree: Tree) -> int:
-            if tree.mark is mark:  # a subtree this kernel already computes (it is shared)
-                return tree.step
-            step: Step
-            kind = type(tree)
-            if kind is PApply:
-                step, dtype = Apply(tree.op, tree.arg, tuple([emit(s) for s in tree.src])), tree.dtype  # type: ignore[union-attr]
-            elif kind is PLoad:
-                view = tree.view  # type: ignore[union-attr]
-                slot = loads.get(view)
-                if slot is None:
-                    slot = loads[view] = first + len(loads)
-                step, dtype = Load(slot), loaded(buffers[view.buffer].dtype)
-            elif kind is PConst:
-                step, dtype = Const(tree.value, tree.dtype), tree.dtype  # type: ignore[union-attr]
-            elif kind is PAcc:
-                step, dtype = ACC_STEP, tree.producer.dtype  # type: ignore[union-attr]
-            else:
-                step, dtype = Coord(tree.axis), DType.I32  # type: ignore[union-attr]
-            tree.mark, tree.step = mark, len(steps)
-            steps.append(step)
-            dtypes.append(dtype)
-            return tree.step
+        def emit(trees: tuple[Tree, ...]) -> list[int]:
+            """The step computing each of `trees`, emitting what this kernel has not yet (sources first, in
+            order); one call per level of the tree, not per node."""
+            out = []
+            for tree in trees:
+                if tree.mark is not mark:  # not a subtree this kernel already computes
+                    step: Step
+                    kind = type(tree)
+                    if kind is PApply:
+                        step, dtype = Apply(tree.op, tree.arg, tuple(emit(tree.src))), tree.dtype  # type: ignore[union-attr]
+                    elif kind is PLoad:
+                        view = tree.view  # type: ignore[union-attr]
+                        slot = loads.get(view)
+                        if slot is None:
+                            slot = loads[view] = first + len(loads)
+                        step, dtype = Load(slot), loaded(buffers[view.buffer].dtype)
+                    elif kind is PConst:
+                        step, dtype = Const(tree.value, tree.dtype), tree.dtype  # type: ignore[union-attr]
+                    elif kind is PAcc:
+                        step, dtype = ACC_STEP, tree.producer.dtype  # type: ignore[union-attr]
+                    else:
+                        step, dtype = Coord(tree.axis), DType.I32  # type: ignore[union-attr]
+                    tree.mark, tree.step = mark, len(steps)
+                    steps.append(step)
+                    dtypes.append(dtype)
+                out.append(tree.step)
+            return out
 
-        emit(p.tree)
+        emit((p.tree,))
         if p.dtype is DType.F16 and dtypes[-1] is not DType.F16:  # a copy into float16 storage rounds
             steps.append(Apply(Op.CAST, d.CastArg(DType.F16), (len(steps) - 1,)))
             dtypes.append(DType.F16)
@@ -306,14 +322,16 @@ class Lowerer:
 
     def tree(self, value: Value, shape: tuple[int, ...]) -> Tree:
         """`value` as an elementwise tree broadcast to `shape` (writing it out when it cannot be)."""
-        if isinstance(value, View):
-            return PLoad(views.broadcast(value, shape))
-        if value.tree is None:  # an untouched producer: its result becomes the accumulator
+        if type(value) is View:
+            return PLoad(value if value.shape == shape and 1 not in shape else views.broadcast(value, shape))
+        tree = value.tree  # type: ignore[union-attr]
+        if tree is None:  # an untouched producer: its result becomes the accumulator
             if value.shape == shape:
-                return PAcc(value)
-            return PLoad(views.broadcast(self.view_of(value), shape))
-        if value.shape == shape or _broadcastable(value.tree, value.shape, shape):
-            return self.broadcast_tree(value.tree, value.shape, shape)
+                return PAcc(value)  # type: ignore[arg-type]
+        elif value.shape == shape:
+            return tree
+        elif _broadcastable(tree, value.shape, shape):
+            return self.broadcast_tree(tree, value.shape, shape)
         return PLoad(views.broadcast(self.view_of(value), shape))
 
     def broadcast_tree(self, tree: Tree, old: tuple[int, ...], shape: tuple[int, ...]) -> Tree:
@@ -550,20 +568,22 @@ def _elementwise(low: Lowerer, node: Node, src: list[Value]) -> Value:
     if node.op is Op.RANDOM:
         inputs = tuple(_contiguous(low, v) for v in src)
         return Pending(node.shape, node.dtype, None, Kind.RANDOM, inputs, node.arg)
-    trees = [low.tree(v, node.shape) for v in src]
-    producers = [_single_producer(t) for t in trees]
-    seen: set[Pending] = set()
-    for i, producer in enumerate(producers):  # one open producer per kernel: write out any other
-        if producer is not None and (seen and producer not in seen):
-            trees[i] = PLoad(views.broadcast(low.view_of(src[i]), node.shape))
-        elif producer is not None:
-            seen.add(producer)
+    shape, tree_of = node.shape, low.tree
+    trees = [tree_of(v, shape) for v in src]
+    producer = None
+    for i, t in enumerate(trees):  # one open producer per kernel: write out any other
+        assert not t.flags & MIXED, "a tree holds at most one open producer"
+        if t.producer is not None:
+            if producer is None:
+                producer = t.producer
+            elif t.producer is not producer:
+                trees[i] = PLoad(views.broadcast(low.view_of(src[i]), shape))
     tree = PApply(node.op, node.arg, tuple(trees), node.dtype)
     if _binding_count(tree) > MAX_INPUTS:
-        trees = [PLoad(views.broadcast(low.view_of(v), node.shape)) for v in src]
+        trees = [PLoad(views.broadcast(low.view_of(v), shape)) for v in src]
         tree = PApply(node.op, node.arg, tuple(trees), node.dtype)
-    absorbed = [p for v in src if isinstance(v, Pending) and v.tree is not None for p in v.covers]
-    return Pending(node.shape, node.dtype, tree, covers=absorbed)
+    absorbed = [p for v in src if type(v) is Pending and v.tree is not None for p in v.covers]
+    return Pending(shape, node.dtype, tree, covers=absorbed)
 
 
 def _binding_count(tree: Tree) -> int:
