@@ -18,7 +18,7 @@ from typing import Any
 
 from scellis.datasets import DataInfo, Split, words
 from scellis.graph import Program
-from scellis.graph.lowering import dataset_input
+from scellis.graph.building import dataset_input
 from scellis.ir.function import input_name
 from scellis.ops import Node, Op
 from scellis.ops.defs import ClassesArg

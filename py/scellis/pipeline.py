@@ -14,10 +14,10 @@ from scellis.autodiff import grad
 from scellis.autodiff.checkpoint import checkpoint, from_the_loss_back, ordered_like
 from scellis.gcpause import paused
 from scellis.graph import ValidProgram, validate
-from scellis.graph.lowering import Mode
+from scellis.graph.building import Mode
 from scellis.graph.settings import LossScaling
 from scellis.ir import Function, structural_key, verify
-from scellis.ir.from_program import Lowered, forward, init_function
+from scellis.ir.from_program import ProgramIR, forward, init_function
 from scellis.ir.owners import Owners
 from scellis.levels import Level
 from scellis.lower import Schedule, lower
@@ -45,7 +45,7 @@ class LossScaled:
 @dataclass(frozen=True)
 class Compiled:
     program: ValidProgram
-    forward: Lowered  # typed IR of the training forward pass
+    forward: ProgramIR  # typed IR of the training forward pass
     backward: Function  # ... with gradients of the loss for every trainable parameter
     step: Function  # ... with the optimizer update: the training step
     evaluate: Function  # the forward pass in evaluation mode
@@ -240,7 +240,7 @@ def resident_examples(program: ValidProgram, examples: int | None) -> int | None
 
 
 def _loss_scaled(
-    fwd: Lowered, program: ValidProgram, init: Function, settings: LossScaling, owners: Owners
+    fwd: ProgramIR, program: ValidProgram, init: Function, settings: LossScaling, owners: Owners
 ) -> LossScaled:
     """Gradients of loss * scale; the training step with dynamic loss scaling (gradients unscaled, a
     non-finite step skipped); and init with the scale's initial value."""
@@ -254,7 +254,7 @@ def _loss_scaled(
 def _train(
     fn: Function,
     loss: str,
-    fwd: Lowered,
+    fwd: ProgramIR,
     program: ValidProgram,
     settings: LossScaling | None = None,
     *,

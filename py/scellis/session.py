@@ -19,7 +19,7 @@ from typing import Any
 
 from scellis.datasets import Split
 from scellis.graph import ValidProgram
-from scellis.graph.lowering import BATCH_ROWS, dataset_input
+from scellis.graph.building import BATCH_ROWS, dataset_input
 from scellis.ir.function import Function, input_name, input_role
 from scellis.levels import Level
 from scellis.loop import Event, LoopState

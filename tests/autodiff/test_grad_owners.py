@@ -10,7 +10,7 @@ from scellis.autodiff import grad
 from scellis.autodiff.checkpoint import checkpoint
 from scellis.examples import char_transformer, digits_mlp
 from scellis.graph import validate
-from scellis.graph.lowering import Mode
+from scellis.graph.building import Mode
 from scellis.ir import structural_key
 from scellis.ir.from_program import forward
 from scellis.ir.owners import Owners

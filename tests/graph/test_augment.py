@@ -11,7 +11,7 @@ import pytest
 
 from scellis import rng as srng
 from scellis.graph import CATALOG, Program, ProgramError, validate
-from scellis.graph.lowering import Lowering, Mode
+from scellis.graph.building import Builder, Mode
 from scellis.graph.params import check
 from scellis.ir import Function
 from scellis.ir.from_program import forward
@@ -25,11 +25,11 @@ SEED, POSITION = 11, 6
 
 
 def lowered(op: str, mode: Mode, shape: tuple[int, ...], **params: Any) -> Function:
-    """`op` applied to a batch input x of `shape` (batch axis first), as lowering builds it."""
+    """`op` applied to a batch input x of `shape` (batch axis first), as its builder makes it."""
     spec = CATALOG[op]
     values = {p.name: check(p, params.get(p.name, p.default))[0] for p in spec.params}
-    ctx = Lowering(shape[0], mode)
-    out = spec.lower(ctx, op, values, {"x": ctx.data("x", Role.DATA, DType.F32, shape[1:])})
+    ctx = Builder(shape[0], mode)
+    out = spec.build(ctx, op, values, {"x": ctx.data("x", Role.DATA, DType.F32, shape[1:])})
     return Function(op, tuple(ctx.inputs), (("out", out),))
 
 

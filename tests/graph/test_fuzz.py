@@ -529,7 +529,7 @@ def test_mutated_programs_never_crash_the_validator(name: str) -> None:
 
 @pytest.mark.parametrize("name", sorted(PROGRAMS))
 def test_well_formed_programs_of_any_types_never_crash_the_validator(name: str) -> None:
-    """Ops swapped for others with the same ports, parameters and input shapes changed: lowering sees it all."""
+    """Ops swapped for others with the same ports, parameters and input shapes changed: the builders see it all."""
     seed_program = PROGRAMS[name]()
     outcomes = {"valid": 0, "rejected": 0}
     for case in range(300):

@@ -1,5 +1,5 @@
 """The palette JSON the app's editor is built from: every catalog op in order, with categories, and output
-kinds that agree with what the lowering makes."""
+kinds that agree with what its builder makes."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ from test_program import build
 
 from scellis import examples
 from scellis.graph import CATALOG, palette, validate
+from scellis.graph.building import Builder, Mode
 from scellis.graph.catalog import DTYPE_KINDS, SPECS
-from scellis.graph.lowering import Lowering, Mode
-from scellis.graph.validate import lower_node
+from scellis.graph.validate import build_node
 from scellis.ops import DType
 
 KIND_OF = {DType.F32: "float", DType.I32: "int", DType.BOOL: "bool"}
@@ -47,12 +47,12 @@ def test_input_output_kind_follows_its_dtype_choices() -> None:
 
 
 def lowered_kinds(program: dict) -> dict[str, tuple[str, str]]:
-    """node id -> (op, kind of the output the lowering makes), for a valid program."""
+    """node id -> (op, kind of the output its builder makes), for a valid program."""
     valid = validate(program)
-    ctx = Lowering(valid.loop.batch_size, Mode.TRAIN)
+    ctx = Builder(valid.loop.batch_size, Mode.TRAIN)
     values = {}
     for node in valid.nodes:
-        values[node.id] = lower_node(ctx, CATALOG[node.op], node, values)
+        values[node.id] = build_node(ctx, CATALOG[node.op], node, values)
     return {node.id: (node.op, KIND_OF[values[node.id].dtype]) for node in valid.nodes}
 
 
@@ -73,7 +73,7 @@ PROGRAMS = [
 
 
 @pytest.mark.parametrize("program", PROGRAMS, ids=lambda p: p["name"])
-def test_output_kinds_agree_with_the_lowering(program: dict) -> None:
+def test_output_kinds_agree_with_the_builders(program: dict) -> None:
     ops = {op["name"]: op for op in palette()["ops"]}
     params = {n["id"]: n.get("params", {}) for n in program["nodes"]}
     for nid, (op, kind) in lowered_kinds(program).items():

@@ -13,7 +13,7 @@ import pytest
 
 from scellis import examples
 from scellis.graph import Program, ProgramError, Ref, validate
-from scellis.graph.lowering import Mode
+from scellis.graph.building import Mode
 from scellis.guide import guide_links, stages
 from scellis.ir import Function
 from scellis.ir.from_program import forward_values

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from scellis.examples import digits_cnn
 from scellis.graph import Program, validate
-from scellis.graph.lowering import Mode
+from scellis.graph.building import Mode
 from scellis.ir import structural_key
 from scellis.ir.from_program import forward
 from scellis.ir.owners import LOOP, Owners

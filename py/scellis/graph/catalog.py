@@ -14,14 +14,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from scellis.graph.lowering import Init, Lowering, Mode
+from scellis.graph.building import Builder, Init, Mode
 from scellis.graph.params import REQUIRED, Param
 from scellis.ops import DType, Node, Op, ShapeError, const, make
 from scellis.ops import defs as d
 from scellis.ops.build import add, cast, expand, mul, reduce, reshape, scale, sub, unary, where
 
 Inputs = dict[str, Any]  # port -> Node, or list[Node] for ports taking several edges
-Lower = Callable[[Lowering, str, dict[str, Any], Inputs], Node]
+Build = Callable[[Builder, str, dict[str, Any], Inputs], Node]
 
 
 @dataclass(frozen=True)
@@ -38,7 +38,7 @@ class OpSpec:
     doc: str
     inputs: tuple[Port, ...]
     params: tuple[Param, ...]
-    lower: Lower
+    build: Build
 
     def describe(self) -> dict[str, Any]:
         """JSON-ready, for the app's palette."""
@@ -86,16 +86,16 @@ def _fan_in_uniform(fan_in: int) -> Init:
     return Init("uniform", 1 / math.sqrt(fan_in))
 
 
-# -- lowerings -----------------------------------------------------------------------------------
+# -- builders ------------------------------------------------------------------------------------
 
 
-def _input(ctx: Lowering, nid: str, p: dict[str, Any], x: Inputs) -> Node:
+def _input(ctx: Builder, nid: str, p: dict[str, Any], x: Inputs) -> Node:
     dtype = DType(p["dtype"])
     role = d.Role.LABEL if p["role"] == "labels" else d.Role.DATA
     return ctx.data(nid, role, dtype, p["shape"])
 
 
-def _linear(ctx: Lowering, nid: str, p: dict[str, Any], x: Inputs) -> Node:
+def _linear(ctx: Builder, nid: str, p: dict[str, Any], x: Inputs) -> Node:
     inp = x["x"]
     if len(inp.shape) < 2:
         raise ShapeError(f"linear needs at least one feature axis after the batch axis, got {inp.shape}", 0)
@@ -108,7 +108,7 @@ def _linear(ctx: Lowering, nid: str, p: dict[str, Any], x: Inputs) -> Node:
     return out
 
 
-def _conv2d(ctx: Lowering, nid: str, p: dict[str, Any], x: Inputs) -> Node:
+def _conv2d(ctx: Builder, nid: str, p: dict[str, Any], x: Inputs) -> Node:
     inp = x["x"]
     if len(inp.shape) != 4:
         raise ShapeError(f"conv2d needs NCHW input (batch, channels, height, width), got {inp.shape}", 0)
@@ -125,39 +125,39 @@ def _conv2d(ctx: Lowering, nid: str, p: dict[str, Any], x: Inputs) -> Node:
     return out
 
 
-def _pool(op: Op) -> Lower:
-    def lower(ctx: Lowering, nid: str, p: dict[str, Any], x: Inputs) -> Node:
+def _pool(op: Op) -> Build:
+    def build(ctx: Builder, nid: str, p: dict[str, Any], x: Inputs) -> Node:
         stride = p["stride"] if p["stride"] is not None else p["kernel"]
         return make(op, x["x"], arg=d.PoolArg(p["kernel"], stride, p["padding"]))
 
-    return lower
+    return build
 
 
-def _unary(op: Op, arg: Callable[[dict[str, Any]], object] | None = None) -> Lower:
+def _unary(op: Op, arg: Callable[[dict[str, Any]], object] | None = None) -> Build:
     return lambda ctx, nid, p, x: make(op, x["x"], arg=arg(p) if arg else None)
 
 
-def _binary(op: Op) -> Lower:
+def _binary(op: Op) -> Build:
     return lambda ctx, nid, p, x: make(op, x["a"], x["b"])
 
 
-def _softmax(op: Op) -> Lower:
+def _softmax(op: Op) -> Build:
     return lambda ctx, nid, p, x: make(op, x["x"], arg=d.AxisArg(_axis(p["axis"], len(x["x"].shape))))
 
 
-def _reduction(op: Op) -> Lower:
-    def lower(ctx: Lowering, nid: str, p: dict[str, Any], x: Inputs) -> Node:
+def _reduction(op: Op) -> Build:
+    def build(ctx: Builder, nid: str, p: dict[str, Any], x: Inputs) -> Node:
         axes = _axes(p["axes"], len(x["x"].shape))
         return make(op, x["x"], arg=d.ReduceArg(axes, p["keepdims"], p.get("correction", 0)))
 
-    return lower
+    return build
 
 
 def _normalize(x: Node, mean: Node, var: Node, eps: float) -> Node:
     return mul(sub(x, mean), unary(Op.RSQRT, add(var, const(eps))))
 
 
-def _layer_norm(ctx: Lowering, nid: str, p: dict[str, Any], x: Inputs) -> Node:
+def _layer_norm(ctx: Builder, nid: str, p: dict[str, Any], x: Inputs) -> Node:
     inp, k = x["x"], p["normalized_dims"]
     if k >= len(inp.shape):
         raise ShapeError(f"normalized_dims={k} must leave the batch axis of {inp.shape}", 0)
@@ -172,7 +172,7 @@ def _layer_norm(ctx: Lowering, nid: str, p: dict[str, Any], x: Inputs) -> Node:
     return out
 
 
-def _batch_norm(ctx: Lowering, nid: str, p: dict[str, Any], x: Inputs) -> Node:
+def _batch_norm(ctx: Builder, nid: str, p: dict[str, Any], x: Inputs) -> Node:
     inp = x["x"]
     if len(inp.shape) < 2:
         raise ShapeError(f"batch_norm needs a channel axis (axis 1), got {inp.shape}", 0)
@@ -199,7 +199,7 @@ def _batch_norm(ctx: Lowering, nid: str, p: dict[str, Any], x: Inputs) -> Node:
     return out
 
 
-def _dropout(ctx: Lowering, nid: str, p: dict[str, Any], x: Inputs) -> Node:
+def _dropout(ctx: Builder, nid: str, p: dict[str, Any], x: Inputs) -> Node:
     inp = x["x"]
     if ctx.mode is Mode.EVAL or p["p"] == 0:
         return inp
@@ -209,13 +209,13 @@ def _dropout(ctx: Lowering, nid: str, p: dict[str, Any], x: Inputs) -> Node:
     return where(keep, scale(inp, 1 / (1 - p["p"])), const(0.0))
 
 
-def _augment(ctx: Lowering, distribution: d.Distribution, shape: tuple[int, ...], p: float = 0.0, n: int = 0) -> Node:
+def _augment(ctx: Builder, distribution: d.Distribution, shape: tuple[int, ...], p: float = 0.0, n: int = 0) -> Node:
     """A draw from the `augment` substream, at a site of its own."""
     key, position, site = ctx.rng("augment")
     return make(Op.RANDOM, key, position, arg=d.RandomArg(distribution, "augment", site, shape, p, n))
 
 
-def _random_crop(ctx: Lowering, nid: str, p: dict[str, Any], x: Inputs) -> Node:
+def _random_crop(ctx: Builder, nid: str, p: dict[str, Any], x: Inputs) -> Node:
     inp = x["x"]
     if len(inp.shape) < 3:
         raise ShapeError(f"random_crop shifts the last two axes (height, width) of each example, got {inp.shape}", 0)
@@ -229,7 +229,7 @@ def _random_crop(ctx: Lowering, nid: str, p: dict[str, Any], x: Inputs) -> Node:
     return make(Op.SHIFT2D, inp, make(Op.CONCAT, rows, cols, arg=d.AxisArg(1)))
 
 
-def _random_flip(ctx: Lowering, nid: str, p: dict[str, Any], x: Inputs) -> Node:
+def _random_flip(ctx: Builder, nid: str, p: dict[str, Any], x: Inputs) -> Node:
     inp = x["x"]
     if len(inp.shape) < 2:
         raise ShapeError(f"random_flip reverses the last axis of each example, got {inp.shape}", 0)
@@ -239,26 +239,26 @@ def _random_flip(ctx: Lowering, nid: str, p: dict[str, Any], x: Inputs) -> Node:
     return make(Op.FLIP_LAST, inp, flip)
 
 
-def _gaussian_noise(ctx: Lowering, nid: str, p: dict[str, Any], x: Inputs) -> Node:
+def _gaussian_noise(ctx: Builder, nid: str, p: dict[str, Any], x: Inputs) -> Node:
     inp = x["x"]
     if ctx.mode is Mode.EVAL or p["std"] == 0:
         return inp
     return add(inp, scale(_augment(ctx, d.Distribution.NORMAL, inp.shape), p["std"]))
 
 
-def _parameter(ctx: Lowering, nid: str, p: dict[str, Any], x: Inputs) -> Node:
+def _parameter(ctx: Builder, nid: str, p: dict[str, Any], x: Inputs) -> Node:
     """A batch axis of size 1 in front: the shape ops see one example, and arithmetic broadcasts it."""
     shape = tuple(p["shape"])
     value = ctx.param(nid, "value", shape, Init(p["init"], p["scale"]), p["trainable"])
     return reshape(value, (1, *shape))
 
 
-def _embedding(ctx: Lowering, nid: str, p: dict[str, Any], x: Inputs) -> Node:
+def _embedding(ctx: Builder, nid: str, p: dict[str, Any], x: Inputs) -> Node:
     table = ctx.param(nid, "weight", (p["num_embeddings"], p["dim"]), Init("normal", 1.0), p["trainable"])
     return make(Op.GATHER, table, x["indices"])
 
 
-def _reshape(ctx: Lowering, nid: str, p: dict[str, Any], x: Inputs) -> Node:
+def _reshape(ctx: Builder, nid: str, p: dict[str, Any], x: Inputs) -> Node:
     inp, shape = _batched("reshape", x["x"]), list(p["shape"])
     per_example = math.prod(inp.shape[1:])
     if shape.count(-1) > 1 or any(s == 0 or s < -1 for s in shape):
@@ -271,12 +271,12 @@ def _reshape(ctx: Lowering, nid: str, p: dict[str, Any], x: Inputs) -> Node:
     return reshape(inp, (inp.shape[0], *shape))
 
 
-def _flatten(ctx: Lowering, nid: str, p: dict[str, Any], x: Inputs) -> Node:
+def _flatten(ctx: Builder, nid: str, p: dict[str, Any], x: Inputs) -> Node:
     inp = _batched("flatten", x["x"])
     return reshape(inp, (inp.shape[0], math.prod(inp.shape[1:])))
 
 
-def _permute(ctx: Lowering, nid: str, p: dict[str, Any], x: Inputs) -> Node:
+def _permute(ctx: Builder, nid: str, p: dict[str, Any], x: Inputs) -> Node:
     perm = p["perm"]
     _batched("permute", x["x"])
     if sorted(perm) != list(range(len(x["x"].shape) - 1)):
@@ -284,7 +284,7 @@ def _permute(ctx: Lowering, nid: str, p: dict[str, Any], x: Inputs) -> Node:
     return make(Op.PERMUTE, x["x"], arg=d.PermuteArg((0, *(a + 1 for a in perm))))
 
 
-def _slice(ctx: Lowering, nid: str, p: dict[str, Any], x: Inputs) -> Node:
+def _slice(ctx: Builder, nid: str, p: dict[str, Any], x: Inputs) -> Node:
     inp = _batched("slice", x["x"])
     n = len(inp.shape) - 1
     steps = p["steps"] if p["steps"] is not None else (1,) * n
@@ -294,7 +294,7 @@ def _slice(ctx: Lowering, nid: str, p: dict[str, Any], x: Inputs) -> Node:
     return make(Op.SLICE, inp, arg=arg)
 
 
-def _concat(ctx: Lowering, nid: str, p: dict[str, Any], x: Inputs) -> Node:
+def _concat(ctx: Builder, nid: str, p: dict[str, Any], x: Inputs) -> Node:
     parts = x["xs"]
     return make(Op.CONCAT, *parts, arg=d.AxisArg(_axis(p["axis"], len(parts[0].shape))))
 
@@ -306,7 +306,7 @@ def _labels_fit(logits: Node, labels: Node) -> None:
         )
 
 
-def _cross_entropy(ctx: Lowering, nid: str, p: dict[str, Any], x: Inputs) -> Node:
+def _cross_entropy(ctx: Builder, nid: str, p: dict[str, Any], x: Inputs) -> Node:
     logits, labels = x["logits"], x["labels"]
     _labels_fit(logits, labels)
     last = len(logits.shape) - 1
@@ -317,7 +317,7 @@ def _cross_entropy(ctx: Lowering, nid: str, p: dict[str, Any], x: Inputs) -> Nod
     return unary(Op.NEG, reduce(Op.MEAN if p["reduction"] == "mean" else Op.SUM, picked, everything))
 
 
-def _mse(ctx: Lowering, nid: str, p: dict[str, Any], x: Inputs) -> Node:
+def _mse(ctx: Builder, nid: str, p: dict[str, Any], x: Inputs) -> Node:
     pred, target = x["pred"], x["target"]
     if pred.shape != target.shape:
         raise ShapeError(f"target {target.shape} must have the shape of pred {pred.shape}", 1)
@@ -325,7 +325,7 @@ def _mse(ctx: Lowering, nid: str, p: dict[str, Any], x: Inputs) -> Node:
     return reduce(Op.MEAN if p["reduction"] == "mean" else Op.SUM, mul(diff, diff), tuple(range(len(pred.shape))))
 
 
-def _accuracy(ctx: Lowering, nid: str, p: dict[str, Any], x: Inputs) -> Node:
+def _accuracy(ctx: Builder, nid: str, p: dict[str, Any], x: Inputs) -> Node:
     logits, labels = x["logits"], x["labels"]
     _labels_fit(logits, labels)
     predicted = make(Op.ARGMAX, logits, arg=d.AxisArg(len(logits.shape) - 1))
@@ -345,15 +345,15 @@ PER = Param(
 )
 
 
-def _full_shape(ctx: Lowering, p: dict[str, Any]) -> tuple[int, ...]:
+def _full_shape(ctx: Builder, p: dict[str, Any]) -> tuple[int, ...]:
     return (ctx.batch, *p["shape"]) if p["batched"] else tuple(p["shape"])
 
 
-def _state(ctx: Lowering, nid: str, p: dict[str, Any], x: Inputs) -> Node:
+def _state(ctx: Builder, nid: str, p: dict[str, Any], x: Inputs) -> Node:
     return ctx.state(nid, "value", _full_shape(ctx, p), Init(p["init"], p["value"]))
 
 
-def _update(ctx: Lowering, nid: str, p: dict[str, Any], x: Inputs) -> Node:
+def _update(ctx: Builder, nid: str, p: dict[str, Any], x: Inputs) -> Node:
     state, value = x["state"], x["value"]
     if value.shape != state.shape or value.dtype is not state.dtype:
         raise ShapeError(f"the next value {value.type_str} must have the state's type {state.type_str}", 1)
@@ -362,7 +362,7 @@ def _update(ctx: Lowering, nid: str, p: dict[str, Any], x: Inputs) -> Node:
     return value
 
 
-def _draw_site(ctx: Lowering, substream: str, per: str) -> tuple[Node, Node, int]:
+def _draw_site(ctx: Builder, substream: str, per: str) -> tuple[Node, Node, int]:
     if substream in RESERVED_SUBSTREAMS:
         raise ShapeError(
             f"the substream {substream!r} is the engine's own ({', '.join(RESERVED_SUBSTREAMS)} are): name another"
@@ -370,7 +370,7 @@ def _draw_site(ctx: Lowering, substream: str, per: str) -> tuple[Node, Node, int
     return ctx.rng(substream) if per == "step" else ctx.rng_fixed(substream)
 
 
-def _random(ctx: Lowering, nid: str, p: dict[str, Any], x: Inputs) -> Node:
+def _random(ctx: Builder, nid: str, p: dict[str, Any], x: Inputs) -> Node:
     key, position, site = _draw_site(ctx, p["substream"], p["per"])
     dist = d.Distribution(p["distribution"])
     high = p["high"] if dist is d.Distribution.INTEGER else 0
@@ -378,7 +378,7 @@ def _random(ctx: Lowering, nid: str, p: dict[str, Any], x: Inputs) -> Node:
     return make(Op.RANDOM, key, position, arg=arg)
 
 
-def _constant(ctx: Lowering, nid: str, p: dict[str, Any], x: Inputs) -> Node:
+def _constant(ctx: Builder, nid: str, p: dict[str, Any], x: Inputs) -> Node:
     return expand(const(p["value"]), _full_shape(ctx, p))
 
 
@@ -390,7 +390,7 @@ def _sliced(inp: Node, axis: int, start: int, stop: int, step: int = 1) -> Node:
     return make(Op.SLICE, inp, arg=d.SliceArg(starts, stops, steps))
 
 
-def _roll(ctx: Lowering, nid: str, p: dict[str, Any], x: Inputs) -> Node:
+def _roll(ctx: Builder, nid: str, p: dict[str, Any], x: Inputs) -> Node:
     inp = x["x"]
     if not inp.shape:
         raise ShapeError("roll shifts along an axis, but its input is a scalar", 0)
@@ -425,7 +425,7 @@ def _alternating(length: int) -> Node:
     return _sliced(flat, 0, 0, length) if 2 * pairs != length else flat
 
 
-def _checkerboard(ctx: Lowering, nid: str, p: dict[str, Any], x: Inputs) -> Node:
+def _checkerboard(ctx: Builder, nid: str, p: dict[str, Any], x: Inputs) -> Node:
     height, width = p["shape"]
     down = _alternating(height)
     across = down if width == height else _alternating(width)
@@ -436,7 +436,7 @@ def _checkerboard(ctx: Lowering, nid: str, p: dict[str, Any], x: Inputs) -> Node
     return reshape(board, (1, height, width))
 
 
-def _std_error(ctx: Lowering, nid: str, p: dict[str, Any], x: Inputs) -> Node:
+def _std_error(ctx: Builder, nid: str, p: dict[str, Any], x: Inputs) -> Node:
     inp = x["x"]
     axes = _axes(p["axes"], len(inp.shape))
     count = math.prod(inp.shape[a] for a in axes)
@@ -446,7 +446,7 @@ def _std_error(ctx: Lowering, nid: str, p: dict[str, Any], x: Inputs) -> Node:
     return unary(Op.SQRT, scale(var, 1 / count))
 
 
-def _element(ctx: Lowering, nid: str, p: dict[str, Any], x: Inputs) -> Node:
+def _element(ctx: Builder, nid: str, p: dict[str, Any], x: Inputs) -> Node:
     inp, index = x["x"], p["index"]
     if len(index) != len(inp.shape):
         raise ShapeError(f"index {list(index)} needs one entry per axis of {inp.shape}, batch axis included", 0)
@@ -472,13 +472,13 @@ def eye(n: int) -> Node:
     return reshape(_tiled(period, n * n), (n, n))
 
 
-def _inverse(ctx: Lowering, nid: str, p: dict[str, Any], x: Inputs) -> Node:
+def _inverse(ctx: Builder, nid: str, p: dict[str, Any], x: Inputs) -> Node:
     inp = x["x"]
     n = _square("inverse", inp)
     return make(Op.SOLVE, inp, expand(eye(n), inp.shape))
 
 
-def _diagonal(ctx: Lowering, nid: str, p: dict[str, Any], x: Inputs) -> Node:
+def _diagonal(ctx: Builder, nid: str, p: dict[str, Any], x: Inputs) -> Node:
     inp = x["x"]
     n = _square("diagonal", inp)
     lead = inp.shape[:-2]
@@ -486,14 +486,14 @@ def _diagonal(ctx: Lowering, nid: str, p: dict[str, Any], x: Inputs) -> Node:
     return _sliced(flat, len(lead), 0, n * n, n + 1)
 
 
-def _sort(ctx: Lowering, nid: str, p: dict[str, Any], x: Inputs) -> Node:
+def _sort(ctx: Builder, nid: str, p: dict[str, Any], x: Inputs) -> Node:
     inp = x["x"]
     if not inp.shape:
         raise ShapeError("sort orders values along an axis, but its input is a scalar", 0)
     return make(Op.SORT, inp, arg=d.AxisArg(_axis(p["axis"], len(inp.shape))))
 
 
-def _quantile(ctx: Lowering, nid: str, p: dict[str, Any], x: Inputs) -> Node:
+def _quantile(ctx: Builder, nid: str, p: dict[str, Any], x: Inputs) -> Node:
     """numpy's default (linear) quantile: between the sorted values at floor and ceil of q * (n - 1)."""
     inp = x["x"]
     if not inp.shape:
@@ -512,7 +512,7 @@ def _quantile(ctx: Lowering, nid: str, p: dict[str, Any], x: Inputs) -> Node:
     return add(below, scale(sub(above, below), frac))
 
 
-def _bootstrap(ctx: Lowering, nid: str, p: dict[str, Any], x: Inputs) -> Node:
+def _bootstrap(ctx: Builder, nid: str, p: dict[str, Any], x: Inputs) -> Node:
     inp = x["x"]
     if not inp.shape:
         raise ShapeError("bootstrap resamples the rows of axis 0, but its input is a scalar", 0)
@@ -522,7 +522,7 @@ def _bootstrap(ctx: Lowering, nid: str, p: dict[str, Any], x: Inputs) -> Node:
     return make(Op.GATHER, inp, make(Op.RANDOM, key, position, arg=arg))
 
 
-def _matmul(ctx: Lowering, nid: str, p: dict[str, Any], x: Inputs) -> Node:
+def _matmul(ctx: Builder, nid: str, p: dict[str, Any], x: Inputs) -> Node:
     return make(Op.MATMUL, x["a"], x["b"], arg=d.MatmulArg(p["transpose_a"], p["transpose_b"]))
 
 
@@ -690,8 +690,8 @@ SPECS: tuple[OpSpec, ...] = (
 CATALOG: dict[str, OpSpec] = {spec.name: spec for spec in SPECS}
 
 
-# The kind of an op's output where it is not "float", as the lowering makes it (tests/graph/test_palette.py
-# holds this against the lowering of every op): the editor refuses a wire of the wrong kind before
+# The kind of an op's output where it is not "float", as its builder makes it (tests/graph/test_palette.py
+# holds this against the builder of every op): the editor refuses a wire of the wrong kind before
 # validation would. An `input` node's output kind follows its dtype parameter.
 OUTPUT_KINDS = {"less": "bool", "equal": "bool"}
 DTYPE_KINDS = {"float32": "float", "int32": "int"}

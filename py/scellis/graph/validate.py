@@ -13,9 +13,9 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from scellis.graph.building import Builder, Mode
 from scellis.graph.catalog import CATALOG, OpSpec
 from scellis.graph.errors import Issue, ProgramError, show
-from scellis.graph.lowering import Lowering, Mode
 from scellis.graph.params import REQUIRED, check
 from scellis.graph.rules import NonFinite, Plateau, check_metrics
 from scellis.graph.settings import Loop, Memory, Optimizer, read_loop, read_memory, read_optimizer
@@ -329,7 +329,7 @@ def _cycles(stuck: list[str], users: dict[str, list[str]]) -> list[list[str]]:
     return groups
 
 
-def lower_node(ctx: Lowering, spec: OpSpec, node: ValidNode, values: dict[str, Node]) -> Node:
+def build_node(ctx: Builder, spec: OpSpec, node: ValidNode, values: dict[str, Node]) -> Node:
     """The IR of one node, given its sources' IR; ShapeError carries the program port when known."""
     x: dict[str, Any] = {}
     for port in spec.inputs:
@@ -339,13 +339,13 @@ def lower_node(ctx: Lowering, spec: OpSpec, node: ValidNode, values: dict[str, N
             if want is not None and src.dtype is not want:
                 raise ShapeError(f"expects {port.kind} ({want.value}), got {src.dtype.value}", spec.inputs.index(port))
         x[port.name] = sources if port.multiple else sources[0]
-    return spec.lower(ctx, node.id, node.params, x)
+    return spec.build(ctx, node.id, node.params, x)
 
 
 def _check_types(
     nodes: tuple[ValidNode, ...], broken: set[str], batch: int, issues: list[Issue]
-) -> tuple[dict[str, Node], Lowering]:
-    ctx = Lowering(batch, Mode.TRAIN)
+) -> tuple[dict[str, Node], Builder]:
+    ctx = Builder(batch, Mode.TRAIN)
     values: dict[str, Node] = {}
     for node in nodes:
         sources = [s for group in node.inputs.values() for s in group]
@@ -353,7 +353,7 @@ def _check_types(
             continue  # its own problems are reported already, or a source failed: no cascade
         spec = CATALOG[node.op]
         try:
-            values[node.id] = lower_node(ctx, spec, node, values)
+            values[node.id] = build_node(ctx, spec, node, values)
         except ShapeError as err:
             issues.append(Issue("nodes", str(err), node.id, _port_name(spec, err.port)))
     return values, ctx
@@ -396,7 +396,7 @@ def _check_objectives(
 
 
 def _check_untrained(
-    data: dict[str, Any], ctx: Lowering, loop: Loop, metrics: tuple[str, ...], issues: list[Issue]
+    data: dict[str, Any], ctx: Builder, loop: Loop, metrics: tuple[str, ...], issues: list[Issue]
 ) -> None:
     """A program without a loss (a simulation, an analysis) trains nothing: it has no optimizer, no
     trainable parameter and no rule about the loss or gradients, and it reports results or carries state."""

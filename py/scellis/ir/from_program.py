@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from scellis.graph.building import Builder, Mode, Slot
 from scellis.graph.catalog import CATALOG
-from scellis.graph.lowering import Lowering, Mode, Slot
-from scellis.graph.validate import ValidProgram, lower_node
+from scellis.graph.validate import ValidProgram, build_node
 from scellis.ir.function import Function, input_name, toposort
 from scellis.ir.owners import LOOP, Owners
 from scellis.ops import DType, Node, Op, const, make
@@ -23,7 +23,7 @@ from scellis.ops.node import input_node
 
 
 @dataclass(frozen=True)
-class Lowered:
+class ProgramIR:
     """An IR function with the parameters and states its inputs hold."""
 
     fn: Function
@@ -49,7 +49,7 @@ def forward(
     batch: int | None = None,
     examples: int | None = None,
     owners: Owners | None = None,
-) -> Lowered:
+) -> ProgramIR:
     """The program's forward pass for one batch (of the program's batch size unless given). With
     `examples`, the batch is gathered from a resident data set of that many examples. With `owners`,
     records which program node each node comes from (`record_owners`)."""
@@ -62,13 +62,13 @@ def forward_values(
     batch: int | None = None,
     examples: int | None = None,
     owners: Owners | None = None,
-) -> tuple[Lowered, dict[str, Node]]:
+) -> tuple[ProgramIR, dict[str, Node]]:
     """`forward`, and each program node's value: its own IR is what that value and its running
     statistics' updates (states named `<node id>.<name>`) reach beyond its sources' values."""
-    ctx = Lowering(batch or program.loop.batch_size, mode, examples)
+    ctx = Builder(batch or program.loop.batch_size, mode, examples)
     values: dict[str, Node] = {}
     for node in program.nodes:
-        values[node.id] = lower_node(ctx, CATALOG[node.op], node, values)
+        values[node.id] = build_node(ctx, CATALOG[node.op], node, values)
     outputs = [("loss", values[program.loss])] if program.loss is not None else []
     outputs += [(metric_name(m), values[m]) for m in program.metrics if program.trains or mode is Mode.EVAL]
     outputs += [(state_name(name), update) for name, update in ctx.state_updates]
@@ -77,22 +77,22 @@ def forward_values(
     inputs = tuple(n for n in ctx.inputs if id(n) in used or input_name(n) in updated)
     names = {input_name(n) for n in inputs}
     fn = Function(f"{program.name}.{mode.value}", inputs, tuple(outputs))
-    lowered = Lowered(
+    built = ProgramIR(
         fn,
         tuple(s for s in ctx.params if s.name in names),
         tuple(s for s in ctx.states if s.name in names),
     )
     if owners is not None:
-        record_owners(owners, program, lowered, values)
-    return lowered, values
+        record_owners(owners, program, built, values)
+    return built, values
 
 
-def record_owners(owners: Owners, program: ValidProgram, lowered: Lowered, values: dict[str, Node]) -> None:
-    """Each node of `lowered` -> the program node whose lowering made it, in program order: what its value
+def record_owners(owners: Owners, program: ValidProgram, built: ProgramIR, values: dict[str, Node]) -> None:
+    """Each node of `built` -> the program node whose builder made it, in program order: what its value
     and its states' updates reach beyond what earlier nodes reached (ir.owners); the rest -> the loop's."""
-    updates, constant = dict(lowered.fn.outputs), Op.CONST
+    updates, constant = dict(built.fn.outputs), Op.CONST
     updated: dict[str, list[Node]] = {}  # program node -> its states' next values
-    for s in lowered.states:
+    for s in built.states:
         if state_name(s.name) in updates:
             updated.setdefault(s.node_id, []).append(updates[state_name(s.name)])
     for node in program.nodes:
@@ -100,19 +100,19 @@ def record_owners(owners: Owners, program: ValidProgram, lowered: Lowered, value
         owners.claim([value, *updated.get(node.id, ())], frozenset({node.id}))
         if value.op is constant:
             owners.constant(value, node.id)
-    owners.claim([*lowered.fn.inputs, *updates.values()], frozenset({LOOP}))
-    owners.slots.update((s.name, s.node_id) for s in (*lowered.params, *lowered.states))
+    owners.claim([*built.fn.inputs, *updates.values()], frozenset({LOOP}))
+    owners.slots.update((s.name, s.node_id) for s in (*built.params, *built.states))
     owners.loss = program.loss or ""
 
 
-def init_function(lowered: Lowered) -> Function:
+def init_function(built: ProgramIR) -> Function:
     """Initial values of every parameter and state: `param/<name>` and `state/<name>` outputs.
 
     Random inits draw from the `init` substream at position 0, one site per parameter in order,
     so each parameter's values depend only on the seed and its place in the program."""
     key = input_node("rng.init", d.Role.RNG, DType.U32, (2,))
     position = const(0, DType.U32)
-    slots = [("param", s) for s in lowered.params] + [("state", s) for s in lowered.states]
+    slots = [("param", s) for s in built.params] + [("state", s) for s in built.states]
     outputs = [
         (f"{prefix}/{slot.name}", _initial(slot, key, position, site)) for site, (prefix, slot) in enumerate(slots)
     ]

@@ -2,7 +2,7 @@
 the nodes (the builder, autodiff, the optimizer and the rewrites after them), for the Guide's links
 (scellis.provenance). Recording adds no node and changes none.
 
-The rules. A forward node belongs to the program node whose lowering made it: what that node's value and
+The rules. A forward node belongs to the program node whose builder made it: what that node's value and
 its states' updates reach beyond what earlier program nodes reached; what none reaches is the loop's, and
 so is what loss scaling adds to the loss. A gradient node belongs to the owners of the forward node whose
 vector-Jacobian product made it (a zero gradient: its parameter's). An optimizer node belongs to the

@@ -1,4 +1,4 @@
-"""Small constructors over `make` that lowering, VJP rules and optimizers read naturally with."""
+"""Small constructors over `make` that the builders, VJP rules and optimizers read naturally with."""
 
 from __future__ import annotations
 

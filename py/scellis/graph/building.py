@@ -1,4 +1,4 @@
-"""What a drawn node turns into: the context the catalog's lowering functions build IR nodes in.
+"""What a drawn node turns into: the context the catalog's builders make its IR nodes in.
 
 It hands out the IR inputs a node needs (its parameters, running statistics, random keys) under
 stable names (`<node id>.<name>`), and records how each parameter is initialised, so the same
@@ -48,8 +48,8 @@ class Slot:
     node_id: str
 
 
-class Lowering:
-    """Collects the IR inputs that lowering creates, in creation order (which is program order)."""
+class Builder:
+    """Collects the IR inputs that the builders create, in creation order (which is program order)."""
 
     def __init__(self, batch: int, mode: Mode, examples: int | None = None) -> None:
         self.batch = batch
