@@ -278,11 +278,11 @@ class Lowerer:
         dtypes: list[DType] = []
         loads: dict[View, int] = {}
         buffers, first, mark = self.buffers, len(base_inputs), object()  # this kernel's mark on what it emitted
+        add_step, add_dtype = steps.append, dtypes.append
 
         def emit(trees: tuple[Tree, ...]) -> list[int]:
             """The step computing each of `trees`, emitting what this kernel has not yet (sources first, in
             order); one call per level of the tree, not per node."""
-            out = []
             for tree in trees:
                 if tree.mark is not mark:  # not a subtree this kernel already computes
                     step: Step
@@ -302,10 +302,9 @@ class Lowerer:
                     else:
                         step, dtype = Coord(tree.axis), DType.I32  # type: ignore[union-attr]
                     tree.mark, tree.step = mark, len(steps)
-                    steps.append(step)
-                    dtypes.append(dtype)
-                out.append(tree.step)
-            return out
+                    add_step(step)
+                    add_dtype(dtype)
+            return [tree.step for tree in trees]
 
         emit((p.tree,))
         if p.dtype is DType.F16 and dtypes[-1] is not DType.F16:  # a copy into float16 storage rounds
@@ -569,7 +568,14 @@ def _elementwise(low: Lowerer, node: Node, src: list[Value]) -> Value:
         inputs = tuple(_contiguous(low, v) for v in src)
         return Pending(node.shape, node.dtype, None, Kind.RANDOM, inputs, node.arg)
     shape, tree_of = node.shape, low.tree
-    trees = [tree_of(v, shape) for v in src]
+    trees = [  # what low.tree gives, its two most frequent cases first
+        v.tree
+        if type(v) is Pending and v.tree is not None and v.shape == shape
+        else PLoad(v)
+        if type(v) is View and v.shape == shape and 1 not in shape
+        else tree_of(v, shape)
+        for v in src
+    ]
     producer = None
     for i, t in enumerate(trees):  # one open producer per kernel: write out any other
         assert not t.flags & MIXED, "a tree holds at most one open producer"
@@ -579,16 +585,11 @@ def _elementwise(low: Lowerer, node: Node, src: list[Value]) -> Value:
             elif t.producer is not producer:
                 trees[i] = PLoad(views.broadcast(low.view_of(src[i]), shape))
     tree = PApply(node.op, node.arg, tuple(trees), node.dtype)
-    if _binding_count(tree) > MAX_INPUTS:
+    if len(tree.buffers) + (len({v.buffer for v in producer.inputs}) if producer else 0) > MAX_INPUTS:  # bindings
         trees = [PLoad(views.broadcast(low.view_of(v), shape)) for v in src]
         tree = PApply(node.op, node.arg, tuple(trees), node.dtype)
     absorbed = [p for v in src if type(v) is Pending and v.tree is not None for p in v.covers]
     return Pending(shape, node.dtype, tree, covers=absorbed)
-
-
-def _binding_count(tree: Tree) -> int:
-    producer = _single_producer(tree)
-    return len(tree.buffers) + (len({v.buffer for v in producer.inputs}) if producer else 0)
 
 
 def _producer(low: Lowerer, node: Node, src: list[Value], pos: int) -> Value:
