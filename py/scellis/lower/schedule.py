@@ -369,8 +369,10 @@ def _single_producer(tree: Tree) -> Pending | None:
 def _broadcastable(tree: Tree, old: tuple[int, ...], shape: tuple[int, ...]) -> bool:
     """Loads broadcast freely; an accumulator only at its own shape; a coordinate unless its axis
     is one that broadcasting stretches (it was always 0 there)."""
-    if tree.acc:
+    if tree.flags & ACC:
         return False
+    if not tree.coords:
+        return True
     lead = len(shape) - len(old)
     return all(old[axis] == shape[lead + axis] for axis in tree.coords)
 
