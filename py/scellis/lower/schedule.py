@@ -294,7 +294,10 @@ class Lowerer:
                         slot = loads.get(view)
                         if slot is None:
                             slot = loads[view] = first + len(loads)
-                        step, dtype = Load(slot), loaded(buffers[view.buffer].dtype)
+                        step, dtype = (
+                            LOADS[slot] if slot < len(LOADS) else Load(slot),
+                            loaded(buffers[view.buffer].dtype),
+                        )
                     elif kind is PConst:
                         step, dtype = Const(tree.value, tree.dtype), tree.dtype  # type: ignore[union-attr]
                     elif kind is PAcc:
@@ -347,6 +350,7 @@ class Lowerer:
 
 
 ACC_STEP = Acc()
+LOADS = tuple(Load(i) for i in range(32))  # steps are immutable: the frequent ones are shared
 
 
 def loaded(dtype: DType) -> DType:
