@@ -34,6 +34,7 @@ from __future__ import annotations
 import itertools
 import math
 from collections import deque
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from scellis.autodiff.grad import grad_name
@@ -119,14 +120,7 @@ def ordered_like(fn: Function, like: Function) -> Function:
     """`fn`, built from `like` (a training step from its gradient function), ordered as `like`: `first` lists
     the outputs that need no node of `like.first`, then each node of `like.first`, each followed by the
     outputs for which it is the last of those nodes they need."""
-    rank = {n: i for i, n in enumerate(like.first)}  # nodes key by identity
-    latest: dict[Node, int] = {}
-    for node in toposort([node for _, node in fn.outputs]):  # fn's own order would be discarded
-        at = rank.get(node, -1)
-        if at < 0:  # the latest of its sources' (a loop: cheaper than max() over a list of a node or two)
-            for s in node.src:
-                at = max(at, latest[s])
-        latest[node] = at
+    latest = _latest_needed([node for _, node in fn.outputs], {n: i for i, n in enumerate(like.first)})
     after: dict[int, list[Node]] = {}
     for _, node in fn.outputs:
         after.setdefault(latest[node], []).append(node)
@@ -134,6 +128,43 @@ def ordered_like(fn: Function, like: Function) -> Function:
     for i, node in enumerate(like.first):
         first += [node, *after.get(i, [])]
     return Function(fn.name, fn.inputs, fn.outputs, tuple(first))
+
+
+def _latest_needed(roots: list[Node], rank: dict[Node, int]) -> dict[Node, int]:
+    """For each node `roots` reach without passing a ranked node: the highest rank among the ranked nodes
+    it needs, -1 where it needs none. A ranked node counts as its own rank, whatever its sources need, so
+    the walk stops there: below the gradients of a step, the backward is not walked again. Depth-first and
+    iterative, as `toposort` (Pyodide's stack is small); a node's value is taken once its sources have theirs."""
+    latest: dict[Node, int] = {}  # nodes key by identity
+    stack: list[tuple[Node, Iterator[Node]]] = []  # the nodes being visited, each with its sources to go
+    for root in roots:
+        if root in latest:
+            continue
+        if root in rank:
+            latest[root] = rank[root]
+            continue
+        node, sources = root, iter(root.src)
+        while True:
+            for src in sources:
+                if src in latest:
+                    continue
+                at = rank.get(src, -1)
+                if at >= 0 or not src.src:  # its value needs no walk
+                    latest[src] = at
+                    continue
+                stack.append((node, sources))
+                node, sources = src, iter(src.src)
+                break
+            else:  # every source has its value: the latest of theirs
+                at = -1
+                for s in node.src:  # compared in a loop: max() per source costs a third of the walk
+                    if latest[s] > at:  # noqa: PLR1730
+                        at = latest[s]
+                latest[node] = at
+                if not stack:
+                    break
+                node, sources = stack.pop()
+    return latest
 
 
 def _dependence(order: tuple[Node, ...]) -> tuple[set[int], set[int]]:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from scellis.graph.building import Builder, Mode, Slot
 from scellis.graph.catalog import CATALOG
 from scellis.graph.validate import ValidProgram, build_node
-from scellis.ir.function import Function, input_name, toposort
+from scellis.ir.function import Function, input_name, reached
 from scellis.ir.owners import LOOP, Owners
 from scellis.ops import DType, Node, Op, const, make
 from scellis.ops import defs as d
@@ -72,9 +72,9 @@ def forward_values(
     outputs = [("loss", values[program.loss])] if program.loss is not None else []
     outputs += [(metric_name(m), values[m]) for m in program.metrics if program.trains or mode is Mode.EVAL]
     outputs += [(state_name(name), update) for name, update in ctx.state_updates]
-    used = {id(n) for n in toposort([node for _, node in outputs])}
+    used = reached(node for _, node in outputs)
     updated = {name for name, _ in ctx.state_updates}  # a state set without being read still needs its buffer
-    inputs = tuple(n for n in ctx.inputs if id(n) in used or input_name(n) in updated)
+    inputs = tuple(n for n in ctx.inputs if n in used or input_name(n) in updated)
     names = {input_name(n) for n in inputs}
     fn = Function(f"{program.name}.{mode.value}", inputs, tuple(outputs))
     built = ProgramIR(
