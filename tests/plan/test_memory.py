@@ -14,7 +14,7 @@ from scellis.ops import DType, Op, const, make
 from scellis.ops import defs as d
 from scellis.ops.node import input_node
 from scellis.pipeline import compile_program
-from scellis.plan import lifetimes, plan_memory
+from scellis.plan import lifetimes, memory, plan_memory, planned, update_in_place
 
 
 def chain(length: int) -> Schedule:
@@ -86,3 +86,14 @@ def test_the_cnn_step_reuses_half_its_memory() -> None:
     # within 8 % of the lower bound (measured 6.9 %: 2,721,616 of 2,545,232 bytes; ordering the step from
     # the loss back lowered both, the bound more than the allocation)
     assert plan.allocated <= 1.08 * plan.peak_live
+
+
+@pytest.mark.parametrize("name", PROGRAMS)
+def test_planning_a_step_as_updated_in_place_plans_what_planning_it_afresh_does(name: str) -> None:
+    """planned() hands plan_memory the uses update_in_place derived, not a second scan of the kernels."""
+    schedule = lower(compile_program(PROGRAMS[name]()).step, Level.PROD)
+    uses = memory._uses(schedule)
+    updated = update_in_place(schedule, uses)
+    assert updated == update_in_place(schedule) != schedule
+    assert uses == memory._uses(updated)
+    assert planned(schedule).memory == plan_memory(updated)

@@ -19,14 +19,18 @@ optimizer then updates parameters and state where they are, with no second copy 
 
 from __future__ import annotations
 
-import bisect
 import dataclasses
-import heapq
+import functools
+import itertools
+from bisect import bisect_left, insort
 from dataclasses import dataclass
+from heapq import heappop, heappush
 
-from scellis.lower.kernels import Kernel, Kind, Schedule, View
+from scellis.lower.kernels import Kernel, Kind, Schedule, View, storage_bytes
 
 Lifetime = tuple[int, int]  # first and last kernel index, both included
+
+_storage_bytes = functools.cache(storage_bytes)  # a schedule's buffers have few sizes, by the thousand
 
 
 @dataclass(frozen=True)
@@ -49,90 +53,94 @@ class MemoryPlan:
 
 @dataclass(frozen=True)
 class _Uses:
-    """One pass over a schedule's kernels, per buffer id: the first kernel that writes it, the last that
-    reads it, the last that touches it, and how many kernels write it (-1 or 0: none)."""
+    """One pass over a schedule's kernels, per buffer id it names: the first and the last kernel that
+    write it and the last that reads it (a buffer no kernel writes, or reads, is not a key there). A
+    kernel writes one buffer, so a buffer has one writer exactly when its first and last writes agree."""
 
-    first_write: list[int]
-    last_read: list[int]
-    last_use: list[int]
-    writes: list[int]
+    first_write: dict[int, int]
+    last_write: dict[int, int]
+    last_read: dict[int, int]
 
 
 def _uses(schedule: Schedule) -> _Uses:
-    n = len(schedule.buffers)
-    first_write, last_read, last_use, writes = [-1] * n, [-1] * n, [-1] * n, [0] * n
-    for i, kernel in enumerate(schedule.kernels):  # in order: the latest assignment is the last use
-        for view in kernel.inputs:
-            last_read[view.buffer] = last_use[view.buffer] = i
-        out = kernel.out.buffer
-        if first_write[out] < 0:
-            first_write[out] = i
-        writes[out] += 1
-        last_use[out] = i
-    return _Uses(first_write, last_read, last_use, writes)
+    kernels = schedule.kernels
+    outs = [kernel.out.buffer for kernel in kernels]
+    # a dict keeps the value written last: in kernel order that is the last use, backwards the first
+    last_write = dict(zip(outs, range(len(outs)), strict=True))
+    first_write = dict(zip(reversed(outs), range(len(outs) - 1, -1, -1), strict=True))
+    last_read = {view.buffer: i for i, kernel in enumerate(kernels) for view in kernel.inputs}
+    return _Uses(first_write, last_write, last_read)
+
+
+def _named(schedule: Schedule) -> set[int]:
+    return {b for _, b in (*schedule.inputs, *schedule.outputs)}
+
+
+def _temporaries(schedule: Schedule, uses: _Uses) -> dict[int, Lifetime]:
+    """The lifetime of every buffer a kernel writes that is not named, in order of first write."""
+    named = _named(schedule)
+    last_write, last_read = uses.last_write, uses.last_read
+    first = sorted((i, b) for b, i in uses.first_write.items() if b not in named)
+    return {b: (i, max(last_write[b], last_read.get(b, -1))) for i, b in first}
 
 
 def lifetimes(schedule: Schedule, uses: _Uses | None = None) -> list[Lifetime | None]:
     """Each buffer's lifetime in kernel indices; None for named buffers (live for the whole step).
     A temporary no kernel reads lives only at its writer."""
-    uses = uses or _uses(schedule)
-    named = {b for _, b in (*schedule.inputs, *schedule.outputs)}
-    first, last = uses.first_write, uses.last_use
-    return [None if b in named or first[b] < 0 else (first[b], last[b]) for b in range(len(schedule.buffers))]
+    spans: list[Lifetime | None] = [None] * len(schedule.buffers)
+    for b, span in _temporaries(schedule, uses or _uses(schedule)).items():
+        spans[b] = span
+    return spans
 
 
 def unused(schedule: Schedule, uses: _Uses | None = None) -> set[int]:
     """Buffers no kernel and no name refers to (merged away by `update_in_place`): they get no slot."""
     uses = uses or _uses(schedule)
-    named = {b for _, b in (*schedule.inputs, *schedule.outputs)}
-    return {
-        b for b in range(len(schedule.buffers)) if b not in named and uses.first_write[b] < 0 and uses.last_read[b] < 0
-    }
+    return set(range(len(schedule.buffers))) - _named(schedule) - uses.first_write.keys() - uses.last_read.keys()
 
 
-def _peak(schedule: Schedule, spans: list[Lifetime | None], dead: set[int], nbytes: list[int]) -> tuple[int, int]:
-    """The most bytes live at once (named buffers included) and the first kernel where the temporaries
-    live then are the most (-1 when no temporary is ever live)."""
-    named = sum(
-        size for b, (size, span) in enumerate(zip(nbytes, spans, strict=True)) if span is None and b not in dead
-    )
-    delta = [0] * (len(schedule.kernels) + 1)
-    for size, span in zip(nbytes, spans, strict=True):
-        if span is not None:
-            delta[span[0]] += size
-            delta[span[1] + 1] -= size
-    live, peak, at = 0, 0, -1
-    for i, change in enumerate(delta):
-        live += change
-        if live > peak:
-            peak, at = live, i
-    return named + peak, at
+def _peak(kernels: int, spans: dict[int, Lifetime], whole_step: int, nbytes: list[int]) -> tuple[int, int]:
+    """The most bytes live at once (`whole_step` bytes live throughout, `spans` the temporaries') and
+    the first kernel where the temporaries live then are the most (-1 when no temporary is ever live)."""
+    delta = [0] * (kernels + 1)
+    for b, (first, last) in spans.items():
+        delta[first] += nbytes[b]
+        delta[last + 1] -= nbytes[b]
+    live = list(itertools.accumulate(delta))
+    peak = max(live, default=0)
+    return (whole_step + peak, live.index(peak)) if peak > 0 else (whole_step, -1)
 
 
 def in_place(schedule: Schedule, uses: _Uses | None = None) -> dict[int, int]:
     """Carried outputs that can share their input's slot (see the module docstring): output -> input."""
     uses = uses or _uses(schedule)
+    buffers, first_write, last_write, last_read = schedule.buffers, uses.first_write, uses.last_write, uses.last_read
+    elementwise = Kind.ELEMENTWISE
     out = {}
     for copy in schedule.carry:
-        if uses.writes[copy.src] != 1:
-            continue
-        written = uses.first_write[copy.src]
+        src, dst = copy.src, copy.dst
+        written = first_write.get(src, -1)
+        if written < 0 or last_write[src] != written:
+            continue  # not written by exactly one kernel
         kernel = schedule.kernels[written]
-        whole = kernel.out.is_contiguous and kernel.out.offset == 0
-        if kernel.kind is not Kind.ELEMENTWISE or not whole or kernel.out.size != schedule.buffer(copy.dst).size:
+        view = kernel.out
+        if kernel.kind is not elementwise or view.offset != 0 or not view.is_contiguous:
+            continue  # not elementwise, or not over all of its output
+        if view.size != buffers[dst].size or last_read.get(dst, -1) > written:
             continue
-        at = (kernel.out.shape, kernel.out.strides, kernel.out.offset)
-        same_element = all(v.buffer != copy.dst or (v.shape, v.strides, v.offset) == at for v in kernel.inputs)
-        if same_element and uses.last_read[copy.dst] <= written:
-            out[copy.src] = copy.dst
+        at = (view.shape, view.strides, view.offset)  # the input only at the element it writes
+        if all((v.shape, v.strides, v.offset) == at for v in kernel.inputs if v.buffer == dst):
+            out[src] = dst
     return out
 
 
-def update_in_place(schedule: Schedule) -> Schedule:
+def update_in_place(schedule: Schedule, uses: _Uses | None = None) -> Schedule:
     """`schedule` with every carried output that can be written in place merged into its input: the
     output's name then names the input's buffer, and the output's own buffer is left unused (no kernel
-    or name refers to it, and it gets no slot)."""
-    merged = in_place(schedule)
+    or name refers to it, and it gets no slot). `uses`, when given, are `schedule`'s, and are left as
+    the returned schedule's (for plan_memory, which then scans no kernel again)."""
+    uses = uses or _uses(schedule)
+    merged = in_place(schedule, uses)
     if not merged:
         return schedule
 
@@ -140,12 +148,15 @@ def update_in_place(schedule: Schedule) -> Schedule:
         return View(merged[v.buffer], v.shape, v.strides, v.offset) if v.buffer in merged else v
 
     kernels = list(schedule.kernels)
-    for i, kernel in enumerate(kernels):
-        if kernel.out.buffer in merged or any(v.buffer in merged for v in kernel.inputs):
-            inputs = tuple(map(view, kernel.inputs))
-            kernels[i] = Kernel(
-                kernel.kind, view(kernel.out), inputs, kernel.arg, kernel.expr, kernel.variant, kernel.covers
-            )
+    # the kernels to rewrite: each merged output's one writer, and every kernel that reads one
+    writers = {uses.first_write[b] for b in merged}
+    readers = {i for i, kernel in enumerate(kernels) for v in kernel.inputs if v.buffer in merged}
+    for i in sorted(writers | readers):
+        kernel = kernels[i]
+        inputs = tuple(map(view, kernel.inputs)) if i in readers else kernel.inputs
+        out = view(kernel.out)
+        kernels[i] = Kernel(kernel.kind, out, inputs, kernel.arg, kernel.expr, kernel.variant, kernel.covers)
+    _merge_uses(uses, merged)
     return dataclasses.replace(
         schedule,
         kernels=tuple(kernels),
@@ -154,27 +165,37 @@ def update_in_place(schedule: Schedule) -> Schedule:
     )
 
 
-def plan_memory(schedule: Schedule) -> MemoryPlan:
+def _merge_uses(uses: _Uses, merged: dict[int, int]) -> None:
+    """`uses` changed to what `_uses` finds once every kernel's reference to a key of `merged` refers
+    to its value instead (without a pass over the kernels)."""
+    for kernel_of, pick in ((uses.first_write, min), (uses.last_write, max), (uses.last_read, max)):
+        # every merged buffer out first: one may be merged away and merged into at once
+        moved = [(dst, kernel_of.pop(src)) for src, dst in merged.items() if src in kernel_of]
+        for dst, i in moved:
+            kernel_of[dst] = pick(kernel_of[dst], i) if dst in kernel_of else i
+
+
+def plan_memory(schedule: Schedule, uses: _Uses | None = None) -> MemoryPlan:
     """Slots for every buffer of `schedule` (see the module docstring)."""
-    uses = _uses(schedule)
-    spans = lifetimes(schedule, uses)
-    slot_of = [-1] * len(schedule.buffers)
-    sizes: list[int] = []
+    uses = uses or _uses(schedule)
+    buffers = schedule.buffers
+    temporaries = _temporaries(schedule, uses)  # in order of first write
     dead = unused(schedule, uses)
-    nbytes = [b.nbytes for b in schedule.buffers]
-    for b, span in enumerate(spans):
-        if span is None and b not in dead:
-            slot_of[b] = len(sizes)
-            sizes.append(nbytes[b])
+    nbytes = [0 if b.id in dead else _storage_bytes(b.dtype, b.size) for b in buffers]  # (none for no slot)
+    slot_of = [-1] * len(buffers)
+    whole_step = sorted(set(range(len(buffers))) - temporaries.keys() - dead)  # named (and any only read)
+    for slot, b in enumerate(whole_step):  # a slot each
+        slot_of[b] = slot
+    sizes = [nbytes[b] for b in whole_step]
+    live_throughout = sum(sizes)
     busy: list[tuple[int, int]] = []  # heap of (last kernel of the temporary it holds, slot)
     free: list[tuple[int, int]] = []  # sorted (bytes, slot) of slots no live temporary holds
-    order = sorted((span[0], b) for b, span in enumerate(spans) if span is not None)
-    for start, buffer_id in order:
+    for buffer_id, (start, last) in temporaries.items():
         while busy and busy[0][0] < start:
-            slot = heapq.heappop(busy)[1]
-            bisect.insort(free, (sizes[slot], slot))
+            slot = heappop(busy)[1]
+            insort(free, (sizes[slot], slot))
         need = nbytes[buffer_id]
-        at = bisect.bisect_left(free, (need, -1))
+        at = bisect_left(free, (need, -1))
         if at < len(free):  # the tightest fit
             slot = free.pop(at)[1]
         elif free:  # none fits: grow the largest
@@ -184,7 +205,9 @@ def plan_memory(schedule: Schedule) -> MemoryPlan:
             slot = len(sizes)
             sizes.append(need)
         slot_of[buffer_id] = slot
-        span = spans[buffer_id]
-        assert span is not None
-        heapq.heappush(busy, (span[1], slot))
-    return MemoryPlan(tuple(slot_of), tuple(sizes), tuple(spans), *_peak(schedule, spans, dead, nbytes))
+        heappush(busy, (last, slot))
+    spans: list[Lifetime | None] = [None] * len(buffers)
+    for b, span in temporaries.items():
+        spans[b] = span
+    peak = _peak(len(schedule.kernels), temporaries, live_throughout, nbytes)
+    return MemoryPlan(tuple(slot_of), tuple(sizes), tuple(spans), *peak)

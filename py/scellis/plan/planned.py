@@ -12,7 +12,7 @@ from scellis.gcpause import paused
 from scellis.ir import Function
 from scellis.levels import Level
 from scellis.lower import Schedule, lower
-from scellis.plan.memory import MemoryPlan, plan_memory, update_in_place
+from scellis.plan.memory import MemoryPlan, _uses, plan_memory, update_in_place
 
 
 @dataclass(frozen=True)
@@ -34,8 +34,9 @@ class Planned:
 @paused
 def planned(schedule: Schedule) -> Planned:
     """`schedule` (logical, as lowered) updated in place and planned."""
-    updated = update_in_place(schedule)
-    return Planned(schedule, updated, plan_memory(updated))
+    uses = _uses(schedule)  # one scan of the kernels: update_in_place leaves them as the updated schedule's
+    updated = update_in_place(schedule, uses)
+    return Planned(schedule, updated, plan_memory(updated, uses))
 
 
 def lowered(fn: Function, level: Level, features: frozenset[str] = frozenset()) -> Planned:
