@@ -45,9 +45,11 @@ def _stages(nodes, runs):
         lowered_at = time.perf_counter()
         plan = planned(schedule)
         rows.append((compiled_at - start, lowered_at - compiled_at, time.perf_counter() - lowered_at))
+        sizes = len(compiled.step.nodes()), len(plan.schedule.kernels)
+        del compiled, schedule, plan  # freed here, not inside the next run's stages (a page's first program frees none)
     median = {stage: statistics.median(r[i] for r in rows) for i, stage in enumerate(("compile", "lower", "plan"))}
-    return {"program_nodes": len(program["nodes"]), "ir_nodes": len(compiled.step.nodes()),
-            "kernels": len(plan.schedule.kernels), "total": statistics.median(sum(r) for r in rows), **median}
+    return {"program_nodes": len(program["nodes"]), "ir_nodes": sizes[0], "kernels": sizes[1],
+            "total": statistics.median(sum(r) for r in rows), **median}
 
 json.dumps({n: _stages(n, RUNS) for n in SIZES})
 """
