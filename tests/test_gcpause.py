@@ -1,4 +1,5 @@
-"""scellis.gcpause: the collector is off inside a paused stage and as it was after it, however it ends."""
+"""scellis.gcpause: the collector is off inside a paused stage and as it was after it, however it ends; the
+stages it pauses leave no cycles for it."""
 
 from __future__ import annotations
 
@@ -6,7 +7,12 @@ import gc
 
 import pytest
 
+from scellis.examples import deep_chain
 from scellis.gcpause import paused
+from scellis.levels import Level
+from scellis.lower import lower
+from scellis.pipeline import compile_program
+from scellis.plan import planned
 
 
 @paused
@@ -48,3 +54,14 @@ def test_left_off_where_it_was_off() -> None:
 
 def test_keeps_the_stage_name() -> None:
     assert collector_state.__name__ == "collector_state"
+
+
+def test_the_paused_stages_leave_no_cycles_behind() -> None:
+    """What compile, lower and plan free, reference counting frees: the collector they pause finds nothing."""
+    gc.collect()
+    compiled = compile_program(deep_chain(40))
+    assert gc.collect() == 0
+    schedule = lower(compiled.step, Level.PROD)
+    assert gc.collect() == 0
+    planned(schedule)
+    assert gc.collect() == 0

@@ -288,7 +288,8 @@ class Lowerer:
                     step: Step
                     kind = type(tree)
                     if kind is PApply:
-                        step, dtype = Apply(tree.op, tree.arg, tuple(emit(tree.src))), tree.dtype  # type: ignore[union-attr]
+                        srcs = tuple(emit(tree.src))  # type: ignore[union-attr]  # noqa: F821 - deleted once done
+                        step, dtype = Apply(tree.op, tree.arg, srcs), tree.dtype  # type: ignore[union-attr]
                     elif kind is PLoad:
                         view = tree.view  # type: ignore[union-attr]
                         slot = loads.get(view)
@@ -310,6 +311,7 @@ class Lowerer:
             return [tree.step for tree in trees]
 
         emit((p.tree,))
+        del emit  # emit refers to itself: clearing that cell frees this kernel's scratch now, not at a collection
         if p.dtype is DType.F16 and dtypes[-1] is not DType.F16:  # a copy into float16 storage rounds
             steps.append(Apply(Op.CAST, d.CastArg(DType.F16), (len(steps) - 1,)))
             dtypes.append(DType.F16)
@@ -392,12 +394,14 @@ def _rebuild(tree: Tree, reload: Callable[[View], View], lead: int) -> Tree:
             elif isinstance(t, PCoord):
                 memo[t] = PCoord(t.axis + lead)
             elif isinstance(t, PApply):
-                memo[t] = PApply(t.op, t.arg, tuple(go(s) for s in t.src), t.dtype)
+                memo[t] = PApply(t.op, t.arg, tuple(go(s) for s in t.src), t.dtype)  # noqa: F821 - go is deleted once done
             else:
                 memo[t] = t
         return memo[t]
 
-    return go(tree)
+    rebuilt = go(tree)
+    del go  # go refers to itself: clearing that cell frees the memo now, not at a collection
+    return rebuilt
 
 
 # -- the pass -----------------------------------------------------------------------------------------
