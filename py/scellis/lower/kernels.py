@@ -6,9 +6,10 @@ N-d array: element at coordinates c is `offset + sum(c[d] * strides[d])`; broadc
 0. Every view a kernel takes already has the kernel's iteration shape (see each Kind), so renderers
 never broadcast or permute: they only multiply coordinates by strides.
 
-Every type here is immutable. Lowering makes them by the ten thousand, so the most frequent (views, a named
-tuple; buffers, steps, kernels) are cheap to make: the frozen ones write their fields once, straight into
-the instance, where a frozen dataclass's own __init__ costs a call per field.
+Every type here is immutable. Lowering makes them by the ten thousand, so the most frequent are cheap to make
+and to keep: views are named tuples; buffers, steps, expressions and kernels are slotted (one object each
+for the collector, not two) and write each field once through its slot (a frozen dataclass's own __init__
+looks up object.__setattr__ for every field).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from scellis.ops import DType, Op
 Shape = tuple[int, ...]
 
 
-@dataclass(frozen=True, init=False)
+@dataclass(frozen=True, init=False, slots=True)
 class Buffer:
     """One allocation. `name` is the function input or output it holds, if any."""
 
@@ -34,11 +35,19 @@ class Buffer:
     name: str | None = None
 
     def __init__(self, id: int, dtype: DType, size: int, name: str | None = None) -> None:  # noqa: A002
-        self.__dict__.update(id=id, dtype=dtype, size=size, name=name)
+        _set_buffer_id(self, id)
+        _set_buffer_dtype(self, dtype)
+        _set_buffer_size(self, size)
+        _set_buffer_name(self, name)
 
     @property
     def nbytes(self) -> int:
         return storage_bytes(self.dtype, self.size)
+
+
+_set_buffer_id, _set_buffer_dtype, _set_buffer_size, _set_buffer_name = (
+    getattr(Buffer, name).__set__ for name in ("id", "dtype", "size", "name")
+)
 
 
 def storage_bytes(dtype: DType, size: int) -> int:
@@ -83,23 +92,30 @@ def contiguous_strides(shape: Shape) -> Shape:
 # -- fused elementwise expressions ----------------------------------------------------------------
 
 
-@dataclass(frozen=True, init=False)
+@dataclass(frozen=True, init=False, slots=True)
 class Load:
     """Element of the kernel's input view `input` at the current coordinates."""
 
     input: int
 
     def __init__(self, input: int) -> None:  # noqa: A002 - the field's name
-        self.__dict__["input"] = input
+        _set_load_input(self, input)
 
 
-@dataclass(frozen=True, init=False)
+_set_load_input = getattr(Load, "input").__set__  # noqa: B009 - the slot, not the field
+
+
+@dataclass(frozen=True, init=False, slots=True)
 class Const:
     value: float
     dtype: DType
 
     def __init__(self, value: float, dtype: DType) -> None:
-        self.__dict__.update(value=value, dtype=dtype)
+        _set_const_value(self, value)
+        _set_const_dtype(self, dtype)
+
+
+_set_const_value, _set_const_dtype = (getattr(Const, name).__set__ for name in ("value", "dtype"))
 
 
 @dataclass(frozen=True)
@@ -114,7 +130,7 @@ class Coord:
     axis: int
 
 
-@dataclass(frozen=True, init=False)
+@dataclass(frozen=True, init=False, slots=True)
 class Apply:
     """An elementwise IR op (unary, binary, where, cast) on earlier steps."""
 
@@ -123,19 +139,27 @@ class Apply:
     src: tuple[int, ...]  # indices of earlier steps of the same Expr
 
     def __init__(self, op: Op, arg: object, src: tuple[int, ...]) -> None:
-        fields = self.__dict__
-        fields["op"], fields["arg"], fields["src"] = op, arg, src
+        _set_apply_op(self, op)
+        _set_apply_arg(self, arg)
+        _set_apply_src(self, src)
+
+
+_set_apply_op, _set_apply_arg, _set_apply_src = (getattr(Apply, name).__set__ for name in ("op", "arg", "src"))
 
 
 Step = Load | Const | Acc | Coord | Apply
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False, slots=True)
 class Expr:
     """SSA steps; the last one is the value. `dtypes[i]` is step i's dtype."""
 
     steps: tuple[Step, ...]
     dtypes: tuple[DType, ...]
+
+    def __init__(self, steps: tuple[Step, ...], dtypes: tuple[DType, ...]) -> None:
+        _set_steps(self, steps)
+        _set_dtypes(self, dtypes)
 
     @property
     def dtype(self) -> DType:
@@ -146,6 +170,7 @@ class Expr:
         return len(self.steps) == 1 and isinstance(self.steps[0], Acc | Load)
 
 
+_set_steps, _set_dtypes = (getattr(Expr, name).__set__ for name in ("steps", "dtypes"))
 ACC = Expr((Acc(),), (DType.F32,))
 
 
@@ -225,7 +250,7 @@ class Reduction(NamedTuple):
     terms: int
 
 
-@dataclass(frozen=True, init=False)
+@dataclass(frozen=True, init=False, slots=True)
 class Kernel:
     kind: Kind
     out: View  # the output view (contiguous unless writing into part of a buffer)
@@ -245,12 +270,23 @@ class Kernel:
         variant: str = "default",
         covers: tuple[int, ...] = (),
     ) -> None:
-        self.__dict__.update(kind=kind, out=out, inputs=inputs, arg=arg, expr=expr, variant=variant, covers=covers)
+        _set_kind(self, kind)
+        _set_out(self, out)
+        _set_inputs(self, inputs)
+        _set_arg(self, arg)
+        _set_expr(self, expr)
+        _set_variant(self, variant)
+        _set_covers(self, covers)
 
     @property
     def label(self) -> str:
         fused = sum(1 for s in self.expr.steps if isinstance(s, Apply))
         return f"{self.kind.value}{f'+{fused}' if fused and self.kind is not Kind.ELEMENTWISE else ''}"
+
+
+_set_kind, _set_out, _set_inputs, _set_arg, _set_expr, _set_variant, _set_covers = (
+    getattr(Kernel, name).__set__ for name in ("kind", "out", "inputs", "arg", "expr", "variant", "covers")
+)
 
 
 @dataclass(frozen=True)
