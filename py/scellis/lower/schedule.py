@@ -185,20 +185,34 @@ class PApply(_Tree):
     def __init__(self, op: Op, arg: object, src: tuple[Tree, ...], dtype: DType) -> None:
         self.op, self.arg, self.src, self.dtype = op, arg, src, dtype
         self.mark, self.step = None, -1
-        producer, buffers, terms, coords, flags = None, _NONE, 1, _NONE, 0
-        for t in src:
-            found = t.producer
-            if found is not None:
-                if producer is None:
-                    producer = found
-                elif producer is not found:
-                    flags |= MIXED
-            flags |= t.flags
-            terms += t.terms
-            if t.buffers:
-                buffers = buffers | t.buffers if buffers else t.buffers
-            if t.coords:
-                coords = coords | t.coords if coords else t.coords
+        if len(src) == 2:  # most ops are binary: the loop below, unrolled
+            first, second = src
+            producer, other = first.producer, second.producer
+            flags = first.flags | second.flags
+            if producer is None:
+                producer = other
+            elif other is not None and other is not producer:
+                flags |= MIXED
+            terms = 1 + first.terms + second.terms
+            buffers = (
+                first.buffers | second.buffers if first.buffers and second.buffers else first.buffers or second.buffers
+            )
+            coords = first.coords | second.coords if first.coords and second.coords else first.coords or second.coords
+        else:
+            producer, buffers, terms, coords, flags = None, _NONE, 1, _NONE, 0
+            for t in src:
+                found = t.producer
+                if found is not None:
+                    if producer is None:
+                        producer = found
+                    elif producer is not found:
+                        flags |= MIXED
+                flags |= t.flags
+                terms += t.terms
+                if t.buffers:
+                    buffers = buffers | t.buffers if buffers else t.buffers
+                if t.coords:
+                    coords = coords | t.coords if coords else t.coords
         self.producer, self.buffers, self.terms, self.coords, self.flags = producer, buffers, terms, coords, flags
 
 
