@@ -275,7 +275,7 @@ class Lowerer:
 
     def write(self, p: Pending, name: str | None, into: View | None = None) -> View:
         """Emit the kernel computing `p` into a new buffer (or `into`)."""
-        out = into or View.contiguous(self.new_buffer(p.dtype, _size(p.shape), name), p.shape)
+        out = into or View.contiguous(self.new_buffer(p.dtype, math.prod(p.shape), name), p.shape)
         if p.tree is None:  # a producer with no epilogue: its accumulator is the value
             identity = Expr((Acc(),), (p.dtype,))
             kernel = Kernel(p.kind, out, p.inputs, p.arg, identity, covers=tuple(p.covers))  # type: ignore[arg-type]
@@ -372,13 +372,6 @@ LOADS = tuple(Load(i) for i in range(32))  # steps are immutable: the frequent o
 def loaded(dtype: DType) -> DType:
     """The type a kernel computes with when it loads an element of `dtype`: float16 is widened."""
     return DType.F32 if dtype is DType.F16 else dtype
-
-
-def _size(shape: tuple[int, ...]) -> int:
-    size = 1
-    for dim in shape:
-        size *= dim
-    return size
 
 
 def _single_producer(tree: Tree) -> Pending | None:
@@ -498,7 +491,7 @@ def _lower_node(low: Lowerer, node: Node) -> Value:  # noqa: PLR0911 - one branc
     pos = low.position[node]
     values = low.values
     src = [values[s] for s in node.src]
-    family = FAMILY.get(node.op)  # one lookup: an enum's hash is a Python call
+    family = FAMILY.get(node.op)  # one lookup a node, not one per family
     if family == "elementwise":
         if (
             node.op is Op.CAST
@@ -507,7 +500,9 @@ def _lower_node(low: Lowerer, node: Node) -> Value:  # noqa: PLR0911 - one branc
             and isinstance(src[0], View)
         ):
             return src[0]  # float16 storage read as float32: its readers convert on load
-        return _cover(_elementwise(low, node, src), pos)
+        pending = _elementwise(low, node, src)
+        pending.covers.append(pos)
+        return pending
     if family == "const":
         assert isinstance(node.arg, d.ConstArg)
         return Pending((), node.dtype, PConst(node.arg.value, node.dtype))
@@ -576,7 +571,7 @@ def _view(low: Lowerer, node: Node, value: Value) -> Value:  # noqa: PLR0911 - o
     return reshaped
 
 
-def _elementwise(low: Lowerer, node: Node, src: list[Value]) -> Value:
+def _elementwise(low: Lowerer, node: Node, src: list[Value]) -> Pending:
     if node.op is Op.ONE_HOT:
         assert isinstance(node.arg, d.ClassesArg)
         label: Tree
@@ -668,8 +663,8 @@ def _reduction(low: Lowerer, node: Node, moved: View, kept: tuple[int, ...], pos
     variance there with correction 0 (chunks are of equal length)."""
     assert isinstance(node.arg, d.ReduceArg)
     op, correction = node.op, node.arg.correction
-    count = _size(moved.shape[len(kept) :])
-    size = _chunk(count) if count > SPLIT_TERMS and _size(kept) < SPLIT_OUTPUTS else None
+    count = math.prod(moved.shape[len(kept) :])
+    size = _chunk(count) if count > SPLIT_TERMS and math.prod(kept) < SPLIT_OUTPUTS else None
     rows = views.reshape(moved, (*kept, count // size, size)) if size else None
     if size is None or rows is None:
         return Pending(kept, node.dtype, None, Kind.REDUCE, (moved,), Reduction(op, correction, count))
@@ -677,7 +672,7 @@ def _reduction(low: Lowerer, node: Node, moved: View, kept: tuple[int, ...], pos
     chunks = (*kept, count // size)
 
     def partial(part_op: Op) -> View:
-        out = View.contiguous(low.new_buffer(node.dtype, _size(chunks)), chunks)
+        out = View.contiguous(low.new_buffer(node.dtype, math.prod(chunks)), chunks)
         low.kernels.append(Kernel(Kind.REDUCE, out, (rows,), Reduction(part_op, 0, size), covers=(pos,)))
         return out
 
@@ -714,7 +709,7 @@ def _solve(low: Lowerer, node: Node, src: list[Value], pos: int) -> View:
     a, b = (_contiguous(low, v) for v in src)
     *batch, n, k = node.shape
     shape = (*batch, n, n + k)
-    out = View.contiguous(low.new_buffer(node.dtype, _size(shape)), shape)
+    out = View.contiguous(low.new_buffer(node.dtype, math.prod(shape)), shape)
     low.kernels.append(Kernel(Kind.SOLVE, out, (a, b), node.arg, covers=(pos,)))
     return views.slice_view(out, (0,) * (len(shape) - 1) + (n,), (1,) * len(shape), node.shape)
 
