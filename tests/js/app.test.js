@@ -245,7 +245,7 @@ test("the driver runs in chunks, pauses, steps and goes on", async () => {
   assert.ok(Math.max(...calls) <= 60); // 150 ms at 10 ms a step, changing at most fourfold per chunk
   let refused = "none";
   const slow = () =>
-    new Promise((resolve) => setTimeout(() => resolve(JSON.stringify({ step: 1, total: 5, done: false })), 5));
+    new Promise((resolve) => setImmediate(() => resolve(JSON.stringify({ step: 1, total: 5, done: false })))); // on a later task
   const busy = new runs.Driver({ advance: slow }, { onState: () => {}, wait: async () => {} });
   const going = busy.go();
   try {
@@ -380,7 +380,7 @@ test("calls, events and errors cross a message port", async () => {
   const served = rpc.serve(port2, {
     add: (a, b) => a + b,
     later: async (x) => {
-      await new Promise((r) => setTimeout(r, 5));
+      await new Promise((r) => setImmediate(r)); // answers on a later task
       return { x, list: [1, 2] };
     },
     fails: () => {

@@ -39,7 +39,7 @@ function standInAdapter() {
         used -= size;
       },
       async mapAsync() {
-        await new Promise((resolve) => setTimeout(resolve, 0)); // the GPU answers on a later task
+        await new Promise((resolve) => setImmediate(resolve)); // the GPU answers on a later task
         if (destroyed) throw new DOMException("The Device was lost before mapping was resolved.", "AbortError");
       },
       getMappedRange: () => new ArrayBuffer(size),
@@ -62,7 +62,7 @@ function standInAdapter() {
     queue: { submit() {}, writeBuffer() {}, onSubmittedWorkDone: async () => {} },
     destroy() {
       destroyed = true;
-      setTimeout(() => markLost({ reason: "destroyed", message: "Device was destroyed." }), 0);
+      setImmediate(() => markLost({ reason: "destroyed", message: "Device was destroyed." }));
     },
   };
   return {

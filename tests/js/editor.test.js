@@ -212,7 +212,7 @@ test("shortcuts, and keys that stay with fields and buttons", () => {
 // -- checks -------------------------------------------------------------------------------------------
 
 test("checks wait for a pause and deliver only the latest text", async () => {
-  const settle = () => new Promise((r) => setTimeout(r, 0));
+  const settle = () => new Promise((r) => setImmediate(r)); // what the resolved promises run, run
   const timers = {
     now: 0,
     queue: [],
@@ -260,7 +260,7 @@ test("checks wait for a pause and deliver only the latest text", async () => {
   ask("d");
   await timers.advance(100);
   waiting.get("d").reject(new Error("the worker stopped"));
-  await new Promise((r) => setTimeout(r, 0));
+  await settle();
   const [text, failed] = got.at(-1);
   assert.equal(text, "d");
   assert.deepEqual(plain(failed), [
