@@ -98,13 +98,13 @@ FAMILY: dict[Op, str] = {
 # A tree is immutable once built (but for its scratch, below) and is compared by identity. Every tree carries
 # what fusion asks of it, summed once where it is built (a chain's trees share their subtrees, so walking them
 # at every node would cost the square of the chain's length): `producer`, its open producer (None, or the
-# one; `mixed` when there are more), `buffers`, the buffers its loads read, `terms`, its node count counted
-# along every path, `coords`, the axes its coordinates read, `acc`, whether it holds an accumulator,
+# one; the MIXED flag when there are more), `buffers`, the buffers its loads read, `terms`, its node count
+# counted along every path, `coords`, the axes its coordinates read, `acc`, whether it holds an accumulator,
 # `uniform`, whether every element has the same value (constants and loads of one element only), and
-# `scalar`, whether every load reads a scalar view; the four yes/no ones are bits of `flags`, each set where
-# any subtree sets it. Plain classes: lowering makes tens of thousands of them. `mark` and `step` are the one
-# scratch a kernel writes while it emits a tree: the step computing it, in the kernel that marked it last (a
-# subtree shared within a kernel is computed once).
+# `scalar`, whether every load reads a scalar view; the yes/no ones are bits of `flags` (MIXED, ACC, VARYING:
+# not uniform, NOT_SCALAR), each set where any subtree sets it. Plain classes: lowering makes tens of
+# thousands of them. `mark` and `step` are the one scratch a kernel writes while it emits a tree: the step
+# computing it, in the kernel that marked it last (a subtree shared within a kernel is computed once).
 _NONE: frozenset[int] = frozenset()
 MIXED, ACC, VARYING, NOT_SCALAR = 1, 2, 4, 8
 
@@ -112,10 +112,6 @@ MIXED, ACC, VARYING, NOT_SCALAR = 1, 2, 4, 8
 class _Tree:
     __slots__ = ()
     flags: int
-
-    @property
-    def mixed(self) -> bool:
-        return bool(self.flags & MIXED)
 
     @property
     def acc(self) -> bool:
@@ -375,7 +371,7 @@ def loaded(dtype: DType) -> DType:
 
 
 def _single_producer(tree: Tree) -> Pending | None:
-    assert not tree.mixed, "a tree holds at most one open producer"
+    assert not tree.flags & MIXED, "a tree holds at most one open producer"
     return tree.producer
 
 
@@ -597,7 +593,7 @@ def _elementwise(low: Lowerer, node: Node, src: list[Value]) -> Pending:
     ]
     producer = None
     for i, t in enumerate(trees):  # one open producer per kernel: write out any other
-        assert not t.flags & MIXED, "a tree holds at most one open producer"
+        assert not t.flags & MIXED, "a tree holds at most one open producer"  # _single_producer, inline
         if t.producer is not None:
             if producer is None:
                 producer = t.producer
