@@ -10,7 +10,7 @@ from __future__ import annotations
 import heapq
 import math
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from scellis.graph.building import Builder, Mode
@@ -37,6 +37,16 @@ class ValidNode:
 
 
 @dataclass(frozen=True)
+class Built:
+    """Every node's IR as checking built it: in training mode, at the program's batch size, batches streamed
+    (the builder's batch, mode and examples say so). Nodes are immutable and the builder is done: the typed
+    IR stage takes both as they are when it asks for that same build."""
+
+    values: dict[str, Node]
+    builder: Builder
+
+
+@dataclass(frozen=True)
 class ValidProgram:
     name: str
     nodes: tuple[ValidNode, ...]  # topological order
@@ -46,6 +56,7 @@ class ValidProgram:
     loop: Loop
     source: dict[str, Any]  # the JSON as given
     memory: Memory
+    built: Built | None = field(default=None, compare=False, repr=False)  # what checking the types built
 
     @property
     def trains(self) -> bool:
@@ -83,7 +94,7 @@ def validate(data: Any) -> ValidProgram:
     if issues:
         raise ProgramError(issues)
     name = data.get("name", "program")
-    return ValidProgram(name, valid, loss, metrics, optimizer, loop, data, memory)
+    return ValidProgram(name, valid, loss, metrics, optimizer, loop, data, memory, Built(outputs, ctx))
 
 
 def _check_top(data: dict[str, Any], issues: list[Issue]) -> None:

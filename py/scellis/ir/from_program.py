@@ -65,10 +65,7 @@ def forward_values(
 ) -> tuple[ProgramIR, dict[str, Node]]:
     """`forward`, and each program node's value: its own IR is what that value and its running
     statistics' updates (states named `<node id>.<name>`) reach beyond its sources' values."""
-    ctx = Builder(batch or program.loop.batch_size, mode, examples)
-    values: dict[str, Node] = {}
-    for node in program.nodes:
-        values[node.id] = build_node(ctx, CATALOG[node.op], node, values)
+    ctx, values = _built(program, mode, batch or program.loop.batch_size, examples)
     outputs = [("loss", values[program.loss])] if program.loss is not None else []
     outputs += [(metric_name(m), values[m]) for m in program.metrics if program.trains or mode is Mode.EVAL]
     outputs += [(state_name(name), update) for name, update in ctx.state_updates]
@@ -85,6 +82,19 @@ def forward_values(
     if owners is not None:
         record_owners(owners, program, built, values)
     return built, values
+
+
+def _built(program: ValidProgram, mode: Mode, batch: int, examples: int | None) -> tuple[Builder, dict[str, Node]]:
+    """The builder and each program node's IR for `mode`, `batch` and `examples`: the build validation
+    made when it is that one (built once, not twice), else a new one."""
+    done = program.built
+    if done is not None and (done.builder.mode, done.builder.batch, done.builder.examples) == (mode, batch, examples):
+        return done.builder, dict(done.values)
+    ctx = Builder(batch, mode, examples)
+    values: dict[str, Node] = {}
+    for node in program.nodes:
+        values[node.id] = build_node(ctx, CATALOG[node.op], node, values)
+    return ctx, values
 
 
 def record_owners(owners: Owners, program: ValidProgram, built: ProgramIR, values: dict[str, Node]) -> None:
