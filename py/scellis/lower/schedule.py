@@ -146,6 +146,7 @@ class PLoad(_Leaf):
 class PConst(_Leaf):
     def __init__(self, value: float, dtype: DType) -> None:
         self.value, self.dtype = value, dtype
+        self.const = Const(value, dtype)  # its step, made once: a constant is emitted in every kernel that reads it
 
 
 class PAcc(_Leaf):
@@ -244,6 +245,9 @@ class Lowerer:
         self.checked: set[tuple[View, int]] = set()  # (indices, bound) pairs a CHECK_INDEX kernel covers
         self.records = -1  # the INDEX_CHECKS buffer, once a kernel checks indices
         self.broadcasts: dict[tuple[Tree, Shape, Shape], Tree] = {}  # (tree, its shape, a new shape): broadcast
+        # each Apply step made, by (op, id of its arg, sources): steps are immutable, and kernels of one shape of
+        # update repeat the same few hundred, so each is made once and shared
+        self.applies: dict[tuple[Op, int, tuple[int, ...]], Apply] = {}
 
     # -- buffers and kernels ------------------------------------------------------------------
 
@@ -288,49 +292,51 @@ class Lowerer:
         dtypes: list[DType] = []
         loads: dict[View, int] = {}
         buffers, first, mark = self.buffers, len(base_inputs), object()  # this kernel's mark on what it emitted
+        applies = self.applies
         add_step, add_dtype = steps.append, dtypes.append
 
-        def emit(trees: tuple[Tree, ...]) -> list[int]:
-            """The step computing each of `trees`, emitting what this kernel has not yet (sources first, in
-            order); one call per level of the tree, not per node."""
-            for tree in trees:
-                if tree.mark is not mark:  # not a subtree this kernel already computes
-                    step: Step
-                    kind = type(tree)
-                    if kind is PApply:
-                        srcs = tuple(emit(tree.src))  # type: ignore[union-attr]  # noqa: F821 - deleted once done
-                        step, dtype = Apply(tree.op, tree.arg, srcs), tree.dtype  # type: ignore[union-attr]
-                    elif kind is PLoad:
-                        view = tree.view  # type: ignore[union-attr]
-                        slot = loads.get(view)
-                        if slot is None:
-                            slot = loads[view] = first + len(loads)
-                        step, dtype = (
-                            LOADS[slot] if slot < len(LOADS) else Load(slot),
-                            loaded(buffers[view.buffer].dtype),
-                        )
-                    elif kind is PConst:
-                        step, dtype = Const(tree.value, tree.dtype), tree.dtype  # type: ignore[union-attr]
-                    elif kind is PAcc:
-                        step, dtype = ACC_STEP, tree.producer.dtype  # type: ignore[union-attr]
-                    else:
-                        step, dtype = Coord(tree.axis), DType.I32  # type: ignore[union-attr]
-                    tree.mark, tree.step = mark, len(steps)
-                    add_step(step)
-                    add_dtype(dtype)
-            return [tree.step for tree in trees]
+        def emit(tree: Tree) -> int:
+            """The step computing `tree`, emitting what this kernel has not yet (sources first, in order)."""
+            if tree.mark is mark:  # a subtree this kernel already computes
+                return tree.step
+            step: Step
+            kind = type(tree)
+            if kind is PApply:
+                src = tree.src  # type: ignore[union-attr]
+                srcs: tuple[int, ...]
+                if len(src) == 2:  # most ops are binary
+                    first_src, second_src = src
+                    srcs = (emit(first_src), emit(second_src))  # noqa: F821 - deleted once done
+                else:
+                    srcs = tuple([emit(s) for s in src])  # noqa: F821
+                op, arg = tree.op, tree.arg  # type: ignore[union-attr]
+                key = (op, id(arg), srcs)  # the arg lives as long as its IR node, longer than this lowering
+                shared = applies.get(key)
+                if shared is None:
+                    shared = applies[key] = Apply(op, arg, srcs)
+                step = shared
+                dtype = tree.dtype  # type: ignore[union-attr]
+            elif kind is PLoad:
+                view = tree.view  # type: ignore[union-attr]
+                slot = loads.get(view)
+                if slot is None:
+                    slot = loads[view] = first + len(loads)
+                step, dtype = LOADS[slot] if slot < len(LOADS) else Load(slot), loaded(buffers[view.buffer].dtype)
+            elif kind is PConst:
+                step, dtype = tree.const, tree.dtype  # type: ignore[union-attr]
+            elif kind is PAcc:
+                step, dtype = ACC_STEP, tree.producer.dtype  # type: ignore[union-attr]
+            else:
+                step, dtype = Coord(tree.axis), DType.I32  # type: ignore[union-attr]
+            tree.mark = mark
+            at = tree.step = len(steps)
+            add_step(step)
+            add_dtype(dtype)
+            return at
 
-        emit((p.tree,))
+        emit(p.tree)
         del emit  # emit refers to itself: clearing that cell frees this kernel's scratch now, not at a collection
-        if p.dtype is DType.F16 and dtypes[-1] is not DType.F16:  # a copy into float16 storage rounds
-            steps.append(Apply(Op.CAST, d.CastArg(DType.F16), (len(steps) - 1,)))
-            dtypes.append(DType.F16)
-        expr = Expr(tuple(steps), tuple(dtypes))
-        inputs = (*base_inputs, *loads)
-        covers = tuple(sorted({*p.covers, *(producer.covers if producer else ())}))
-        if producer:
-            return Kernel(producer.kind, out, inputs, producer.arg, expr, covers=covers)  # type: ignore[arg-type]
-        return Kernel(Kind.ELEMENTWISE, out, inputs, None, expr, covers=covers)
+        return _kernel(p, producer, out, (*base_inputs, *loads), steps=steps, dtypes=dtypes)
 
     # -- turning values into trees ----------------------------------------------------------------
 
@@ -362,12 +368,30 @@ class Lowerer:
 
 
 ACC_STEP = Acc()
+# enum members the per-node and per-step paths compare with, bound once: a member's lookup on its class is
+# several times slower than a module global's
+_CAST, _ONE_HOT, _RANDOM = Op.CAST, Op.ONE_HOT, Op.RANDOM
+_F16, _F32, _ELEMENTWISE = DType.F16, DType.F32, Kind.ELEMENTWISE
 LOADS = tuple(Load(i) for i in range(32))  # steps are immutable: the frequent ones are shared
+
+
+def _kernel(
+    p: Pending, producer: Pending | None, out: View, inputs: tuple[View, ...], *, steps: list[Step], dtypes: list[DType]
+) -> Kernel:
+    """The kernel writing `p` into `out` from its emitted `steps` (the producer's when it has one)."""
+    if p.dtype is _F16 and dtypes[-1] is not _F16:  # a copy into float16 storage rounds
+        steps.append(Apply(Op.CAST, d.CastArg(DType.F16), (len(steps) - 1,)))
+        dtypes.append(DType.F16)
+    expr = Expr(tuple(steps), tuple(dtypes))
+    covers = tuple(sorted({*p.covers, *(producer.covers if producer else ())}))
+    if producer:
+        return Kernel(producer.kind, out, inputs, producer.arg, expr, covers=covers)  # type: ignore[arg-type]
+    return Kernel(_ELEMENTWISE, out, inputs, None, expr, covers=covers)
 
 
 def loaded(dtype: DType) -> DType:
     """The type a kernel computes with when it loads an element of `dtype`: float16 is widened."""
-    return DType.F32 if dtype is DType.F16 else dtype
+    return _F32 if dtype is _F16 else dtype
 
 
 def _single_producer(tree: Tree) -> Pending | None:
@@ -489,12 +513,7 @@ def _lower_node(low: Lowerer, node: Node) -> Value:  # noqa: PLR0911 - one branc
     src = [values[s] for s in node.src]
     family = FAMILY.get(node.op)  # one lookup a node, not one per family
     if family == "elementwise":
-        if (
-            node.op is Op.CAST
-            and node.src[0].dtype is DType.F16
-            and node.dtype is DType.F32
-            and isinstance(src[0], View)
-        ):
+        if node.op is _CAST and node.src[0].dtype is _F16 and node.dtype is _F32 and isinstance(src[0], View):
             return src[0]  # float16 storage read as float32: its readers convert on load
         pending = _elementwise(low, node, src)
         pending.covers.append(pos)
@@ -568,7 +587,7 @@ def _view(low: Lowerer, node: Node, value: Value) -> Value:  # noqa: PLR0911 - o
 
 
 def _elementwise(low: Lowerer, node: Node, src: list[Value]) -> Pending:
-    if node.op is Op.ONE_HOT:
+    if node.op is _ONE_HOT:
         assert isinstance(node.arg, d.ClassesArg)
         label: Tree
         if isinstance(src[0], Pending) and _uniform(src[0]):  # one label everywhere (a constant): no buffer
@@ -579,7 +598,7 @@ def _elementwise(low: Lowerer, node: Node, src: list[Value]) -> Pending:
             label = PLoad(views.broadcast(views.reshape(labels, (*node.shape[:-1], 1)), node.shape))  # type: ignore[arg-type]
         hit = PApply(Op.EQUAL, None, (label, PCoord(len(node.shape) - 1)), DType.BOOL)
         return Pending(node.shape, node.dtype, PApply(Op.CAST, d.CastArg(DType.F32), (hit,), DType.F32))
-    if node.op is Op.RANDOM:
+    if node.op is _RANDOM:
         inputs = tuple(_contiguous(low, v) for v in src)
         return Pending(node.shape, node.dtype, None, Kind.RANDOM, inputs, node.arg)
     shape, tree_of = node.shape, low.tree
@@ -591,19 +610,21 @@ def _elementwise(low: Lowerer, node: Node, src: list[Value]) -> Pending:
         else tree_of(v, shape)
         for v in src
     ]
-    producer = None
-    for i, t in enumerate(trees):  # one open producer per kernel: write out any other
-        assert not t.flags & MIXED, "a tree holds at most one open producer"  # _single_producer, inline
-        if t.producer is not None:
-            if producer is None:
-                producer = t.producer
-            elif t.producer is not producer:
-                trees[i] = PLoad(views.broadcast(low.view_of(src[i]), shape))
     tree = PApply(node.op, node.arg, tuple(trees), node.dtype)
+    if tree.flags & MIXED:  # one open producer per kernel (no source holds two): the first stays, the rest are written
+        first = next(t.producer for t in trees if t.producer is not None)
+        for i, t in enumerate(trees):
+            if t.producer is not None and t.producer is not first:
+                trees[i] = PLoad(views.broadcast(low.view_of(src[i]), shape))
+        tree = PApply(node.op, node.arg, tuple(trees), node.dtype)
+    producer = tree.producer
     if len(tree.buffers) + (len({v.buffer for v in producer.inputs}) if producer else 0) > MAX_INPUTS:  # bindings
         trees = [PLoad(views.broadcast(low.view_of(v), shape)) for v in src]
         tree = PApply(node.op, node.arg, tuple(trees), node.dtype)
-    absorbed = [p for v in src if type(v) is Pending and v.tree is not None for p in v.covers]
+    absorbed: list[int] = []
+    for v in src:
+        if type(v) is Pending and v.tree is not None:
+            absorbed += v.covers
     return Pending(shape, node.dtype, tree, covers=absorbed)
 
 
