@@ -278,6 +278,10 @@ class Kernel:
         _set_variant(self, variant)
         _set_covers(self, covers)
 
+    def with_variant(self, variant: str) -> Kernel:
+        """This kernel implemented as `variant` (dataclasses.replace, without its generic field walk)."""
+        return Kernel(self.kind, self.out, self.inputs, self.arg, self.expr, variant, self.covers)
+
     @property
     def label(self) -> str:
         fused = sum(1 for s in self.expr.steps if isinstance(s, Apply))

@@ -4,7 +4,6 @@ by shape."""
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from collections.abc import Callable
 from typing import Any
@@ -161,5 +160,9 @@ def tolerance(kernel: Kernel, roundings: int = 0) -> float:
 
 def with_variants(kernels: list[Kernel], level: Level, features: frozenset[str]) -> tuple[Kernel, ...]:
     """`kernels`, each with the variant `level` chooses for it on a device with `features`."""
-    chosen = ((k, choose(k, level, features)) for k in kernels)
-    return tuple(k if variant == k.variant else dataclasses.replace(k, variant=variant) for k, variant in chosen)
+    varied = (Kind.MATMUL, Kind.SOLVE)  # the kinds `choose` has a choice for: every other kind keeps "default"
+    out = []
+    for k in kernels:
+        variant = choose(k, level, features) if k.kind in varied else "default"
+        out.append(k if variant == k.variant else k.with_variant(variant))
+    return tuple(out)
