@@ -105,7 +105,7 @@ def input_node(name: str, role: defs.Role, dtype: DType, shape: Sequence[int]) -
 def const(value: float, dtype: DType = DType.F32) -> Node:
     """A scalar constant (shape ()); broadcasting spreads it. Equal constants are one node, so a
     function holds each constant once (keyed by the exact bits: 0.0 and -0.0 stay apart)."""
-    if dtype is not DType.F32 and not float(value).is_integer():
+    if dtype is not _F32 and not float(value).is_integer():
         raise ShapeError(f"constant {value} is not an integer but the dtype is {dtype.value}")
     return _const(struct.pack("<d", float(value)), dtype)
 
@@ -129,6 +129,7 @@ def make(op: Op, *src: Node, arg: object = None) -> Node:
     return Node(op, dtype, shape, src, arg)
 
 
+_F32 = DType.F32  # bound once: `const` runs per node, and a member's lookup on its class is slow
 _NO_ARG = defs.NoArg()  # arguments are plain data: one NoArg serves every node that takes none
 
 
@@ -198,10 +199,12 @@ def _cast(arg: object, src: tuple[Node, ...]) -> tuple[DType, Shape]:
 
 
 def _unary(op: Op) -> Rule:
+    gelu = op is Op.GELU
+
     def rule(arg: object, src: tuple[Node, ...]) -> tuple[DType, Shape]:
         _arity(op, src, 1)
         _float(op, src, 0)
-        if op is Op.GELU and getattr(arg, "approximate", None) not in ("tanh", "none"):
+        if gelu and getattr(arg, "approximate", None) not in ("tanh", "none"):
             raise ShapeError("gelu's approximate must be 'tanh' or 'none'")
         return src[0].dtype, src[0].shape
 
@@ -218,15 +221,18 @@ def _binary(op: Op) -> Rule:
     floats_only = op in (Op.DIV, Op.POW)
     compares = op in COMPARE
 
+    boolean, f32 = DType.BOOL, DType.F32  # bound once: a member's lookup on its class is slow, and this runs per node
+
     def rule(arg: object, src: tuple[Node, ...]) -> tuple[DType, Shape]:
-        _arity(op, src, 2)
+        if len(src) != 2:
+            _arity(op, src, 2)
         a, b = src
         dtype = a.dtype
         if dtype is not b.dtype:
             raise ShapeError(f"{op.value} needs inputs of one dtype, got {dtype.value} and {b.dtype.value}", 1)
-        if dtype is DType.BOOL or (floats_only and not dtype.is_float):
+        if dtype is boolean or (floats_only and dtype is not f32):
             raise ShapeError(f"{op.value} is not defined for {dtype.value}", 0)
-        return (DType.BOOL if compares else dtype), broadcast_pair(a.shape, b.shape)
+        return (boolean if compares else dtype), broadcast_pair(a.shape, b.shape)
 
     return rule
 
