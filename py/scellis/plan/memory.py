@@ -22,11 +22,12 @@ from __future__ import annotations
 import dataclasses
 import functools
 import itertools
+import math
 from bisect import bisect_left, insort
 from dataclasses import dataclass
 from heapq import heappop, heappush
 
-from scellis.lower.kernels import Kernel, Kind, Schedule, View, storage_bytes
+from scellis.lower.kernels import Kernel, Kind, Schedule, View, contiguous_strides, storage_bytes
 
 Lifetime = tuple[int, int]  # first and last kernel index, both included
 
@@ -115,21 +116,24 @@ def in_place(schedule: Schedule, uses: _Uses | None = None) -> dict[int, int]:
     """Carried outputs that can share their input's slot (see the module docstring): output -> input."""
     uses = uses or _uses(schedule)
     buffers, first_write, last_write, last_read = schedule.buffers, uses.first_write, uses.last_write, uses.last_read
-    elementwise = Kind.ELEMENTWISE
+    kernels, elementwise = schedule.kernels, Kind.ELEMENTWISE
     out = {}
-    for copy in schedule.carry:
+    for copy in schedule.carry:  # a loop of plain comparisons: it runs once per parameter and state
         src, dst = copy.src, copy.dst
         written = first_write.get(src, -1)
         if written < 0 or last_write[src] != written:
             continue  # not written by exactly one kernel
-        kernel = schedule.kernels[written]
+        kernel = kernels[written]
         view = kernel.out
-        if kernel.kind is not elementwise or view.offset != 0 or not view.is_contiguous:
+        shape, strides = view.shape, view.strides
+        if kernel.kind is not elementwise or view.offset != 0 or strides != contiguous_strides(shape):
             continue  # not elementwise, or not over all of its output
-        if view.size != buffers[dst].size or last_read.get(dst, -1) > written:
+        if math.prod(shape) != buffers[dst].size or last_read.get(dst, -1) > written:
             continue
-        at = (view.shape, view.strides, view.offset)  # the input only at the element it writes
-        if all((v.shape, v.strides, v.offset) == at for v in kernel.inputs if v.buffer == dst):
+        for v in kernel.inputs:  # the input only at the element it writes
+            if v.buffer == dst and (v.offset != 0 or v.shape != shape or v.strides != strides):
+                break
+        else:
             out[src] = dst
     return out
 
