@@ -180,36 +180,44 @@ class PApply(_Tree):
     step: int
 
     def __init__(self, op: Op, arg: object, src: tuple[Tree, ...], dtype: DType) -> None:
-        self.op, self.arg, self.src, self.dtype = op, arg, src, dtype
-        self.mark, self.step = None, -1
+        # one statement a field (no tuple packing): lowering makes one of these per elementwise node
+        self.op = op
+        self.arg = arg
+        self.src = src
+        self.dtype = dtype
+        self.mark = None
+        self.step = -1
         if len(src) == 2:  # most ops are binary: the loop below, unrolled
             first, second = src
-            producer, other = first.producer, second.producer
+            producer = first.producer
+            other = second.producer
             flags = first.flags | second.flags
             if producer is None:
                 producer = other
             elif other is not None and other is not producer:
                 flags |= MIXED
-            terms = 1 + first.terms + second.terms
-            buffers = (
-                first.buffers | second.buffers if first.buffers and second.buffers else first.buffers or second.buffers
-            )
-            coords = first.coords | second.coords if first.coords and second.coords else first.coords or second.coords
-        else:
-            producer, buffers, terms, coords, flags = None, _NONE, 1, _NONE, 0
-            for t in src:
-                found = t.producer
-                if found is not None:
-                    if producer is None:
-                        producer = found
-                    elif producer is not found:
-                        flags |= MIXED
-                flags |= t.flags
-                terms += t.terms
-                if t.buffers:
-                    buffers = buffers | t.buffers if buffers else t.buffers
-                if t.coords:
-                    coords = coords | t.coords if coords else t.coords
+            self.producer = producer
+            self.flags = flags
+            self.terms = 1 + first.terms + second.terms
+            a, b = first.buffers, second.buffers
+            self.buffers = (a | b if b else a) if a else b
+            a, b = first.coords, second.coords
+            self.coords = (a | b if b else a) if a else b
+            return
+        producer, buffers, terms, coords, flags = None, _NONE, 1, _NONE, 0
+        for t in src:
+            found = t.producer
+            if found is not None:
+                if producer is None:
+                    producer = found
+                elif producer is not found:
+                    flags |= MIXED
+            flags |= t.flags
+            terms += t.terms
+            if t.buffers:
+                buffers = buffers | t.buffers if buffers else t.buffers
+            if t.coords:
+                coords = coords | t.coords if coords else t.coords
         self.producer, self.buffers, self.terms, self.coords, self.flags = producer, buffers, terms, coords, flags
 
 
