@@ -12,7 +12,7 @@ PACKAGE = ROOT / "py" / "scellis"
 # Pipeline stages, upstream first: a stage may import only stages before it (and base modules).
 STAGES = ["graph", "ir", "autodiff", "optim", "loop", "lower", "plan", "codegen", "runtime"]
 # Below every stage; they import only each other.
-BASE = {"assets", "engine", "gcpause", "rng", "ops", "datasets", "levels", "store", "jsontext"}
+BASE = {"assets", "engine", "gcpause", "rng", "ops", "datasets", "levels", "store", "jsontext", "text"}
 TOP = {
     "cli",
     "serve",
