@@ -12,6 +12,7 @@ raises on a malformed mail: what cannot be decoded is kept as it stands.
 from __future__ import annotations
 
 import codecs
+import contextlib
 import email
 import email.errors
 import email.header
@@ -100,9 +101,7 @@ class _Text(HTMLParser):
 
 def _html_text(page: str) -> str:
     parser = _Text()
-    try:
+    with contextlib.suppress(AssertionError, ValueError):  # html.parser's failures on broken markup: keep what it read
         parser.feed(page)
         parser.close()
-    except (AssertionError, ValueError):  # html.parser's own failures on broken markup: keep what it read
-        pass
     return html.unescape("".join(parser.out))

@@ -180,11 +180,13 @@ class WordPiece:
     pad: tuple[str, int]
     default_length: int | None  # the padded length tokenizer.json fixes, if any
     _longest: int = field(init=False)
+    _ids: dict[str, int] = field(init=False, repr=False)  # the vocabulary and the added tokens
     _pieces: dict[str, tuple[str, ...]] = field(init=False, repr=False)  # each word's pieces, as split
 
     def __post_init__(self) -> None:
         longest = max((len(t) - (len(self.prefix) if t.startswith(self.prefix) else 0) for t in self.vocab), default=0)
         object.__setattr__(self, "_longest", longest)
+        object.__setattr__(self, "_ids", {**self.vocab, **dict(self.added)})
         object.__setattr__(self, "_pieces", {})
 
     @classmethod
@@ -193,7 +195,7 @@ class WordPiece:
         return _read(data)
 
     def id_of(self, token: str) -> int:
-        found = self.vocab.get(token)
+        found = self._ids.get(token)
         if found is None:
             raise TokenizerError(f"token {token!r} is not in the vocabulary")
         return found
@@ -217,12 +219,8 @@ class WordPiece:
         tokens = [self.cls[0], *body, self.sep[0]]
         used = len(tokens)
         tokens += [self.pad[0]] * (length - used)
-        ids = [self.cls[1], *map(self._id, body), self.sep[1]] + [self.pad[1]] * (length - used)
+        ids = [self.cls[1], *map(self._ids.__getitem__, body), self.sep[1]] + [self.pad[1]] * (length - used)
         return Encoding(tuple(ids), (0,) * length, (1,) * used + (0,) * (length - used), tuple(tokens))
-
-    def _id(self, token: str) -> int:
-        found = self.vocab.get(token)
-        return found if found is not None else dict(self.added)[token]
 
     def _stream(self, text: str) -> Iterator[str]:
         """Tokens one by one, reading the text only as far as they are taken."""
