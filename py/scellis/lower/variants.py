@@ -55,24 +55,27 @@ def _small(kernel: Kernel) -> bool:
     return m * n <= SMALL_MATMUL or min(m, n) <= THIN_MATMUL
 
 
+CHOOSING = (Kind.MATMUL, Kind.SOLVE)  # the kinds with a choice of variant: every other kind runs "default"
+
+
 def choose(kernel: Kernel, level: Level, features: frozenset[str]) -> str:
     """debug keeps one matmul blocking for every shape (a product of few outputs a matrix runs one
     invocation per output, with tile64's arithmetic in tile64's order); prod picks the fastest float32
     blocking by shape; fast uses float16 matmul tiles where the device has shader-f16, and prod's choice
     elsewhere. A solve splits its matrices over invocations or workgroups by size at every level: both do
     every matrix's arithmetic in one order (wasm/cpu_solve.c's), so neither changes what debug promises."""
+    if kernel.kind not in CHOOSING:
+        return "default"
     if kernel.kind is Kind.SOLVE:
         return "solve-invocation" if kernel.inputs[0].shape[-1] <= SMALL_SOLVE else "solve-workgroup"
-    if kernel.kind is Kind.MATMUL:
-        if _small(kernel):  # the same multiply-adds in the same order as tile64: debug's bits do not change
-            return "dot"
-        if level is Level.DEBUG or not _large(kernel):
-            return "tile64"
-        vec4 = _vec4_operands(kernel)
-        if level is Level.FAST and F16 in features:
-            return "tile128-vec4-f16" if vec4 else "tile128-f16"
-        return "tile128-vec4" if vec4 else "tile128"
-    return "default"
+    if _small(kernel):  # a matmul: the same multiply-adds in the same order as tile64, so debug's bits hold
+        return "dot"
+    if level is Level.DEBUG or not _large(kernel):
+        return "tile64"
+    vec4 = _vec4_operands(kernel)
+    if level is Level.FAST and F16 in features:
+        return "tile128-vec4-f16" if vec4 else "tile128-f16"
+    return "tile128-vec4" if vec4 else "tile128"
 
 
 def notes(kernels: tuple[Kernel, ...], level: Level, features: frozenset[str]) -> tuple[str, ...]:
@@ -160,9 +163,8 @@ def tolerance(kernel: Kernel, roundings: int = 0) -> float:
 
 def with_variants(kernels: list[Kernel], level: Level, features: frozenset[str]) -> tuple[Kernel, ...]:
     """`kernels`, each with the variant `level` chooses for it on a device with `features`."""
-    varied = (Kind.MATMUL, Kind.SOLVE)  # the kinds `choose` has a choice for: every other kind keeps "default"
     out = []
     for k in kernels:
-        variant = choose(k, level, features) if k.kind in varied else "default"
+        variant = choose(k, level, features) if k.kind in CHOOSING else "default"  # asked only where it chooses
         out.append(k if variant == k.variant else k.with_variant(variant))
     return tuple(out)
