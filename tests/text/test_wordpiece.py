@@ -13,37 +13,11 @@ from tokenizers import Tokenizer
 
 from scellis.text import TokenizerError, WordPiece
 from tests.fixtures.minilm import minilm_file
+from tests.fixtures.texts import EDGE_CASES
 
 TEXT = minilm_file("tokenizer.json").decode("utf-8")
 SPEC = json.loads(TEXT)
 
-EDGE_CASES = [
-    "",
-    "   ",
-    "Hello, world!",
-    "Subject: FREE $$$ money!!! Click http://example.com/win?x=1&y=2 now",
-    "unaffable runnings preprocessing tokenization",
-    "Ünïcödé àccents: café naïve résumé Ångström ﬁne",
-    "ΟΔΟΣ ΣΟΦΟΣ σοφός Σ",
-    "İstanbul DİYARBAKIR ß ẞ ǅ",
-    "中文字符测试，日本語のテキスト、한국어 텍스트",  # noqa: RUF001 - full-width punctuation, on purpose
-    "emoji 😀🎉👍🏽 family 👨‍👩‍👧 flags 🇫🇷",
-    "tabs\tand\nnew\r\nlines\x0bvt\x0cff\x1cfs\x85nel",
-    "nbsp\u00a0here\u3000ideographic\u2003em\u200bzero-width\u2028ls\u2029ps",
-    "control\x00null\x07bell\x7fdel\ufffdreplacement\u200dzwj\ufeffbom",
-    "[CLS] [SEP] [MASK] [PAD] [UNK] [cls] [mask] x[MASK]y [[SEP]]",
-    "a" * 99 + " " + "b" * 100 + " " + "c" * 101,
-    "supercalifragilisticexpialidocious antidisestablishmentarianism",
-    "qzxjvkw zzxqqjj ƒ¥€£¢ ™©® ½¼ ⅓ ①②③",
-    "mixed—dashes–and…ellipsis «guillemets» “quotes” ‘single’ ¿qué? ¡sí!",  # noqa: RUF001 - on purpose
-    "numbers 3.14159 1,000,000 2026-12-02 10:30pm +1-555-0100 0x1F",
-    "email@example.com user.name+tag@sub.domain.org",
-    "a\u0301 e\u0300 o\u0308 combining marks n\u0303",
-    "Ελληνικά Русский текст עברית العربية हिन्दी ไทย",
-    "<html><body><p>Hi&nbsp;there</p></body></html>",
-    "--\n> quoted line\n>> twice quoted\n" * 3,
-    "WORD" * 40,
-]
 LENGTHS = (2, 8, 32, 128)
 
 
