@@ -96,6 +96,7 @@ BUILDERS: dict[str, Callable[[Program], Ref]] = {
     "random_flip": lambda p: p.sum(p.random_flip(_image(p), 0.3)),
     "gaussian_noise": lambda p: p.sum(p.gaussian_noise(p.input("x", [5]), std=0.2)),
     "embedding": lambda p: p.sum(p.embedding(p.input("tokens", [7], dtype="int32"), 20, 4)),
+    "gather": lambda p: p.sum(p.gather(p.parameter([20, 4]), p.input("tokens", [7], dtype="int32"))),
     "reshape": lambda p: p.sum(p.reshape(p.input("x", [2, 6]), [3, -1])),
     "flatten": lambda p: p.sum(p.flatten(_image(p))),
     "permute": lambda p: p.sum(p.permute(p.input("x", [2, 3, 4]), [2, 0, 1])),

@@ -135,6 +135,8 @@ test("typed text becomes a value and what is not one is kept for the engine to n
     ["axes", "[-1]", [-1]],
     ["str", " tanh ", "tanh"],
     ["str", "[1]", "[1]"],
+    ["key", "encoder.layer.0.attention.self.query.weight", "encoder.layer.0.attention.self.query.weight"],
+    ["key", " 12 ", "12"],
     ["json", "loss", "loss"],
     ["json", '["accuracy"]', ["accuracy"]],
     ["json", '{"kind": "sgd", "lr": 0.1}', { kind: "sgd", lr: 0.1 }],

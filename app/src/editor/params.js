@@ -35,7 +35,7 @@ function inner(value) {
 export function parseField(kind, text) {
   const trimmed = text.trim();
   if (trimmed === "") return undefined;
-  if (kind === "str") return trimmed;
+  if (kind === "str" || kind === "key") return trimmed; // a name, even one that reads as a number
   if (NUMBER.test(trimmed)) return Number(trimmed);
   try {
     return JSON.parse(trimmed);

@@ -31,10 +31,12 @@ class Mode(enum.Enum):
 @dataclass(frozen=True)
 class Init:
     """How a parameter or state starts: `uniform` in [-scale, scale], `normal` with std `scale`,
-    `zeros`, `ones`, or `fill` (every value `scale`). Random inits draw from the `init` substream."""
+    `zeros`, `ones`, `fill` (every value `scale`), or `pretrained` (the values of `tensor` in the program's
+    weights file, which the host writes). Random inits draw from the `init` substream."""
 
     kind: str
     scale: float = 0.0
+    tensor: str = ""  # pretrained only
 
 
 @dataclass(frozen=True)

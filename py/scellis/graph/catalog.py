@@ -248,9 +248,18 @@ def _gaussian_noise(ctx: Builder, nid: str, p: dict[str, Any], x: Inputs) -> Nod
 
 def _parameter(ctx: Builder, nid: str, p: dict[str, Any], x: Inputs) -> Node:
     """A batch axis of size 1 in front: the shape ops see one example, and arithmetic broadcasts it."""
-    shape = tuple(p["shape"])
-    value = ctx.param(nid, "value", shape, Init(p["init"], p["scale"]), p["trainable"])
+    shape, tensor = tuple(p["shape"]), p.get("tensor")
+    if (p["init"] == "pretrained") != (tensor is not None):
+        raise ShapeError("init pretrained names its `tensor`, and only it does")
+    value = ctx.param(nid, "value", shape, Init(p["init"], p["scale"], tensor or ""), p["trainable"])
     return reshape(value, (1, *shape))
+
+
+def _gather(ctx: Builder, nid: str, p: dict[str, Any], x: Inputs) -> Node:
+    table = x["table"]
+    if len(table.shape) < 2 or table.shape[0] != 1:
+        raise ShapeError(f"the table must be one tensor for every example (a parameter), got shape {table.shape}", 0)
+    return make(Op.GATHER, reshape(table, table.shape[1:]), x["indices"])
 
 
 def _embedding(ctx: Builder, nid: str, p: dict[str, Any], x: Inputs) -> Node:
@@ -529,6 +538,7 @@ def _matmul(ctx: Builder, nid: str, p: dict[str, Any], x: Inputs) -> Node:
 # -- the catalog ---------------------------------------------------------------------------------
 
 X = (Port("x", "float"),)
+ANY = (Port("x", "any"),)  # values of any kind, moved: the output is of the input's kind
 AB = (Port("a", "float"), Port("b", "float"))
 KERNEL = Param("kernel", "pair", REQUIRED, low=1, doc="window size: an integer or [height, width]")
 
@@ -572,8 +582,10 @@ SPECS: tuple[OpSpec, ...] = (
     OpSpec("parameter", "layers", "a learned tensor, the same for every example (e.g. a positional embedding "
           "to add)", (), (
         Param("shape", "ints", REQUIRED, low=1, doc="shape of the tensor, without a batch axis (it broadcasts)"),
-        Param("init", "str", "normal", choices=("normal", "uniform", "zeros", "ones")),
+        Param("init", "str", "normal", choices=("normal", "uniform", "zeros", "ones", "pretrained"),
+              doc="random, constant, or pretrained: the values of `tensor` in the program's weights file"),
         Param("scale", "float", 0.02, low=0, doc="standard deviation (normal) or bound (uniform) of the start values"),
+        Param("tensor", "key", None, optional=True, doc="with init pretrained: the tensor's name in the weights file"),
         TRAINABLE), _parameter),
     OpSpec("linear", "layers", "x @ weight + bias", X, (
         Param("features", "int", REQUIRED, low=1, doc="output features"), BIAS, TRAINABLE), _linear),
@@ -620,16 +632,18 @@ SPECS: tuple[OpSpec, ...] = (
           "probability p", X, (Param("p", "float", 0.5, low=0, high=1),), _random_flip),
     OpSpec("gaussian_noise", "augmentation", "in training, add normal noise of standard deviation std", X,
           (Param("std", "float", 0.1, low=0),), _gaussian_noise),
+    OpSpec("gather", "layers", "rows of a table (a parameter, the same for every example), picked by integer "
+          "indices", (Port("table", "float"), Port("indices", "int")), (), _gather),
     OpSpec("embedding", "layers", "rows of a learned table, picked by integer indices", (Port("indices", "int"),), (
         Param("num_embeddings", "int", REQUIRED, low=1), Param("dim", "int", REQUIRED, low=1), TRAINABLE), _embedding),
-    OpSpec("reshape", "shape", "same values, new shape per example (one size may be -1)", X,
+    OpSpec("reshape", "shape", "same values, new shape per example (one size may be -1)", ANY,
           (Param("shape", "ints", REQUIRED, low=-1),), _reshape),
     OpSpec("flatten", "shape", "one axis per example", X, (), _flatten),
     OpSpec("permute", "shape", "reorder the axes of each example", X,
            (Param("perm", "ints", REQUIRED, low=0),), _permute),
     OpSpec("concat", "shape", "join along an axis, inputs in edge order", (Port("xs", "float", multiple=True),),
           (AXIS,), _concat),
-    OpSpec("slice", "shape", "a strided window of each example", X, (
+    OpSpec("slice", "shape", "a strided window of each example", ANY, (
         Param("starts", "ints", REQUIRED, low=0), Param("stops", "ints", REQUIRED, low=1),
         Param("steps", "ints", None, low=1, optional=True, doc="null: all 1")), _slice),
     OpSpec("sum", "reductions", "sum over axes", X, REDUCE_PARAMS, _reduction(Op.SUM)),
@@ -693,7 +707,7 @@ CATALOG: dict[str, OpSpec] = {spec.name: spec for spec in SPECS}
 # The kind of an op's output where it is not "float", as its builder makes it (tests/graph/test_palette.py
 # holds this against the builder of every op): the editor refuses a wire of the wrong kind before
 # validation would. An `input` node's output kind follows its dtype parameter.
-OUTPUT_KINDS = {"less": "bool", "equal": "bool"}
+OUTPUT_KINDS = {"less": "bool", "equal": "bool", **dict.fromkeys(("reshape", "slice"), "any")}  # any: the input's
 DTYPE_KINDS = {"float32": "float", "int32": "int"}
 PARAM_KINDS = {  # ops whose output kind follows a parameter: op -> (parameter, value -> kind)
     "input": ("dtype", DTYPE_KINDS),

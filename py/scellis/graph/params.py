@@ -16,8 +16,9 @@ INT_LIMIT = 2**31 - 1  # sizes, axes, counts and steps are int32 on every device
 
 @dataclass(frozen=True)
 class Param:
-    """One parameter. kinds: int, float, bool, str (one of `choices`; a name when there are none), pair
-    (int or [int, int]), ints (list of ints), axes (list of ints or null for all axes)."""
+    """One parameter. kinds: int, float, bool, str (one of `choices`; a name when there are none), key (a
+    tensor's name in a weights file), pair (int or [int, int]), ints (list of ints), axes (list of ints or
+    null for all axes)."""
 
     name: str
     kind: str
@@ -93,6 +94,15 @@ def _str(p: Param, value: Any) -> Checked:
     return value, None
 
 
+KEY_LIMIT = 256  # characters of a tensor's name in a weights file
+
+
+def _key(p: Param, value: Any) -> Checked:
+    if isinstance(value, str) and 0 < len(value) <= KEY_LIMIT and value.isprintable():
+        return value, None
+    return None, f"must be a tensor's name: 1 to {KEY_LIMIT} printable characters, got {show(value)}"
+
+
 def _pair(p: Param, value: Any) -> Checked:
     pair = (value, value) if _is_int(value) else tuple(value) if isinstance(value, list) else None
     if pair is None or len(pair) != 2 or not all(_is_int(v) for v in pair):
@@ -108,7 +118,9 @@ def _ints(p: Param, value: Any) -> Checked:
     return tuple(value), errors[0] if errors else None
 
 
-CHECKS = {"int": _int, "float": _float, "bool": _bool, "str": _str, "pair": _pair, "ints": _ints, "axes": _ints}
+CHECKS = {
+    "int": _int, "float": _float, "bool": _bool, "str": _str, "key": _key, "pair": _pair, "ints": _ints, "axes": _ints,
+}  # fmt: skip
 
 
 def check(p: Param, value: Any) -> Checked:

@@ -44,6 +44,7 @@ class Program:
         self.optimizer: dict[str, Any] | None = None  # Adam at 1e-3 for a program with a loss, unless set
         self.loop: dict[str, Any] = {"epochs": 10, "batch_size": 64}
         self.memory: dict[str, Any] = {}
+        self.weights: dict[str, Any] | None = None  # the pretrained weights file: {file, sha256, bytes}
         self._counts: dict[str, int] = {}
 
     def _new_id(self, op: str) -> str:
@@ -104,6 +105,10 @@ class Program:
     def set_memory(self, **settings: Any) -> None:
         self.memory = dict(settings)
 
+    def set_weights(self, file: str, sha256: str, size: int) -> None:
+        """The weights file the program's pretrained parameters read, pinned by content."""
+        self.weights = {"file": file, "sha256": sha256, "bytes": size}
+
     def to_json(self) -> dict[str, Any]:
         """The program JSON; a program without a loss (a simulation, an analysis) has no optimizer."""
         optimizer = self.optimizer if self.optimizer is not None or self.loss is None else DEFAULT_OPTIMIZER
@@ -118,6 +123,7 @@ class Program:
                 **({"optimizer": optimizer} if optimizer is not None else {}),
                 "loop": self.loop,
                 **({"memory": self.memory} if self.memory else {}),
+                **({"weights": self.weights} if self.weights else {}),
             }
         )
 
@@ -133,6 +139,7 @@ class Program:
         p.optimizer = copy.deepcopy(data.get("optimizer"))
         p.loop = copy.deepcopy(data.get("loop", p.loop))
         p.memory = copy.deepcopy(data.get("memory", p.memory))
+        p.weights = copy.deepcopy(data.get("weights"))
         return p
 
     def validate(self) -> ValidProgram:

@@ -23,7 +23,9 @@ from scellis.ops import DType, Node, ShapeError
 
 FORMAT = "scellis.program/1"
 ID = re.compile(r"[A-Za-z_][A-Za-z0-9_\-]{0,63}\Z")
-TOP_KEYS = ("format", "name", "nodes", "edges", "loss", "metrics", "optimizer", "loop", "memory")
+TOP_KEYS = ("format", "name", "nodes", "edges", "loss", "metrics", "optimizer", "loop", "memory", "weights")
+WEIGHTS_KEYS = ("file", "sha256", "bytes")
+SHA256 = re.compile(r"[0-9a-f]{64}\Z")
 NODE_KEYS = ("id", "op", "params", "label", "position")
 PORT_DTYPES = {"float": DType.F32, "int": DType.I32, "bool": DType.BOOL}
 
@@ -34,6 +36,16 @@ class ValidNode:
     op: str
     params: dict[str, Any]  # every parameter, defaults filled in, values normalised
     inputs: dict[str, tuple[str, ...]]  # port -> source node ids, in edge order
+
+
+@dataclass(frozen=True)
+class Weights:
+    """The pretrained weights file a program's `pretrained` parameters read, pinned by content: its name (for
+    people), its SHA-256 and its size. A run binds exactly this file or refuses to start."""
+
+    file: str
+    sha256: str
+    bytes: int
 
 
 @dataclass(frozen=True)
@@ -57,6 +69,7 @@ class ValidProgram:
     source: dict[str, Any]  # the JSON as given
     memory: Memory
     built: Built | None = field(default=None, compare=False, repr=False)  # what checking the types built
+    weights: Weights | None = None  # the file pretrained parameters read, where any do
 
     @property
     def trains(self) -> bool:
@@ -91,10 +104,11 @@ def validate(data: Any) -> ValidProgram:
     if loss is None:
         _check_untrained(data, ctx, loop, metrics, issues)
     _check_steps(valid, loop, issues)
+    weights = _read_weights(data.get("weights"), valid, issues)
     if issues:
         raise ProgramError(issues)
     name = data.get("name", "program")
-    return ValidProgram(name, valid, loss, metrics, optimizer, loop, data, memory, Built(outputs, ctx))
+    return ValidProgram(name, valid, loss, metrics, optimizer, loop, data, memory, Built(outputs, ctx), weights)
 
 
 def _check_top(data: dict[str, Any], issues: list[Issue]) -> None:
@@ -105,6 +119,40 @@ def _check_top(data: dict[str, Any], issues: list[Issue]) -> None:
             issues.append(Issue(str(key), f"unknown field (known: {', '.join(TOP_KEYS)})"))
     if not isinstance(data.get("name", "program"), str):
         issues.append(Issue("name", "must be a string"))
+
+
+def _read_weights(raw: Any, nodes: tuple[ValidNode, ...], issues: list[Issue]) -> Weights | None:
+    """The program's weights file, checked; every pretrained parameter needs one, and one is named only
+    where some parameter reads it."""
+    readers = [n.id for n in nodes if n.op == "parameter" and n.params["init"] == "pretrained"]
+    if raw is None:
+        for nid in readers:
+            issues.append(Issue(f"{nid}.params.init", "pretrained, but the program names no weights file", node=nid))
+        return None
+    if not isinstance(raw, dict):
+        issues.append(Issue("weights", f"must be an object with {', '.join(WEIGHTS_KEYS)}, got {show(raw)}"))
+        return None
+    wrong = [k for k in raw if k not in WEIGHTS_KEYS]
+    if wrong:
+        issues.append(Issue(f"weights.{wrong[0]}", f"unknown field (known: {', '.join(WEIGHTS_KEYS)})"))
+    file, digest, size = raw.get("file"), raw.get("sha256"), raw.get("bytes")
+    count = len(issues)
+    if not (isinstance(file, str) and 0 < len(file) <= 256 and file.isprintable()):
+        issues.append(
+            Issue("weights.file", f"must be the file's name (1 to 256 printable characters), got {show(file)}")
+        )
+    if not (isinstance(digest, str) and SHA256.match(digest)):
+        issues.append(Issue("weights.sha256", f"must be 64 lowercase hexadecimal digits, got {show(digest)}"))
+    if not (isinstance(size, int) and not isinstance(size, bool) and size > 0):
+        issues.append(
+            Issue("weights.bytes", f"must be the file's size in bytes (a positive integer), got {show(size)}")
+        )
+    if not readers:
+        issues.append(Issue("weights", "no parameter is pretrained: a weights file no parameter reads pins nothing"))
+    if len(issues) > count:
+        return None
+    assert isinstance(file, str) and isinstance(digest, str) and isinstance(size, int)
+    return Weights(file, digest, size)
 
 
 def _read_nodes(raw: Any, issues: list[Issue]) -> tuple[dict[str, tuple[OpSpec, dict[str, Any]]], set[str]]:

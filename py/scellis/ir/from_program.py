@@ -119,12 +119,15 @@ def init_function(built: ProgramIR) -> Function:
     """Initial values of every parameter and state: `param/<name>` and `state/<name>` outputs.
 
     Random inits draw from the `init` substream at position 0, one site per parameter in order,
-    so each parameter's values depend only on the seed and its place in the program."""
+    so each parameter's values depend only on the seed and its place in the program. A pretrained
+    parameter has no output: the host writes its values from the weights file (its site stays taken)."""
     key = input_node("rng.init", d.Role.RNG, DType.U32, (2,))
     position = const(0, DType.U32)
     slots = [("param", s) for s in built.params] + [("state", s) for s in built.states]
     outputs = [
-        (f"{prefix}/{slot.name}", _initial(slot, key, position, site)) for site, (prefix, slot) in enumerate(slots)
+        (f"{prefix}/{slot.name}", _initial(slot, key, position, site))
+        for site, (prefix, slot) in enumerate(slots)
+        if slot.init.kind != "pretrained"
     ]
     return Function("init", (key,), tuple(outputs))
 
