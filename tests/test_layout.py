@@ -29,6 +29,7 @@ TOP = {
     "provenance",
     "datafit",
     "rerunstorage",
+    "models",
 }  # above every stage
 # The browser's: Pyodide's, and the engine worker's host module (app/src/enginehost.js).
 BROWSER_MODULES = {"js", "pyodide", "scellis_host"}

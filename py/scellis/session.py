@@ -23,6 +23,7 @@ from scellis.graph.building import BATCH_ROWS, dataset_input
 from scellis.ir.function import Function, input_name, input_role
 from scellis.levels import Level
 from scellis.loop import Event, LoopState
+from scellis.models.weights import WeightsError, bind
 from scellis.ops.defs import Role
 from scellis.optim.optimizers import LAST_SKIPPED, LR_SCALE, SKIPPED
 from scellis.pipeline import Compiled, compile_program
@@ -152,6 +153,20 @@ def checked_loop(checkpoint: Checkpoint) -> tuple[History, Best | None]:
     return history, Best(float(best[0]), best[1], check_key(best[2]))
 
 
+def _pretrained(compiled: Compiled, weights: bytes | memoryview | None) -> dict[str, memoryview]:
+    """Each pretrained parameter's bytes in `weights`, checked against the program's pin."""
+    program = compiled.program
+    if weights is None:
+        if program.weights is not None:
+            pin = program.weights
+            raise WeightsError(
+                f"{program.name} starts from pretrained weights: give the session {pin.file} "
+                f"({pin.bytes:,} bytes, SHA-256 {pin.sha256})"
+            )
+        return {}
+    return bind(program, compiled.forward.params, weights)
+
+
 class Session:
     def __init__(
         self,
@@ -164,15 +179,19 @@ class Session:
         eval_rows: int | None = None,
         examples: int | None = None,
         compiled: Compiled | None = None,
+        weights: bytes | memoryview | None = None,
     ) -> None:
         """Evaluation runs `eval_batch` rows a call (the training batch unless given); `eval_rows` is the
         held-out split's size, so the plan holds the evaluation of its last, smaller batch too (without
         it, evaluate takes whole batches only). `examples`: the training split's size, which a program
         keeping its data set on the device (`memory.data` resident) is compiled and planned for.
         `compiled`: `program` already compiled with exactly these sizes (by a caller that needed it
-        first, as the page's data fit check), so the pipeline runs once."""
+        first, as the page's data fit check), so the pipeline runs once. `weights`: the bytes of the
+        weights file a program with pretrained parameters pins (checked here: WeightsError names what
+        does not fit); start writes each pretrained parameter from it."""
         sizes = {"eval_batch": eval_batch, "eval_rows": eval_rows, "examples": examples}
         self.compiled: Compiled = compiled or compile_program(program, **sizes)
+        self.pretrained = _pretrained(self.compiled, weights)
         self.examples = examples
         self.device, self.rng, self.steps, self.level = device, RngState(seed), 0, level
         self.at = self.compiled.at(level, device.features)  # the level decided once: functions and plan
@@ -290,6 +309,8 @@ class Session:
         self.rng.take("init")  # the init function draws at position 0
         for name, data in values.items():
             self.step.write(name.split("/", 1)[1], data)
+        for name, view in self.pretrained.items():
+            self.step.write(name, bytes(view))  # one tensor's copy at a time
         for name, data in self._keys(self.step_fn).items():
             self.step.write(name, data)
         self._write_lr_scale()

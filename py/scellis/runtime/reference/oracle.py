@@ -238,7 +238,13 @@ def _log_softmax(x: Array, axis: int) -> Array:
 
 
 def _matmul(arg: d.MatmulArg, a: Array, b: Array) -> Array:
-    return np.matmul(np.swapaxes(a, -1, -2) if arg.transpose_a else a, np.swapaxes(b, -1, -2) if arg.transpose_b else b)
+    # contiguous operands, and one product where b is one matrix for every batch: numpy then runs BLAS
+    a = np.ascontiguousarray(np.swapaxes(a, -1, -2) if arg.transpose_a else a)
+    b = np.ascontiguousarray(np.swapaxes(b, -1, -2) if arg.transpose_b else b)
+    if a.ndim > 2 and b.ndim >= 2 and all(n == 1 for n in b.shape[:-2]) and b.ndim <= a.ndim:
+        rows = np.matmul(a.reshape(-1, a.shape[-1]), b.reshape(b.shape[-2:]))
+        return rows.reshape(*a.shape[:-1], b.shape[-1])
+    return np.matmul(a, b)
 
 
 def eliminate(a: Array, b: Array) -> Array:

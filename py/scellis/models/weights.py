@@ -1,0 +1,58 @@
+"""Pretrained values bound to a program's parameters: the program's pinned weights file checked, and each
+pretrained parameter's bytes taken from it.
+
+Expects a ValidProgram and the bytes of a safetensors file. Guarantees: `bind` returns, for every pretrained
+parameter (its input name, `<node id>.value`), a view of its tensor's little-endian float32 bytes, or raises
+WeightsError naming what does not fit: a file of another size or SHA-256 than the program pins (a run is
+reproducible only with the same weights), a tensor the file lacks, or one of another dtype or shape than
+the parameter's. Nothing is copied: the views point into the bytes given.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+from scellis.graph.building import Slot
+from scellis.graph.validate import ValidProgram
+from scellis.models.safetensors import TensorFile, read_safetensors
+
+
+class WeightsError(ValueError):
+    """Weights that do not fit the program; the message names the file, the parameter and the tensor."""
+
+
+def check_pin(program: ValidProgram, raw: bytes | memoryview) -> None:
+    """WeightsError unless `raw` is the file the program pins (size, then SHA-256)."""
+    pin = program.weights
+    if pin is None:
+        raise WeightsError(f"{program.name} reads no pretrained weights, but a weights file was given")
+    if len(raw) != pin.bytes:
+        raise WeightsError(f"{pin.file}: {len(raw):,} bytes, but {program.name} pins a file of {pin.bytes:,}")
+    digest = hashlib.sha256(raw).hexdigest()
+    if digest != pin.sha256:
+        raise WeightsError(f"{pin.file}: its SHA-256 is {digest}, but {program.name} pins {pin.sha256}: other weights")
+
+
+def pretrained(slots: tuple[Slot, ...] | list[Slot]) -> list[Slot]:
+    return [s for s in slots if s.init.kind == "pretrained"]
+
+
+def bind(program: ValidProgram, slots: tuple[Slot, ...] | list[Slot], raw: bytes | memoryview) -> dict[str, memoryview]:
+    """Each pretrained slot's name -> its bytes in `raw` (see the module's contract)."""
+    check_pin(program, raw)
+    assert program.weights is not None
+    name = program.weights.file
+    file: TensorFile = read_safetensors(raw, name)
+    out = {}
+    for slot in pretrained(slots):
+        key = slot.init.tensor
+        tensor = file.tensors.get(key)
+        where = f"{name}: parameter {slot.node_id!r} reads tensor {key!r}"
+        if tensor is None:
+            raise WeightsError(f"{where}, which the file lacks")
+        if tensor.dtype != "F32":
+            raise WeightsError(f"{where}, which is {tensor.dtype}, not F32")
+        if tensor.shape != slot.shape:
+            raise WeightsError(f"{where}, of shape {list(tensor.shape)}, not the parameter's {list(slot.shape)}")
+        out[slot.name] = tensor.data
+    return out
