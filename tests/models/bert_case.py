@@ -44,15 +44,21 @@ def classifier(length: int, batch: int, **settings: object) -> dict:
     return sentence_classifier(m.config, m.keys, pin, Classifier(length=length, batch=batch, **settings))
 
 
-def embedding_function(length: int, batch: int) -> tuple[Function, dict[str, np.ndarray]]:
+def embedding_function(length: int, batch: int, **settings: object) -> tuple[Function, dict[str, np.ndarray]]:
     """The evaluation-mode function from the token input to the `embedding` node, and its parameters'
-    pretrained values (float32 arrays by input name)."""
-    valid = validate(classifier(length, batch))
+    pretrained values (float32 arrays by input name; the function's other parameters, such as LoRA's
+    adapters, are the caller's to give)."""
+    return embedding_of(classifier(length, batch, **settings), model().raw, batch)
+
+
+def embedding_of(program: dict, raw: bytes, batch: int) -> tuple[Function, dict[str, np.ndarray]]:
+    """`embedding_function` for any program of the encoder and the weights file `raw` it pins."""
+    valid = validate(program)
     built, values = forward_values(valid, Mode.EVAL, batch)
     out = values["embedding"]
     used = reached([out])
     fn = Function("embedding", tuple(n for n in built.fn.inputs if n in used), (("embedding", out),))
-    bound = bind(valid, built.params, model().raw)
+    bound = bind(valid, built.params, raw)
     shapes = {input_name(n): n.shape for n in fn.inputs}
     params = {k: np.frombuffer(v, "<f4").reshape(shapes[k]) for k, v in bound.items() if k in shapes}
     return fn, params

@@ -11,7 +11,8 @@ implies; `sentence_classifier` returns program JSON whose pretrained parameters 
 the model: embeddings, post-norm layers of masked multi-head self-attention and a GELU feed-forward,
 mean pooling over the tokens the mask keeps, L2 normalisation; then a linear head, cross-entropy and
 accuracy. The program's features are int32 [2, length]: token ids, then the attention mask (1: a token,
-0: padding), as scellis.text.WordPiece encodes them.
+0: padding), as scellis.text.WordPiece encodes them. With `Lora` settings, the pretrained weights are
+frozen and the chosen linears of every layer get adapters (scellis.models.lora reads and merges them).
 """
 
 from __future__ import annotations
@@ -139,6 +140,46 @@ def bert_tensors(config: BertConfig, file: TensorFile, name: str = "model.safete
     return keys
 
 
+LORA_TARGETS = {  # a target's name (PEFT's target_modules) -> the layer's linears it names
+    "query": ("attention.self.query",),
+    "key": ("attention.self.key",),
+    "value": ("attention.self.value",),
+    "dense": ("attention.output.dense", "intermediate.dense", "output.dense"),
+}
+ALL_LINEARS = ("query", "key", "value", "dense")
+
+
+@dataclass(frozen=True)
+class Lora:
+    """Low-rank adapters on the chosen linears of every layer, the pretrained weights frozen: y = x W^T + b +
+    (alpha / rank) * dropout(x) A^T B^T, with A [rank, in] uniform in +-1/sqrt(in) from the `init` substream
+    (PEFT's kaiming-uniform default) and B [out, rank] zeros, so training starts from the pretrained model."""
+
+    rank: int = 8
+    alpha: float = 16.0
+    dropout: float = 0.1
+    targets: tuple[str, ...] = ("query", "value")
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.rank <= 4096:
+            raise ModelError(f"LoRA rank must lie in 1..4096, got {self.rank}")
+        if not (self.alpha > 0 and math.isfinite(self.alpha)):
+            raise ModelError(f"LoRA alpha must be a positive number, got {self.alpha}")
+        if not 0 <= self.dropout < 1:
+            raise ModelError(f"LoRA dropout must lie in [0, 1), got {self.dropout}")
+        unknown = [t for t in self.targets if t not in LORA_TARGETS]
+        if unknown or not self.targets:
+            raise ModelError(f"LoRA targets {list(self.targets)}: each is one of {', '.join(LORA_TARGETS)}")
+
+    @property
+    def scale(self) -> float:
+        return self.alpha / self.rank
+
+    def adapts(self, key: str) -> bool:
+        """Whether the linear at `key` (BertModel's, e.g. encoder.layer.0.attention.self.query) has adapters."""
+        return any(key.endswith("." + module) for t in self.targets for module in LORA_TARGETS[t])
+
+
 @dataclass(frozen=True)
 class Classifier:
     """What `sentence_classifier` builds besides the encoder."""
@@ -148,7 +189,8 @@ class Classifier:
     batch: int = 32
     epochs: int = 3
     lr: float = 1e-4
-    train_encoder: bool = True  # false: the pretrained weights are frozen, only the head learns
+    train_encoder: bool = True  # false: the pretrained weights are frozen (so with LoRA: only adapters learn)
+    lora: Lora | None = None  # adapters on the frozen encoder (train_encoder is then ignored)
 
 
 def sentence_classifier(
@@ -163,7 +205,8 @@ def sentence_classifier(
     p.set_weights(weights.file, weights.sha256, weights.bytes)
     tokens = p.input("tokens", [2, settings.length], dtype="int32")
     labels = p.input("label", [], dtype="int32", role="labels")
-    embedding = Encoder(p, config, keys, settings.length, settings.train_encoder).embedding(tokens)
+    trainable = settings.train_encoder and settings.lora is None
+    embedding = Encoder(p, config, keys, settings.length, trainable, settings.lora).embedding(tokens)
     logits = p.linear(embedding, settings.classes, id="head")
     p.set_loss(p.cross_entropy(logits, labels, id="loss"))
     p.add_metric(p.accuracy(logits, labels, id="accuracy"))
@@ -181,6 +224,7 @@ class Encoder:
     keys: dict[str, str]
     length: int
     trainable: bool
+    lora: Lora | None = None
 
     def weight(self, key: str, shape: tuple[int, ...], node: str) -> Ref:
         tensor = self.keys[key]
@@ -190,7 +234,21 @@ class Encoder:
         """x @ W^T + b for a torch Linear's W [out, in] and b [out], as the file holds them."""
         p = self.p
         y = p.matmul(x, self.weight(f"{key}.weight", shape, f"{node}-w"), transpose_b=True, id=f"{node}-x")
+        if self.lora is not None and self.lora.adapts(key):
+            y = p.add(y, self.adapter(x, shape, node), id=f"{node}-adapted")
         return p.add(y, self.weight(f"{key}.bias", shape[:1], f"{node}-b"), id=node)
+
+    def adapter(self, x: Ref, shape: tuple[int, int], node: str) -> Ref:
+        """(alpha / rank) * dropout(x) A^T B^T: nodes `<node>-lora-a` [rank, in] and `<node>-lora-b` [out, rank]."""
+        p, lora = self.p, self.lora
+        assert lora is not None
+        out, inp = shape
+        a = p.parameter([lora.rank, inp], init="uniform", scale=1 / math.sqrt(inp), id=f"{node}-lora-a")
+        b = p.parameter([out, lora.rank], init="zeros", id=f"{node}-lora-b")
+        dropped = p.dropout(x, lora.dropout, id=f"{node}-lora-drop")
+        down = p.matmul(dropped, a, transpose_b=True, id=f"{node}-lora-down")
+        up = p.matmul(down, b, transpose_b=True, id=f"{node}-lora-up")
+        return p.mul(up, p.constant(lora.scale), id=f"{node}-lora")
 
     def norm(self, x: Ref, key: str, node: str) -> Ref:
         p, h = self.p, (self.config.hidden,)

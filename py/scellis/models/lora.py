@@ -1,0 +1,80 @@
+"""LoRA adapters as a program holds them, and their merge into the base weights as an IR function (run on
+the device like any other, so no float of a large matrix passes through Python).
+
+Expects a ValidProgram built by scellis.models.bert with `Lora` settings: for each adapted linear `<node>`,
+the parameters `<node>-w` (the base weight W [out, in], pretrained), `<node>-lora-a` (A [rank, in]) and
+`<node>-lora-b` (B [out, rank]), and the node `<node>-lora` multiplying by the constant alpha / rank.
+Guarantees: `adapters` lists them in program order, with the base tensor's key in the weights file;
+`merge_function` computes `merged/<node>-w.value` = W + (alpha / rank) B A for each, from inputs named
+as the step names them, so a session's values feed it as they are.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from scellis.graph.validate import ValidProgram
+from scellis.ir import Function
+from scellis.ops import DType, Op, make
+from scellis.ops import defs as d
+from scellis.ops.build import add, scale
+from scellis.ops.node import input_node
+
+MERGED = "merged/"
+
+
+@dataclass(frozen=True)
+class Adapter:
+    node: str  # the adapted linear's node id, e.g. layer0-query
+    tensor: str  # its base weight's key in the weights file
+    out: int
+    inp: int
+    rank: int
+    scale: float  # alpha / rank
+
+    @property
+    def weight(self) -> str:
+        return f"{self.node}-w.value"
+
+    @property
+    def a(self) -> str:
+        return f"{self.node}-lora-a.value"
+
+    @property
+    def b(self) -> str:
+        return f"{self.node}-lora-b.value"
+
+
+def adapters(program: ValidProgram) -> list[Adapter]:
+    """Every adapted linear of `program` (see the module's contract); [] when it has none."""
+    nodes = {n.id: n for n in program.nodes}
+    out = []
+    for node in program.nodes:
+        if not node.id.endswith("-lora-a"):
+            continue
+        base = node.id.removesuffix("-lora-a")
+        weight, up, scaling = nodes.get(f"{base}-w"), nodes.get(f"{base}-lora-b"), nodes.get(f"{base}-lora")
+        if weight is None or up is None or scaling is None or weight.params.get("init") != "pretrained":
+            raise ValueError(f"{program.name}: node {node.id!r} is no LoRA adapter of a pretrained linear {base!r}")
+        constant = nodes[scaling.inputs["b"][0]]
+        rank, inp = node.params["shape"]
+        out_, rank_b = up.params["shape"]
+        if (out_, inp) != tuple(weight.params["shape"]) or rank_b != rank:
+            raise ValueError(f"{program.name}: the adapter of {base!r} does not fit its weight's shape")
+        out.append(Adapter(base, weight.params["tensor"], out_, inp, rank, float(constant.params["value"])))
+    return out
+
+
+def merge_function(found: list[Adapter]) -> Function:
+    """W + (alpha / rank) B A for each adapter (see the module's contract)."""
+    if not found:
+        raise ValueError("the program has no LoRA adapters to merge")
+    inputs, outputs = [], []
+    for adapter in found:
+        w = input_node(adapter.weight, d.Role.PARAM, DType.F32, (adapter.out, adapter.inp))
+        a = input_node(adapter.a, d.Role.PARAM, DType.F32, (adapter.rank, adapter.inp))
+        b = input_node(adapter.b, d.Role.PARAM, DType.F32, (adapter.out, adapter.rank))
+        inputs += [w, a, b]
+        update = scale(make(Op.MATMUL, b, a, arg=d.MatmulArg()), adapter.scale)
+        outputs.append((MERGED + adapter.weight, add(w, update)))
+    return Function("merge", tuple(inputs), tuple(outputs))
