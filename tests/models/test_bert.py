@@ -11,7 +11,9 @@ import numpy as np
 import pytest
 
 from scellis.graph import ProgramError, validate
+from scellis.ir.function import input_name
 from scellis.models.bert import BertConfig, ModelError, bert_tensors
+from scellis.models.infer import node_function
 from scellis.models.safetensors import read_safetensors, write_safetensors
 from scellis.models.weights import WeightsError, bind
 from scellis.runtime.reference.oracle import run
@@ -126,3 +128,13 @@ def test_a_pretrained_parameter_needs_a_pinned_file_and_a_tensor() -> None:
     del node["params"]["tensor"]
     with pytest.raises(ProgramError, match="init pretrained names its `tensor`"):
         validate(untagged)
+
+
+def test_node_function_computes_the_chosen_nodes_in_evaluation_mode() -> None:
+    valid = validate(classifier(16, 2))
+    fn, slots = node_function(valid, ["embedding", "head"], 2)
+    assert [name for name, _ in fn.outputs] == ["embedding", "head"]
+    assert {input_name(n) for n in fn.inputs} == {"tokens"} | {s.name for s in slots}
+    assert "head.weight" in {s.name for s in slots} and len(slots) == 101 + 2
+    with pytest.raises(KeyError, match="has no node 'logits'"):
+        node_function(valid, ["logits"], 2)
