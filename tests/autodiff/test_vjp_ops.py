@@ -11,8 +11,9 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import BroadcastableShapes, array_shapes, mutually_broadcastable_shapes
 
 from scellis.autodiff import VJP, AutodiffError, grad
+from scellis.autodiff.rules import Unsupported
 from scellis.ir import Function, verify
-from scellis.ops import DType, Node, Op, make
+from scellis.ops import DType, Node, Op, make, nf4
 from scellis.ops import defs as d
 from scellis.ops.build import cast, mul, total
 from scellis.ops.node import RULES, input_node
@@ -659,6 +660,29 @@ def test_a_zero_gradient_path_does_not_hide_another_path() -> None:
     r = np.arange(6.0).reshape(2, 3)
     out = reference.run(grad(fn, "loss", ["x"]), {"x": X, "r": r})
     np.testing.assert_array_equal(out["grad/x"], np.floor(X) * r)
+
+
+# -- NF4 weights ------------------------------------------------------------------------------------
+
+
+@covers(Op.NF4_MATMUL, Op.NF4_PACK, Op.NF4_UNPACK)
+@pytest.mark.parametrize("transpose", [False, True])
+def test_nf4_matmul_differentiates_x_and_leaves_the_packed_weight_frozen(transpose: bool) -> None:
+    rng = np.random.default_rng(5)
+    rows, cols = 3, 64
+    packed = np.array(nf4.quantize(rng.normal(size=rows * cols).tolist(), rows, cols), dtype=np.uint32)
+    x = rng.standard_normal((2, rows if transpose else cols))
+    check_grad({"x": x, "p": packed}, op_of(Op.NF4_MATMUL, d.Nf4MatmulArg(rows, cols, transpose)), ["x"], seed=5)
+    xs, ps = input_node("x", d.Role.DATA, DType.F32, x.shape), input_node("p", d.Role.PARAM, DType.U32, packed.shape)
+    node = make(Op.NF4_MATMUL, xs, ps, arg=d.Nf4MatmulArg(rows, cols, transpose))
+    g = input_node("g", d.Role.DATA, DType.F32, node.shape)
+    dx, dp = VJP[Op.NF4_MATMUL](node, g, (True, True))
+    assert dp is None and dx is not None and dx.arg == d.Nf4MatmulArg(rows, cols, not transpose)
+    unpacked = make(Op.NF4_UNPACK, node.src[1], arg=d.Nf4Arg(rows, cols))
+    assert VJP[Op.NF4_UNPACK](unpacked, input_node("g", d.Role.DATA, DType.F32, (rows, cols)), (True,)) == (None,)
+    pack = make(Op.NF4_PACK, input_node("w", d.Role.PARAM, DType.F32, (rows, cols)), arg=d.Nf4Arg(rows, cols))
+    with pytest.raises(Unsupported, match="quantising is no step of training"):
+        VJP[Op.NF4_PACK](pack, input_node("g", d.Role.DATA, DType.F32, pack.shape), (True,))
 
 
 # -- tables -----------------------------------------------------------------------------------------

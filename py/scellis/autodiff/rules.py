@@ -288,6 +288,15 @@ def _scatter_add(node: Node, g: Node, need: tuple[bool, ...]) -> Grads:
     return (None, make(Op.GATHER, g, indices))
 
 
+def _nf4_matmul(node: Node, g: Node, need: tuple[bool, ...]) -> Grads:
+    """x's gradient is g times the same packed weight the other way round; the packed weight is frozen
+    (integer words): it gets none."""
+    arg = node.arg
+    assert isinstance(arg, d.Nf4MatmulArg)
+    other = d.Nf4MatmulArg(arg.rows, arg.cols, not arg.transpose)
+    return (make(Op.NF4_MATMUL, g, node.src[1], arg=other) if need[0] else None, None)
+
+
 def _sort(node: Node, g: Node, need: tuple[bool, ...]) -> Grads:
     """out[rank(i)] = x[i]: x[i] gets g[rank(i)], the ranks held fixed (they change only where keys tie)."""
     assert isinstance(node.arg, d.AxisArg)
@@ -357,4 +366,7 @@ VJP: dict[Op, Rule] = {
     Op.RANDOM: _none,
     Op.SHIFT2D: _shift2d,
     Op.FLIP_LAST: _flip_last,
+    Op.NF4_MATMUL: _nf4_matmul,
+    Op.NF4_PACK: _unsupported("quantising is no step of training: a packed weight is frozen"),
+    Op.NF4_UNPACK: _none,  # of integer words
 }

@@ -135,6 +135,24 @@ class RowsArg:
     rows: int
 
 
+@dataclass(frozen=True, slots=True)
+class Nf4Arg:
+    """An NF4-packed weight's logical shape (scellis.ops.nf4): W [rows, cols]."""
+
+    rows: int
+    cols: int
+
+
+@dataclass(frozen=True, slots=True)
+class Nf4MatmulArg:
+    """x times the NF4-packed W [rows, cols]: x W^T (x [..., cols] -> [..., rows], a torch Linear's
+    forward) or, transposed, x W (x [..., rows] -> [..., cols], its input gradient)."""
+
+    rows: int
+    cols: int
+    transpose: bool = False
+
+
 class Distribution(enum.Enum):
     UNIFORM = "uniform"  # float32 in [0, 1)
     NORMAL = "normal"  # float32, mean 0, variance 1
@@ -237,6 +255,10 @@ class Op(enum.Enum):
     FLIP_LAST = "flip_last"  # NoArg; (x [N, ..., W], flip bool [N]): x with its last axis reversed where flip[n]
     # randomness
     RANDOM = "random"  # RandomArg; (key u32[2], position u32[])
+    # 4-bit NormalFloat weights (scellis.ops.nf4): packed, read back, and multiplied without unpacking
+    NF4_PACK = "nf4_pack"  # Nf4Arg; (w f32 [rows, cols]) -> u32 [nf4.words(rows, cols)]
+    NF4_UNPACK = "nf4_unpack"  # Nf4Arg; (packed u32) -> f32 [rows, cols]
+    NF4_MATMUL = "nf4_matmul"  # Nf4MatmulArg; (x f32 [..., k], packed u32) -> f32 [..., n]
 
 
 UNARY_FLOAT = frozenset(
@@ -285,4 +307,7 @@ ARG_TYPES: dict[Op, type] = {
     Op.SHIFT2D: NoArg,
     Op.FLIP_LAST: NoArg,
     Op.RANDOM: RandomArg,
+    Op.NF4_PACK: Nf4Arg,
+    Op.NF4_UNPACK: Nf4Arg,
+    Op.NF4_MATMUL: Nf4MatmulArg,
 }

@@ -12,7 +12,7 @@ import struct
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from scellis.ops import defs
+from scellis.ops import defs, nf4
 from scellis.ops.defs import BINARY, COMPARE, REDUCE, UNARY_FLOAT, Op
 from scellis.ops.dtypes import DType
 
@@ -560,6 +560,51 @@ def _per_example(op: Op, src: tuple[Node, ...], axes: int, dtype: DType, columns
     return x.dtype, x.shape
 
 
+def _nf4_shape(op: Op, arg: object) -> tuple[int, int]:
+    assert isinstance(arg, defs.Nf4Arg | defs.Nf4MatmulArg)
+    problem = nf4.check_shape(arg.rows, arg.cols)
+    if problem:
+        raise ShapeError(f"{op.value}: {problem}")
+    return arg.rows, arg.cols
+
+
+def _packed(op: Op, src: tuple[Node, ...], port: int, rows: int, cols: int) -> None:
+    want = (nf4.words(rows, cols),)
+    if src[port].dtype is not DType.U32 or src[port].shape != want:
+        got = f"{src[port].dtype.value} {src[port].shape}"
+        raise ShapeError(f"{op.value} needs the packed u32 {want} of a [{rows}, {cols}] weight, got {got}", port)
+
+
+def _nf4_pack(arg: object, src: tuple[Node, ...]) -> tuple[DType, Shape]:
+    _arity(Op.NF4_PACK, src, 1)
+    rows, cols = _nf4_shape(Op.NF4_PACK, arg)
+    if src[0].dtype is not DType.F32 or src[0].shape != (rows, cols):
+        raise ShapeError(
+            f"nf4_pack needs a float32 [{rows}, {cols}] weight, got {src[0].dtype.value} {src[0].shape}", 0
+        )
+    return DType.U32, (nf4.words(rows, cols),)
+
+
+def _nf4_unpack(arg: object, src: tuple[Node, ...]) -> tuple[DType, Shape]:
+    _arity(Op.NF4_UNPACK, src, 1)
+    rows, cols = _nf4_shape(Op.NF4_UNPACK, arg)
+    _packed(Op.NF4_UNPACK, src, 0, rows, cols)
+    return DType.F32, (rows, cols)
+
+
+def _nf4_matmul(arg: object, src: tuple[Node, ...]) -> tuple[DType, Shape]:
+    _arity(Op.NF4_MATMUL, src, 2)
+    rows, cols = _nf4_shape(Op.NF4_MATMUL, arg)
+    assert isinstance(arg, defs.Nf4MatmulArg)
+    _float(Op.NF4_MATMUL, src, 0)
+    _packed(Op.NF4_MATMUL, src, 1, rows, cols)
+    x = src[0]
+    k, n = (rows, cols) if arg.transpose else (cols, rows)
+    if not x.shape or x.shape[-1] != k:
+        raise ShapeError(f"nf4_matmul needs x [..., {k}] for a [{rows}, {cols}] weight, got {x.shape}", 0)
+    return DType.F32, (*x.shape[:-1], n)
+
+
 RULES: dict[Op, Rule] = {
     Op.CAST: _cast,
     **{op: _unary(op) for op in UNARY_FLOAT},
@@ -593,6 +638,9 @@ RULES: dict[Op, Rule] = {
     Op.RANDOM: _random,
     Op.SHIFT2D: lambda arg, src: _per_example(Op.SHIFT2D, src, 3, DType.I32, (2,)),
     Op.FLIP_LAST: lambda arg, src: _per_example(Op.FLIP_LAST, src, 2, DType.BOOL, ()),
+    Op.NF4_PACK: _nf4_pack,
+    Op.NF4_UNPACK: _nf4_unpack,
+    Op.NF4_MATMUL: _nf4_matmul,
 }
 
 _MADE: dict[Op, tuple[Rule, type]] = {op: (rule, defs.ARG_TYPES[op]) for op, rule in RULES.items()}  # `make`'s

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from scellis.ir.function import Function, input_name
-from scellis.ops import DType, Op
+from scellis.ops import DType, Op, nf4
 from scellis.ops import defs as d
 from scellis.ops.indices import IndexRangeError, index_use
 from scellis.rng import MASK, PHILOX_M, PHILOX_W, ROUNDS
@@ -388,6 +388,34 @@ def _slices(a: Any) -> tuple[slice, ...]:
     return tuple(slice(*t) for t in zip(a.starts, a.stops, a.steps, strict=True))
 
 
+def _nf4_pack(arg: d.Nf4Arg, w: Array) -> Array:
+    """scellis.ops.nf4's packing, in float32 where it is defined in float32 (every device's bits)."""
+    blocks = np.asarray(w, dtype=np.float32).reshape(-1, nf4.BLOCK)
+    absmax = np.max(np.abs(blocks), axis=1, keepdims=True)
+    thresholds = np.asarray(nf4.MIDPOINTS, dtype=np.float32)[None, None, :] * absmax[:, :, None]
+    codes = np.sum(blocks[:, :, None] > thresholds, axis=2).astype(np.uint64).reshape(-1, nf4.CODES_PER_WORD)
+    words = np.bitwise_or.reduce(codes << (4 * np.arange(nf4.CODES_PER_WORD, dtype=np.uint64)), axis=1)
+    halves = np.minimum(absmax.reshape(-1).astype(np.float16).view(np.uint16), nf4.F16_MAX_BITS).astype(np.uint64)
+    halves = np.concatenate([halves, np.zeros(len(halves) % 2, dtype=np.uint64)]).reshape(-1, 2)
+    return np.concatenate([words, halves[:, 0] | (halves[:, 1] << 16)])
+
+
+def _nf4_values(rows: int, cols: int, packed: Array) -> Array:
+    """The values packed words stand for, exactly (in float64)."""
+    n = rows * cols
+    words = np.asarray(packed, dtype=np.uint64)
+    codes = (words[: n // nf4.CODES_PER_WORD, None] >> (4 * np.arange(nf4.CODES_PER_WORD, dtype=np.uint64))) & 0xF
+    halves = (words[n // nf4.CODES_PER_WORD :, None] >> np.array([0, 16], dtype=np.uint64)) & 0xFFFF
+    scales = halves.reshape(-1)[: n // nf4.BLOCK].astype(np.uint16).view(np.float16).astype(np.float64)
+    levels = np.asarray(nf4.LEVELS32, dtype=np.float64)[codes.reshape(-1).astype(np.int64)]
+    return (levels.reshape(-1, nf4.BLOCK) * scales[:, None]).reshape(rows, cols)
+
+
+def _nf4_matmul(arg: d.Nf4MatmulArg, x: Array, packed: Array) -> Array:
+    w = _nf4_values(arg.rows, arg.cols, packed)
+    return np.matmul(x, w if arg.transpose else w.T)
+
+
 IMPLS: dict[Op, Impl] = {
     Op.CONST: lambda a, x, n, f: np.array(a.value),
     Op.CAST: lambda a, x, n, f: x[0].astype(numpy_dtype(a.to, f)),
@@ -421,4 +449,7 @@ IMPLS: dict[Op, Impl] = {
     Op.RANDOM: lambda a, x, n, f: _random(a, x[0], x[1], f),
     Op.SHIFT2D: lambda a, x, n, f: _shift2d(*x),
     Op.FLIP_LAST: lambda a, x, n, f: _flip_last(*x),
+    Op.NF4_PACK: lambda a, x, n, f: _nf4_pack(a, x[0]),
+    Op.NF4_UNPACK: lambda a, x, n, f: _nf4_values(a.rows, a.cols, x[0]),
+    Op.NF4_MATMUL: lambda a, x, n, f: _nf4_matmul(a, *x),
 }
