@@ -24,6 +24,7 @@ import hashlib
 import json
 import os
 import shutil
+import struct
 import subprocess
 import sys
 from collections.abc import Callable
@@ -178,10 +179,28 @@ def run_order_header(exports: tuple[str, ...]) -> str:
     )
 
 
+def nf4_header() -> str:
+    """cpu_nf4.h: NF4's levels, midpoints and block size from scellis.ops.nf4 (the format's one definition),
+    as float32 bit patterns, so the CPU path packs and reads exactly the format the engine defines."""
+    from scellis.ops import nf4
+
+    def bits(values: tuple[float, ...]) -> str:
+        return ", ".join(f"0x{struct.unpack('<I', struct.pack('<f', v))[0]:08x}u" for v in values)
+
+    return (
+        "/* Written by build.py from scellis.ops.nf4: do not edit. */\n"
+        "#ifndef SCELLIS_CPU_NF4_H\n#define SCELLIS_CPU_NF4_H\n\n"
+        f"#define SC_NF4_BLOCK {nf4.BLOCK}u\n"
+        f"static const unsigned int SC_NF4_LEVEL_BITS[16] = {{{bits(nf4.LEVELS32)}}};\n"
+        f"static const unsigned int SC_NF4_MIDPOINT_BITS[15] = {{{bits(nf4.MIDPOINTS)}}};\n\n#endif\n"
+    )
+
+
 def build_wasm() -> None:
     WASM_OUT.parent.mkdir(parents=True, exist_ok=True)
     RUN_ORDER_HEADER.parent.mkdir(parents=True, exist_ok=True)
     RUN_ORDER_HEADER.write_text(run_order_header(run_order()))
+    (RUN_ORDER_HEADER.parent / "cpu_nf4.h").write_text(nf4_header())
     include = ["-I", str(RUN_ORDER_HEADER.parent.relative_to(ROOT))]
     sources = [str(p.relative_to(ROOT)) for p in files_under(ROOT / "wasm", "*.c")]
     # The output's file name ends up in the module, so it is always the same path.
@@ -380,7 +399,7 @@ def steps(tools: dict[str, str]) -> list[Step]:
             lambda: files_under(ROOT / "wasm"),
             lambda: [WASM_OUT],
             build_wasm,
-            f"{tools['zig']} {WASM_FLAGS} {run_order()}",  # a changed RUN_ORDER changes the header: rebuild
+            f"{tools['zig']} {WASM_FLAGS} {run_order()} {nf4_header()}",  # changed headers: rebuild
         ),
         Step(
             "wheel",

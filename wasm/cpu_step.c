@@ -31,6 +31,9 @@ void sc_cpu_run(const u32 *entries, u32 count) {
       case SC_RUN_sc_cpu_sort: sc_cpu_sort(a, b, start, end); break;
       case SC_RUN_sc_cpu_sort_grad: sc_cpu_sort_grad(a, b, start, end); break;
       case SC_RUN_sc_cpu_check_index: sc_cpu_check_index(a, start, end); break;
+      case SC_RUN_sc_cpu_nf4_pack: sc_cpu_nf4_pack(a, start, end); break;
+      case SC_RUN_sc_cpu_nf4_unpack: sc_cpu_nf4_unpack(a, start, end); break;
+      case SC_RUN_sc_cpu_nf4_matmul: sc_cpu_nf4_matmul(a, start, end); break;
     }
   }
 }

@@ -294,6 +294,20 @@ def _random() -> Function:
     return Function("random", (key, position), outs)
 
 
+def _nf4() -> Function:
+    """NF4 weights: a [48, 384] weight packed (the words are exact: the same on every device), read back,
+    and multiplied from the packed words both ways (a linear's forward and its input gradient)."""
+    w, x, g = _x("w", (48, 384)), _x("x", (7, 384)), _x("g", (7, 48))
+    packed = make(Op.NF4_PACK, w, arg=d.Nf4Arg(48, 384))
+    outs = (
+        ("nf4_pack", packed),
+        ("nf4_unpack", make(Op.NF4_UNPACK, packed, arg=d.Nf4Arg(48, 384))),
+        ("nf4_matmul x W^T", make(Op.NF4_MATMUL, x, packed, arg=d.Nf4MatmulArg(48, 384))),
+        ("nf4_matmul x W (input gradient)", make(Op.NF4_MATMUL, g, packed, arg=d.Nf4MatmulArg(48, 384, True))),
+    )
+    return Function("nf4", (w, x, g), outs)
+
+
 UNIT = (-1.0, 1.0)
 CASES = (
     Case("unary", _unary, {"x": (-4.0, 4.0)}),
@@ -324,6 +338,7 @@ CASES = (
     Case("solve", _solve, dict.fromkeys(("a1", "b1", "a2", "b2", "a3", "b3"), UNIT)),
     Case("sort", _sort, {"x1": (-4.0, 4.0), "x2": (-4.0, 4.0), "x3": UNIT, "g2": UNIT, "g3": UNIT}),
     Case("random", _random, {"key": (0, 2**32), "position": (0, 2**32)}),
+    Case("nf4 weights", _nf4, {"w": (-0.2, 0.2), "x": UNIT, "g": UNIT}),
     Case(
         "float16 storage",
         _float16,

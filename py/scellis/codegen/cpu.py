@@ -36,6 +36,9 @@ PRODUCER_EXPORTS = {
     Kind.SORT: "sc_cpu_sort",
     Kind.SORT_GRAD: "sc_cpu_sort_grad",
     Kind.CHECK_INDEX: "sc_cpu_check_index",
+    Kind.NF4_PACK: "sc_cpu_nf4_pack",
+    Kind.NF4_UNPACK: "sc_cpu_nf4_unpack",
+    Kind.NF4_MATMUL: "sc_cpu_nf4_matmul",
 }
 # Kinds whose export can write a strided output; the others write contiguous results.
 STRIDED_OUTPUT = {Kind.ELEMENTWISE, Kind.RANDOM, Kind.MATMUL, Kind.CONCAT}

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from scellis.codegen import wgsl_dense, wgsl_expr, wgsl_random, wgsl_solve, wgsl_sort, wgsl_spatial
+from scellis.codegen import wgsl_dense, wgsl_expr, wgsl_nf4, wgsl_random, wgsl_solve, wgsl_sort, wgsl_spatial
 from scellis.lower.kernels import Kernel, Kind, Schedule
 
 
@@ -44,6 +44,7 @@ RENDERERS: dict[Kind, Renderer] = {
     Kind.SORT: wgsl_sort.sort,
     Kind.SORT_GRAD: wgsl_sort.sort,
     Kind.CHECK_INDEX: wgsl_spatial.check_index,
+    **dict.fromkeys((Kind.NF4_PACK, Kind.NF4_UNPACK, Kind.NF4_MATMUL), wgsl_nf4.nf4_kernel),
 }
 
 

@@ -203,6 +203,10 @@ class Kind(enum.Enum):
                    that order: out[..., j] = g[..., rank(j)], rank by x's keys
     CONCAT         float32 views, each of out's shape but along arg.axis (the IR AxisArg) -> out: the inputs
                    one after another along that axis, in one kernel (a roll's two slices, say)
+    NF4_PACK       contiguous w f32 [rows, cols] -> out u32, the words scellis.ops.nf4 packs (arg: Nf4Arg)
+    NF4_UNPACK     contiguous packed u32 words -> out f32 [rows, cols], contiguous (arg: Nf4Arg)
+    NF4_MATMUL     contiguous x [..., k] and packed u32 words -> out [..., n], contiguous: x W^T, or x W
+                   transposed (arg: the IR Nf4MatmulArg); each output sums its k products in increasing k
     CHECK_INDEX    contiguous int32 indices and the record (the kernel's output) -> record: three u32 words
                    (how many indices lie outside [0, arg.bound), the flat position of the first, its value)
                    in the step's INDEX_CHECKS output, written only while its count is 0, so it keeps the
@@ -233,6 +237,9 @@ class Kind(enum.Enum):
     SORT_GRAD = "sort_grad"
     CONCAT = "concat"
     CHECK_INDEX = "check_index"
+    NF4_PACK = "nf4_pack"
+    NF4_UNPACK = "nf4_unpack"
+    NF4_MATMUL = "nf4_matmul"
 
 
 # The step output holding every CHECK_INDEX record (RECORD_WORDS u32 words each, at the kernel's offset).

@@ -71,6 +71,9 @@ DIRECT = {
     Op.SCATTER_ADD: Kind.SCATTER_ADD,
     Op.SHIFT2D: Kind.SHIFT2D,
     Op.FLIP_LAST: Kind.FLIP_LAST,
+    Op.NF4_PACK: Kind.NF4_PACK,
+    Op.NF4_UNPACK: Kind.NF4_UNPACK,
+    Op.NF4_MATMUL: Kind.NF4_MATMUL,
 }
 # Ops along one axis, which the kernel reads last: (x) or (x, g) [*rows, R]
 ROWS = {

@@ -132,6 +132,7 @@ TERMS: dict[Kind, Callable[[Kernel], int]] = {
     # error of any float32 solve grows with a's condition number: the correctness cases use diagonally
     # dominant matrices)
     Kind.SOLVE: lambda k: 2 * k.inputs[0].shape[-1],
+    Kind.NF4_MATMUL: lambda k: k.inputs[0].shape[-1],
 }
 
 

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from scellis.codegen.cpu import COPY, PRODUCER_EXPORTS, TAPE, needs_temp
 from scellis.lower import views
 from scellis.lower.kernels import ACC, Expr, Kernel, Kind, Load, Reduction, View
-from scellis.ops import DType, Op
+from scellis.ops import DType, Op, nf4
 from scellis.ops import defs as d
 from scellis.plan.budget import Budget, DeviceLimits
 from scellis.plan.planned import Planned
@@ -43,7 +43,7 @@ RUN_ORDER = (
     "sc_cpu_tape", "sc_cpu_matmul", "sc_cpu_reduce", "sc_cpu_rows", "sc_cpu_conv2d", "sc_cpu_conv2d_grad_input",
     "sc_cpu_conv2d_grad_weight", "sc_cpu_pool2d", "sc_cpu_pool2d_grad", "sc_cpu_gather", "sc_cpu_scatter_add",
     "sc_cpu_copy", "sc_cpu_shift2d", "sc_cpu_flip_last", "sc_cpu_solve", "sc_cpu_sort", "sc_cpu_sort_grad",
-    "sc_cpu_check_index",
+    "sc_cpu_check_index", "sc_cpu_nf4_pack", "sc_cpu_nf4_unpack", "sc_cpu_nf4_matmul",
 )  # fmt: skip
 STEP_EXPORTS = {name: i + 1 for i, name in enumerate(RUN_ORDER)}
 
@@ -422,6 +422,25 @@ def _sort(kernel: Kernel, address: Address, acc: View) -> Part:
     return Part(PRODUCER_EXPORTS[kernel.kind], words, math.prod(x.shape[:-1]), "sc_cpu_sort_scratch_bytes")
 
 
+def _nf4(kernel: Kernel, address: Address, acc: View) -> Part:
+    """NF4_PACK, NF4_UNPACK, NF4_MATMUL (wasm/cpu_nf4.c): pairs of blocks, blocks, and W's rows (x W^T) or
+    blocks of columns (x W)."""
+    _contiguous(kernel, len(kernel.inputs))
+    arg = kernel.arg
+    assert isinstance(arg, d.Nf4Arg | d.Nf4MatmulArg)
+    blocks = arg.rows * arg.cols // nf4.BLOCK
+    export = PRODUCER_EXPORTS[kernel.kind]
+    if kernel.kind is Kind.NF4_PACK:
+        return Part(export, (address(kernel.inputs[0]), address(acc), arg.rows, arg.cols), (blocks + 1) // 2)
+    if kernel.kind is Kind.NF4_UNPACK:
+        return Part(export, (address(kernel.inputs[0]), address(acc), arg.rows, arg.cols), blocks)
+    assert isinstance(arg, d.Nf4MatmulArg)
+    x, packed = kernel.inputs[:2]
+    count = x.size // x.shape[-1]
+    words = (address(x), address(packed), address(acc), count, arg.rows, arg.cols, int(arg.transpose))
+    return Part(export, words, arg.cols // nf4.BLOCK if arg.transpose else arg.rows)
+
+
 PRODUCERS: dict[Kind, Producer] = {
     Kind.MATMUL: _matmul,
     Kind.REDUCE: _reduce,
@@ -436,4 +455,5 @@ PRODUCERS: dict[Kind, Producer] = {
     Kind.SORT: _sort,
     Kind.SORT_GRAD: _sort,
     Kind.CHECK_INDEX: _check_index,
+    **dict.fromkeys((Kind.NF4_PACK, Kind.NF4_UNPACK, Kind.NF4_MATMUL), _nf4),
 }

@@ -35,6 +35,9 @@ DIRECT_OPS = {
     Kind.CONV2D: Op.CONV2D,
     Kind.SHIFT2D: Op.SHIFT2D,
     Kind.FLIP_LAST: Op.FLIP_LAST,
+    Kind.NF4_PACK: Op.NF4_PACK,
+    Kind.NF4_UNPACK: Op.NF4_UNPACK,
+    Kind.NF4_MATMUL: Op.NF4_MATMUL,
 }
 ROWS = {
     Kind.SOFTMAX: Op.SOFTMAX,

@@ -1,0 +1,72 @@
+"""Stage: code. WGSL for NF4 weights (scellis.ops.nf4): packing, reading back, and the product that reads
+the packed words directly (no unpacked copy of the weight). The levels and midpoints are written from
+scellis.ops.nf4 as float32 bit patterns, and the float16 scales are encoded and decoded on the bits, so
+every device packs the same words and reads the same values (wasm/cpu_nf4.c does the same)."""
+
+from __future__ import annotations
+
+import struct
+
+from scellis.codegen import wgsl_expr as w
+from scellis.codegen.wgsl_template import template
+from scellis.lower.kernels import Kernel, Kind, Schedule
+from scellis.ops import defs as d
+from scellis.ops import nf4
+
+Source = tuple[str, tuple[int, int, int]]
+LANES = 64  # the templates' workgroup size
+
+
+def _bits(values: tuple[float, ...]) -> str:
+    words = ", ".join(f"0x{struct.unpack('<I', struct.pack('<f', v))[0]:08x}u" for v in values)
+    return f"array<u32, {len(values)}>({words})"
+
+
+def _helpers(arg: d.Nf4Arg | d.Nf4MatmulArg, word_at: str) -> str:
+    return template("nf4").fill(
+        LEVEL_BITS=_bits(nf4.LEVELS32),
+        MIDPOINT_BITS=_bits(nf4.MIDPOINTS),
+        WORD_AT=word_at,
+        CODE_WORDS=f"{arg.rows * arg.cols // nf4.CODES_PER_WORD}u",
+    )
+
+
+def nf4_kernel(kernel: Kernel, schedule: Schedule, b: w.Bindings) -> Source:
+    arg = kernel.arg
+    assert isinstance(arg, d.Nf4Arg | d.Nf4MatmulArg)
+    out = f"{kernel.out.offset}u"
+    header = b.declarations(schedule)
+    if kernel.kind is Kind.NF4_PACK:
+        weight = kernel.inputs[0]
+        pairs = (arg.rows * arg.cols // nf4.BLOCK + 1) // 2
+        source = template("nf4_pack").fill(
+            PAIRS=f"{pairs}u",
+            BLOCKS=f"{arg.rows * arg.cols // nf4.BLOCK}u",
+            CODE_WORDS=f"{arg.rows * arg.cols // nf4.CODES_PER_WORD}u",
+            W_AT=b.read(weight.buffer, f"{weight.offset}u + i"),
+            OUT_OFFSET=out,
+        )
+        helpers = _helpers(arg, "0u")  # packing reads no packed word
+        return f"{header}\n\n{helpers}\n\n{source}", w.grid(-(-pairs // LANES))
+    packed = kernel.inputs[-1]
+    helpers = _helpers(arg, b.read(packed.buffer, f"{packed.offset}u + k"))
+    if kernel.kind is Kind.NF4_UNPACK:
+        count = arg.rows * arg.cols
+        source = template("nf4_unpack").fill(COUNT=f"{count}u", OUT_OFFSET=out)
+        return f"{header}\n\n{helpers}\n\n{source}", w.grid(-(-count // LANES))
+    assert isinstance(arg, d.Nf4MatmulArg)
+    x = kernel.inputs[0]
+    k = x.shape[-1]
+    n = arg.cols if arg.transpose else arg.rows
+    count = x.size // k * n
+    strides = ("1u", f"{arg.cols}u") if arg.transpose else (f"{arg.cols}u", "1u")
+    source = template("nf4_matmul").fill(
+        COUNT=f"{count}u",
+        N=f"{n}u",
+        K=f"{k}u",
+        J_STRIDE=strides[0],
+        T_STRIDE=strides[1],
+        X_AT=b.read(x.buffer, f"{x.offset}u + m * {k}u + t"),
+        OUT_OFFSET=out,
+    )
+    return f"{header}\n\n{helpers}\n\n{source}", w.grid(-(-count // LANES))
