@@ -44,7 +44,7 @@ def peft_adapter(program: ValidProgram, values: dict[str, bytes], base: str = ""
     if len(ranks) != 1 or len(scales) != 1:
         raise ValueError(f"{program.name}: PEFT's format holds one rank and one alpha; the adapters differ")
     rank, scale = ranks.pop(), scales.pop()
-    tensors = {}
+    tensors: dict[str, tuple[str, tuple[int, ...], bytes]] = {}
     for adapter in found:
         module = PEFT_PREFIX + _module(adapter)
         tensors[f"{module}.lora_A.weight"] = ("F32", (adapter.rank, adapter.inp), _value(values, adapter.a))
