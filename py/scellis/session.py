@@ -23,11 +23,12 @@ from scellis.graph.building import BATCH_ROWS, dataset_input
 from scellis.ir.function import Function, input_name, input_role
 from scellis.levels import Level
 from scellis.loop import Event, LoopState
-from scellis.models.weights import WeightsError, bind
+from scellis.models.weights import WeightsError, bind, nf4_packer
 from scellis.ops.defs import Role
 from scellis.optim.optimizers import LAST_SKIPPED, LR_SCALE, SKIPPED
 from scellis.pipeline import Compiled, compile_program
 from scellis.plan.budget import Verdict
+from scellis.plan.planned import lowered
 from scellis.plan.program import judge
 from scellis.rng import RngState, permutation, position_substream
 from scellis.runtime.device import CompiledStep, Device
@@ -309,8 +310,7 @@ class Session:
         self.rng.take("init")  # the init function draws at position 0
         for name, data in values.items():
             self.step.write(name.split("/", 1)[1], data)
-        for name, view in self.pretrained.items():
-            self.step.write(name, bytes(view))  # one tensor's copy at a time
+        await self._write_pretrained()
         for name, data in self._keys(self.step_fn).items():
             self.step.write(name, data)
         self._write_lr_scale()
@@ -319,6 +319,22 @@ class Session:
             for node, data in ((self.features, train.features), (self.labels, train.labels)):
                 if node is not None and dataset_input(node) in held:
                     self.step.write(dataset_input(node), data)
+
+    async def _write_pretrained(self) -> None:
+        """Each pretrained parameter from the weights file, one tensor's copy at a time; an NF4 one packed
+        on the device first (one compiled packer per shape)."""
+        nf4 = {s.name: s.init.nf4 for s in self.compiled.forward.params if s.init.nf4}
+        packers: dict[tuple[int, ...], CompiledStep] = {}
+        for name, view in self.pretrained.items():
+            shape = nf4.get(name)
+            if not shape:
+                self.step.write(name, bytes(view))
+                continue
+            if shape not in packers:
+                packers[shape] = await self.device.compile(
+                    lowered(nf4_packer(*shape), self.level, self.device.features)
+                )
+            self.step.write(name, (await packers[shape].step({"w": bytes(view)}, ["packed"]))["packed"])
 
     async def train_epoch(self, train: Split) -> float:
         """One epoch of full batches, with no evaluation and no rules (tests drive steps this way);

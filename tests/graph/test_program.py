@@ -96,6 +96,7 @@ BUILDERS: dict[str, Callable[[Program], Ref]] = {
     "random_flip": lambda p: p.sum(p.random_flip(_image(p), 0.3)),
     "gaussian_noise": lambda p: p.sum(p.gaussian_noise(p.input("x", [5]), std=0.2)),
     "embedding": lambda p: p.sum(p.embedding(p.input("tokens", [7], dtype="int32"), 20, 4)),
+    "pretrained_linear": lambda p: p.sum(p.pretrained_linear(p.input("x", [64]), 3, "w", "nf4", False)),
     "gather": lambda p: p.sum(p.gather(p.parameter([20, 4]), p.input("tokens", [7], dtype="int32"))),
     "reshape": lambda p: p.sum(p.reshape(p.input("x", [2, 6]), [3, -1])),
     "flatten": lambda p: p.sum(p.flatten(_image(p))),
@@ -129,6 +130,8 @@ BUILDERS: dict[str, Callable[[Program], Ref]] = {
 def build(op: str) -> Program:
     p = Program(f"uses-{op}")
     p.set_loss(BUILDERS[op](p))
+    if op == "pretrained_linear":  # it reads its weight from a pinned file
+        p.set_weights("w.safetensors", "ab" * 32, 1024)
     return p
 
 

@@ -56,9 +56,11 @@ def test_the_program_pins_the_weights_and_freezes_nothing_by_default() -> None:
     program = classifier(128, 4)
     assert program["weights"]["file"] == "model.safetensors" and program["weights"]["bytes"] == 90_868_376
     pretrained = [n for n in program["nodes"] if n.get("params", {}).get("init") == "pretrained"]
-    assert len(pretrained) == 101  # every tensor of the encoder, nothing of the pooler
+    linears = [n for n in program["nodes"] if n["op"] == "pretrained_linear"]
+    assert len(pretrained) + len(linears) == 101 and len(linears) == 36  # every tensor of the encoder, no pooler
     frozen = validate(classifier(128, 4, train_encoder=False))
-    assert all(not n.params["trainable"] for n in frozen.nodes if n.params.get("init") == "pretrained")
+    readers = [n for n in frozen.nodes if n.params.get("init") == "pretrained" or n.op == "pretrained_linear"]
+    assert len(readers) == 101 and not any(n.params["trainable"] for n in readers)
 
 
 def test_other_weights_are_refused_by_name() -> None:

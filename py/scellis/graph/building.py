@@ -37,6 +37,7 @@ class Init:
     kind: str
     scale: float = 0.0
     tensor: str = ""  # pretrained only
+    nf4: tuple[int, ...] = ()  # pretrained and kept as NF4 words: the tensor's [rows, cols], packed on the device
 
 
 @dataclass(frozen=True)
@@ -79,10 +80,13 @@ class Builder:
         table = self._input(dataset_input(node_id), Role.DATASET, dtype, (self.examples, *shape))
         return make(Op.GATHER, table, self._input(BATCH_ROWS, Role.DATA, DType.I32, (self.batch,)))
 
-    def param(self, node_id: str, name: str, shape: tuple[int, ...], init: Init, trainable: bool) -> Node:
+    def param(
+        self, node_id: str, name: str, shape: tuple[int, ...], init: Init, trainable: bool, *, dtype: DType = DType.F32
+    ) -> Node:
+        """A parameter input; u32 for NF4 words (a frozen, pretrained weight: `init.nf4`)."""
         full = f"{node_id}.{name}"
         self.params.append(Slot(full, shape, init, trainable, node_id))
-        return self._input(full, Role.PARAM, DType.F32, shape)
+        return self._input(full, Role.PARAM, dtype, shape)
 
     def state(self, node_id: str, name: str, shape: tuple[int, ...], init: Init) -> Node:
         full = f"{node_id}.{name}"

@@ -16,7 +16,7 @@ from typing import Any
 
 from scellis.graph.building import Builder, Init, Mode
 from scellis.graph.params import REQUIRED, Param
-from scellis.ops import DType, Node, Op, ShapeError, const, make
+from scellis.ops import DType, Node, Op, ShapeError, const, make, nf4
 from scellis.ops import defs as d
 from scellis.ops.build import add, cast, expand, mul, reduce, reshape, scale, sub, unary, where
 
@@ -106,6 +106,26 @@ def _linear(ctx: Builder, nid: str, p: dict[str, Any], x: Inputs) -> Node:
     if p["bias"]:
         out = add(out, ctx.param(nid, "bias", (p["features"],), init, p["trainable"]))
     return out
+
+
+def _pretrained_linear(ctx: Builder, nid: str, p: dict[str, Any], x: Inputs) -> Node:
+    """x W^T for a pretrained W [features, in] (a torch Linear's layout), kept as float32 or as NF4 words
+    (frozen: the product reads the words, nothing unpacks the weight)."""
+    inp, rows = x["x"], p["features"]
+    if len(inp.shape) < 2:
+        raise ShapeError(f"pretrained_linear needs a feature axis after the batch axis, got {inp.shape}", 0)
+    cols = inp.shape[-1]
+    if p["storage"] == "float32":
+        w = ctx.param(nid, "weight", (rows, cols), Init("pretrained", tensor=p["tensor"]), p["trainable"])
+        return make(Op.MATMUL, inp, w, arg=d.MatmulArg(transpose_b=True))
+    if p["trainable"]:
+        raise ShapeError("an NF4 weight is frozen: storage nf4 needs trainable false (adapters learn beside it)")
+    problem = nf4.check_shape(rows, cols)
+    if problem:
+        raise ShapeError(problem, 0)
+    init = Init("pretrained", tensor=p["tensor"], nf4=(rows, cols))
+    packed = ctx.param(nid, "weight", (nf4.words(rows, cols),), init, False, dtype=DType.U32)
+    return make(Op.NF4_MATMUL, inp, packed, arg=d.Nf4MatmulArg(rows, cols))
 
 
 def _conv2d(ctx: Builder, nid: str, p: dict[str, Any], x: Inputs) -> Node:
@@ -589,6 +609,12 @@ SPECS: tuple[OpSpec, ...] = (
         TRAINABLE), _parameter),
     OpSpec("linear", "layers", "x @ weight + bias", X, (
         Param("features", "int", REQUIRED, low=1, doc="output features"), BIAS, TRAINABLE), _linear),
+    OpSpec("pretrained_linear", "layers", "x @ W^T for a pretrained W [features, in] of the weights file, kept "
+          "as float32 or as 4-bit NF4 words (QLoRA's frozen base)", X, (
+        Param("features", "int", REQUIRED, low=1, doc="output features: W's rows"),
+        Param("tensor", "key", REQUIRED, doc="W's name in the program's weights file"),
+        Param("storage", "str", "float32", choices=("float32", "nf4"), doc="nf4: packed on the device, frozen"),
+        TRAINABLE), _pretrained_linear),
     OpSpec("matmul", "math", "batched matrix product a @ b", AB, (
         Param("transpose_a", "bool", False, doc="use a with its last two axes swapped"),
         Param("transpose_b", "bool", False, doc="use b with its last two axes swapped")), _matmul),

@@ -191,6 +191,11 @@ class Classifier:
     lr: float = 1e-4
     train_encoder: bool = True  # false: the pretrained weights are frozen (so with LoRA: only adapters learn)
     lora: Lora | None = None  # adapters on the frozen encoder (train_encoder is then ignored)
+    nf4: bool = False  # QLoRA: the encoder's linear weights kept as NF4 words (frozen; needs lora)
+
+    def __post_init__(self) -> None:
+        if self.nf4 and self.lora is None:
+            raise ModelError("an NF4 base is frozen: it trains through LoRA adapters (give lora settings)")
 
 
 def sentence_classifier(
@@ -206,7 +211,8 @@ def sentence_classifier(
     tokens = p.input("tokens", [2, settings.length], dtype="int32")
     labels = p.input("label", [], dtype="int32", role="labels")
     trainable = settings.train_encoder and settings.lora is None
-    embedding = Encoder(p, config, keys, settings.length, trainable, settings.lora).embedding(tokens)
+    encoder = Encoder(p, config, keys, settings.length, trainable, settings.lora, settings.nf4)
+    embedding = encoder.embedding(tokens)
     logits = p.linear(embedding, settings.classes, id="head")
     p.set_loss(p.cross_entropy(logits, labels, id="loss"))
     p.add_metric(p.accuracy(logits, labels, id="accuracy"))
@@ -225,15 +231,18 @@ class Encoder:
     length: int
     trainable: bool
     lora: Lora | None = None
+    nf4: bool = False  # the linear weights (not embeddings, norms or biases) as NF4 words
 
     def weight(self, key: str, shape: tuple[int, ...], node: str) -> Ref:
         tensor = self.keys[key]
         return self.p.parameter(list(shape), init="pretrained", tensor=tensor, trainable=self.trainable, id=node)
 
     def dense(self, x: Ref, key: str, shape: tuple[int, int], node: str) -> Ref:
-        """x @ W^T + b for a torch Linear's W [out, in] and b [out], as the file holds them."""
+        """x @ W^T + b for a torch Linear's W [out, in] and b [out], as the file holds them: node
+        `<node>-linear` (a pretrained_linear), then `<node>` adding the bias."""
         p = self.p
-        y = p.matmul(x, self.weight(f"{key}.weight", shape, f"{node}-w"), transpose_b=True, id=f"{node}-x")
+        storage = "nf4" if self.nf4 else "float32"
+        y = p.pretrained_linear(x, shape[0], self.keys[f"{key}.weight"], storage, self.trainable, id=f"{node}-linear")
         if self.lora is not None and self.lora.adapts(key):
             y = p.add(y, self.adapter(x, shape, node), id=f"{node}-adapted")
         return p.add(y, self.weight(f"{key}.bias", shape[:1], f"{node}-b"), id=node)

@@ -2,11 +2,12 @@
 the device like any other, so no float of a large matrix passes through Python).
 
 Expects a ValidProgram built by scellis.models.bert with `Lora` settings: for each adapted linear `<node>`,
-the parameters `<node>-w` (the base weight W [out, in], pretrained), `<node>-lora-a` (A [rank, in]) and
-`<node>-lora-b` (B [out, rank]), and the node `<node>-lora` multiplying by the constant alpha / rank.
-Guarantees: `adapters` lists them in program order, with the base tensor's key in the weights file;
-`merge_function` computes `merged/<node>-w.value` = W + (alpha / rank) B A for each, from inputs named
-as the step names them, so a session's values feed it as they are.
+the pretrained_linear `<node>-linear` (the base weight W [out, in], float32 or NF4 words), the parameters
+`<node>-lora-a` (A [rank, in]) and `<node>-lora-b` (B [out, rank]), and the node `<node>-lora` multiplying
+by the constant alpha / rank. Guarantees: `adapters` lists them in program order, with the base tensor's
+key in the weights file; `merge_function` computes `merged/<node>-linear.weight` = W + (alpha / rank) B A
+for each (W read back from its words when it is NF4), from inputs named as the step names them, so a
+session's values feed it as they are.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from dataclasses import dataclass
 
 from scellis.graph.validate import ValidProgram
 from scellis.ir import Function
-from scellis.ops import DType, Op, make
+from scellis.ops import DType, Op, make, nf4
 from scellis.ops import defs as d
 from scellis.ops.build import add, scale
 from scellis.ops.node import input_node
@@ -31,10 +32,11 @@ class Adapter:
     inp: int
     rank: int
     scale: float  # alpha / rank
+    nf4: bool = False  # W is kept as NF4 words
 
     @property
     def weight(self) -> str:
-        return f"{self.node}-w.value"
+        return f"{self.node}-linear.weight"
 
     @property
     def a(self) -> str:
@@ -53,15 +55,16 @@ def adapters(program: ValidProgram) -> list[Adapter]:
         if not node.id.endswith("-lora-a"):
             continue
         base = node.id.removesuffix("-lora-a")
-        weight, up, scaling = nodes.get(f"{base}-w"), nodes.get(f"{base}-lora-b"), nodes.get(f"{base}-lora")
-        if weight is None or up is None or scaling is None or weight.params.get("init") != "pretrained":
+        linear, up, scaling = nodes.get(f"{base}-linear"), nodes.get(f"{base}-lora-b"), nodes.get(f"{base}-lora")
+        if linear is None or up is None or scaling is None or linear.op != "pretrained_linear":
             raise ValueError(f"{program.name}: node {node.id!r} is no LoRA adapter of a pretrained linear {base!r}")
         constant = nodes[scaling.inputs["b"][0]]
         rank, inp = node.params["shape"]
         out_, rank_b = up.params["shape"]
-        if (out_, inp) != tuple(weight.params["shape"]) or rank_b != rank:
+        if out_ != linear.params["features"] or rank_b != rank:
             raise ValueError(f"{program.name}: the adapter of {base!r} does not fit its weight's shape")
-        out.append(Adapter(base, weight.params["tensor"], out_, inp, rank, float(constant.params["value"])))
+        scale, packed = float(constant.params["value"]), linear.params["storage"] == "nf4"
+        out.append(Adapter(base, linear.params["tensor"], out_, inp, rank, scale, packed))
     return out
 
 
@@ -71,10 +74,16 @@ def merge_function(found: list[Adapter]) -> Function:
         raise ValueError("the program has no LoRA adapters to merge")
     inputs, outputs = [], []
     for adapter in found:
-        w = input_node(adapter.weight, d.Role.PARAM, DType.F32, (adapter.out, adapter.inp))
+        if adapter.nf4:
+            packed = input_node(adapter.weight, d.Role.PARAM, DType.U32, (nf4.words(adapter.out, adapter.inp),))
+            inputs.append(packed)
+            w = make(Op.NF4_UNPACK, packed, arg=d.Nf4Arg(adapter.out, adapter.inp))
+        else:
+            w = input_node(adapter.weight, d.Role.PARAM, DType.F32, (adapter.out, adapter.inp))
+            inputs.append(w)
         a = input_node(adapter.a, d.Role.PARAM, DType.F32, (adapter.rank, adapter.inp))
         b = input_node(adapter.b, d.Role.PARAM, DType.F32, (adapter.out, adapter.rank))
-        inputs += [w, a, b]
+        inputs += [a, b]
         update = scale(make(Op.MATMUL, b, a, arg=d.MatmulArg()), adapter.scale)
         outputs.append((MERGED + adapter.weight, add(w, update)))
     return Function("merge", tuple(inputs), tuple(outputs))

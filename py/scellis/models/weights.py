@@ -5,7 +5,8 @@ Expects a ValidProgram and the bytes of a safetensors file. Guarantees: `bind` r
 parameter (its input name, `<node id>.value`), a view of its tensor's little-endian float32 bytes, or raises
 WeightsError naming what does not fit: a file of another size or SHA-256 than the program pins (a run is
 reproducible only with the same weights), a tensor the file lacks, or one of another dtype or shape than
-the parameter's. Nothing is copied: the views point into the bytes given.
+the parameter's (for an NF4 parameter, the float32 tensor it is packed from: `nf4_packer` packs it on
+the device). Nothing is copied: the views point into the bytes given.
 """
 
 from __future__ import annotations
@@ -14,7 +15,11 @@ import hashlib
 
 from scellis.graph.building import Slot
 from scellis.graph.validate import ValidProgram
+from scellis.ir import Function
 from scellis.models.safetensors import TensorFile, read_safetensors
+from scellis.ops import DType, Op, make
+from scellis.ops.defs import Nf4Arg, Role
+from scellis.ops.node import input_node
 
 
 class WeightsError(ValueError):
@@ -52,7 +57,15 @@ def bind(program: ValidProgram, slots: tuple[Slot, ...] | list[Slot], raw: bytes
             raise WeightsError(f"{where}, which the file lacks")
         if tensor.dtype != "F32":
             raise WeightsError(f"{where}, which is {tensor.dtype}, not F32")
-        if tensor.shape != slot.shape:
-            raise WeightsError(f"{where}, of shape {list(tensor.shape)}, not the parameter's {list(slot.shape)}")
+        shape = slot.init.nf4 or slot.shape  # NF4 words are packed from the float32 tensor on the device
+        if tensor.shape != shape:
+            raise WeightsError(f"{where}, of shape {list(tensor.shape)}, not the parameter's {list(shape)}")
         out[slot.name] = tensor.data
     return out
+
+
+def nf4_packer(rows: int, cols: int) -> Function:
+    """The function packing a float32 [rows, cols] weight (input `w`) into NF4 words (output `packed`):
+    run on the device at start, one weight at a time, so a float32 copy of one weight at most is held."""
+    w = input_node("w", Role.PARAM, DType.F32, (rows, cols))
+    return Function("nf4-pack", (w,), (("packed", make(Op.NF4_PACK, w, arg=Nf4Arg(rows, cols))),))
