@@ -50,7 +50,7 @@ def test_the_adapter_is_laid_out_as_peft_saves_it() -> None:
     query = "base_model.model.encoder.layer.2.attention.self.query"
     assert tensors[f"{query}.lora_A.weight"].shape == (4, 384) and tensors[f"{query}.lora_B.weight"].shape == (384, 4)
     assert tensors["base_model.model.encoder.layer.0.intermediate.dense.lora_B.weight"].shape == (1536, 4)
-    assert tensors[f"{query}.lora_A.weight"].tobytes() == values["layer2-query-lora-a.value"]
+    assert tensors[f"{query}.lora_A.weight"].tobytes() == values["layer2-query-linear-lora-a.value"]
 
 
 def test_the_head_is_laid_out_as_torch_linear_holds_it() -> None:
@@ -78,5 +78,5 @@ def test_the_merged_model_replaces_the_adapted_weights_only() -> None:
 def test_a_program_without_adapters_has_none_to_export() -> None:
     with pytest.raises(ValueError, match="has no LoRA adapters to export"):
         peft_adapter(validate(classifier(16, 2)), {})
-    with pytest.raises(ValueError, match=r"the trained values lack 'layer0-query-lora-a\.value'"):
+    with pytest.raises(ValueError, match=r"the trained values lack 'layer0-query-linear-lora-a\.value'"):
         peft_adapter(validate(classifier(16, 2, lora=LORA)), {})

@@ -32,8 +32,8 @@ LORA = Lora(rank=4, alpha=8.0, dropout=0.1, targets=ADAPTED)
 def test_adapters_sit_on_the_chosen_linears_and_start_as_the_pretrained_model() -> None:
     program = classifier(LENGTH, 2, lora=LORA)
     ids = {n["id"] for n in program["nodes"]}
-    assert {f"layer{i}-{part}-lora-{ab}" for i in range(6) for part in ADAPTED for ab in "ab"} <= ids
-    assert not any("-key-lora" in i or "-expand-lora" in i for i in ids)
+    assert {f"layer{i}-{part}-linear-lora-{ab}" for i in range(6) for part in ADAPTED for ab in "ab"} <= ids
+    assert not any("-key-linear-lora" in i or "-expand-linear-lora" in i for i in ids)
     x = tokens(reference_rows([2, 4])[0], LENGTH).astype("<i4").tobytes()
     device = asyncio.run(CpuDevice.open())
     rng = np.random.default_rng(0)
@@ -55,7 +55,9 @@ def test_adapters_sit_on_the_chosen_linears_and_start_as_the_pretrained_model() 
 def test_only_adapters_and_the_head_learn_and_hold_optimizer_state() -> None:
     compiled = compile_program(classifier(LENGTH, 4, lora=LORA))
     trainable = set(compiled.forward.trainable)
-    assert trainable == {f"layer{i}-{part}-lora-{ab}.value" for i in range(6) for part in ADAPTED for ab in "ab"} | {
+    assert trainable == {
+        f"layer{i}-{part}-linear-lora-{ab}.value" for i in range(6) for part in ADAPTED for ab in "ab"
+    } | {
         "head.weight",
         "head.bias",
     }
@@ -102,7 +104,7 @@ def test_merged_weights_give_the_adapted_model_without_adapters() -> None:
     file holds W + (alpha / rank) B A (merged on the device), agree to float32 rounding."""
     valid = validate(classifier(LENGTH, 2, lora=LORA))
     found = adapters(valid)
-    assert [a.node for a in found] == [f"layer{i}-{part}" for i in range(6) for part in ADAPTED]
+    assert [a.node for a in found] == [f"layer{i}-{part}-linear" for i in range(6) for part in ADAPTED]
     assert found[0].tensor == "encoder.layer.0.attention.self.query.weight" and found[0].scale == 2.0
     x = tokens(reference_rows([2, 4])[0], LENGTH).astype("<i4").tobytes()
     device = asyncio.run(CpuDevice.open())

@@ -17,8 +17,11 @@ from scellis.models.lora import MERGED, adapters, merge_function
 from scellis.models.safetensors import read_safetensors
 from scellis.models.weights import nf4_packer
 from scellis.ops import nf4
-from scellis.pipeline import compile_program
+from scellis.pipeline import compile_program, planner
+from scellis.plan.budget import Budget, DeviceLimits
 from scellis.plan.planned import lowered
+from scellis.plan.program import judge
+from scellis.plan.remedies import Target, advise, device_judge
 from scellis.runtime.cpu.device import CpuDevice
 from scellis.runtime.reference.oracle import run
 from scellis.session import Session
@@ -100,3 +103,25 @@ def test_merging_reads_the_words_back(session: Session) -> None:
     a = np.frombuffer(values[first.a], "<f4").reshape(first.rank, first.inp).astype(np.float64)
     got = np.frombuffer(merged[MERGED + first.weight], "<f4").reshape(first.out, first.inp)
     assert np.max(np.abs(got - (w + first.scale * b @ a))) <= 1e-6
+
+
+def test_the_plan_offers_lora_and_qlora_where_full_fine_tuning_does_not_fit() -> None:
+    """The three configurations of MiniLM at one batch and length, planned: full fine-tuning with Adam holds
+    weights, gradients and two moments; LoRA the weights and a sliver; QLoRA the embeddings, norms and
+    biases in float32 and 4.25 bits a linear weight. With a budget between LoRA's and full fine-tuning's,
+    the remedies offer both, and both plan green."""
+    full_program = classifier(LENGTH, 4)
+    plan = planner(Level.PROD, frozenset())
+    full = plan(full_program)
+    budget = Budget(int(full.total * 0.8), "a test budget")
+    advice = advise(full_program, full, budget, Target(plan, device_judge(DeviceLimits(1 << 31, 1 << 31, 32), budget)))
+    offered = {r.name: r for r in advice.remedies}
+    lora, qlora = offered["LoRA adapters (rank 8, base frozen)"], offered["QLoRA (4-bit NF4 base, LoRA rank 8)"]
+    assert judge(full, DeviceLimits(1 << 31, 1 << 31, 32), budget).color == "red"
+    assert lora.verdict.color == qlora.verdict.color == "green"
+    assert qlora.plan.total < lora.plan.total < full.total
+    for name in ("gradients", "optimizer state"):
+        assert lora.plan.totals.get(name, 0) < full.totals[name] / 50, name
+    linear_floats = 6 * (4 * 384 * 384 + 2 * 384 * 1536)  # 36 linears: 4.25 bits a weight instead of 32
+    words = 6 * (4 * nf4.words(384, 384) + 2 * nf4.words(384, 1536))
+    assert lora.plan.totals["parameters"] - qlora.plan.totals["parameters"] == 4 * linear_floats - 4 * words

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from scellis.graph import Program, Ref
+from scellis.graph.adapters import Adapters, adapted
 from scellis.graph.validate import Weights
 from scellis.models.safetensors import TensorFile
 
@@ -161,23 +162,18 @@ class Lora:
     targets: tuple[str, ...] = ("query", "value")
 
     def __post_init__(self) -> None:
-        if not 1 <= self.rank <= 4096:
-            raise ModelError(f"LoRA rank must lie in 1..4096, got {self.rank}")
-        if not (self.alpha > 0 and math.isfinite(self.alpha)):
-            raise ModelError(f"LoRA alpha must be a positive number, got {self.alpha}")
-        if not 0 <= self.dropout < 1:
-            raise ModelError(f"LoRA dropout must lie in [0, 1), got {self.dropout}")
         unknown = [t for t in self.targets if t not in LORA_TARGETS]
         if unknown or not self.targets:
             raise ModelError(f"LoRA targets {list(self.targets)}: each is one of {', '.join(LORA_TARGETS)}")
+        try:
+            self.adapters()
+        except ValueError as error:
+            raise ModelError(str(error)) from None
 
-    @property
-    def scale(self) -> float:
-        return self.alpha / self.rank
-
-    def adapts(self, key: str) -> bool:
-        """Whether the linear at `key` (BertModel's, e.g. encoder.layer.0.attention.self.query) has adapters."""
-        return any(key.endswith("." + module) for t in self.targets for module in LORA_TARGETS[t])
+    def adapters(self, nf4: bool = False) -> Adapters:
+        """The change that puts these adapters on a program's linears (scellis.graph.adapters)."""
+        modules = tuple(m for t in self.targets for m in LORA_TARGETS[t])
+        return Adapters(self.rank, self.alpha, self.dropout, modules, nf4)
 
 
 @dataclass(frozen=True)
@@ -211,14 +207,15 @@ def sentence_classifier(
     tokens = p.input("tokens", [2, settings.length], dtype="int32")
     labels = p.input("label", [], dtype="int32", role="labels")
     trainable = settings.train_encoder and settings.lora is None
-    encoder = Encoder(p, config, keys, settings.length, trainable, settings.lora, settings.nf4)
-    embedding = encoder.embedding(tokens)
+    embedding = Encoder(p, config, keys, settings.length, trainable).embedding(tokens)
     logits = p.linear(embedding, settings.classes, id="head")
     p.set_loss(p.cross_entropy(logits, labels, id="loss"))
     p.add_metric(p.accuracy(logits, labels, id="accuracy"))
     p.set_optimizer("adamw", lr=settings.lr, weight_decay=0.01)
     p.set_loop(epochs=settings.epochs, batch_size=settings.batch)
-    return p.to_json()
+    if settings.lora is None:
+        return p.to_json()
+    return adapted(p.to_json(), settings.lora.adapters(settings.nf4))
 
 
 @dataclass(frozen=True)
@@ -230,8 +227,6 @@ class Encoder:
     keys: dict[str, str]
     length: int
     trainable: bool
-    lora: Lora | None = None
-    nf4: bool = False  # the linear weights (not embeddings, norms or biases) as NF4 words
 
     def weight(self, key: str, shape: tuple[int, ...], node: str) -> Ref:
         tensor = self.keys[key]
@@ -241,23 +236,8 @@ class Encoder:
         """x @ W^T + b for a torch Linear's W [out, in] and b [out], as the file holds them: node
         `<node>-linear` (a pretrained_linear), then `<node>` adding the bias."""
         p = self.p
-        storage = "nf4" if self.nf4 else "float32"
-        y = p.pretrained_linear(x, shape[0], self.keys[f"{key}.weight"], storage, self.trainable, id=f"{node}-linear")
-        if self.lora is not None and self.lora.adapts(key):
-            y = p.add(y, self.adapter(x, shape, node), id=f"{node}-adapted")
+        y = p.pretrained_linear(x, shape[0], self.keys[f"{key}.weight"], "float32", self.trainable, id=f"{node}-linear")
         return p.add(y, self.weight(f"{key}.bias", shape[:1], f"{node}-b"), id=node)
-
-    def adapter(self, x: Ref, shape: tuple[int, int], node: str) -> Ref:
-        """(alpha / rank) * dropout(x) A^T B^T: nodes `<node>-lora-a` [rank, in] and `<node>-lora-b` [out, rank]."""
-        p, lora = self.p, self.lora
-        assert lora is not None
-        out, inp = shape
-        a = p.parameter([lora.rank, inp], init="uniform", scale=1 / math.sqrt(inp), id=f"{node}-lora-a")
-        b = p.parameter([out, lora.rank], init="zeros", id=f"{node}-lora-b")
-        dropped = p.dropout(x, lora.dropout, id=f"{node}-lora-drop")
-        down = p.matmul(dropped, a, transpose_b=True, id=f"{node}-lora-down")
-        up = p.matmul(down, b, transpose_b=True, id=f"{node}-lora-up")
-        return p.mul(up, p.constant(lora.scale), id=f"{node}-lora")
 
     def norm(self, x: Ref, key: str, node: str) -> Ref:
         p, h = self.p, (self.config.hidden,)

@@ -1,13 +1,12 @@
 """LoRA adapters as a program holds them, and their merge into the base weights as an IR function (run on
 the device like any other, so no float of a large matrix passes through Python).
 
-Expects a ValidProgram built by scellis.models.bert with `Lora` settings: for each adapted linear `<node>`,
-the pretrained_linear `<node>-linear` (the base weight W [out, in], float32 or NF4 words), the parameters
-`<node>-lora-a` (A [rank, in]) and `<node>-lora-b` (B [out, rank]), and the node `<node>-lora` multiplying
-by the constant alpha / rank. Guarantees: `adapters` lists them in program order, with the base tensor's
-key in the weights file; `merge_function` computes `merged/<node>-linear.weight` = W + (alpha / rank) B A
-for each (W read back from its words when it is NF4), from inputs named as the step names them, so a
-session's values feed it as they are.
+Expects a ValidProgram with adapters as scellis.graph.adapters adds them: for each adapted pretrained_linear
+`L` (W [out, in], float32 or NF4 words), the parameters `L-lora-a` (A [rank, in]) and `L-lora-b` (B [out,
+rank]) and the constant `L-lora-scale` (alpha / rank). Guarantees: `adapters` lists them in program order,
+with the base tensor's key in the weights file; `merge_function` computes `merged/L.weight` = W + (alpha /
+rank) B A for each (W read back from its words when it is NF4), from inputs named as the step names them,
+so a session's values feed it as they are.
 """
 
 from __future__ import annotations
@@ -26,7 +25,7 @@ MERGED = "merged/"
 
 @dataclass(frozen=True)
 class Adapter:
-    node: str  # the adapted linear's node id, e.g. layer0-query
+    node: str  # the adapted pretrained_linear's node id, e.g. layer0-query-linear
     tensor: str  # its base weight's key in the weights file
     out: int
     inp: int
@@ -36,7 +35,7 @@ class Adapter:
 
     @property
     def weight(self) -> str:
-        return f"{self.node}-linear.weight"
+        return f"{self.node}.weight"
 
     @property
     def a(self) -> str:
@@ -55,15 +54,14 @@ def adapters(program: ValidProgram) -> list[Adapter]:
         if not node.id.endswith("-lora-a"):
             continue
         base = node.id.removesuffix("-lora-a")
-        linear, up, scaling = nodes.get(f"{base}-linear"), nodes.get(f"{base}-lora-b"), nodes.get(f"{base}-lora")
+        linear, up, scaling = nodes.get(base), nodes.get(f"{base}-lora-b"), nodes.get(f"{base}-lora-scale")
         if linear is None or up is None or scaling is None or linear.op != "pretrained_linear":
             raise ValueError(f"{program.name}: node {node.id!r} is no LoRA adapter of a pretrained linear {base!r}")
-        constant = nodes[scaling.inputs["b"][0]]
         rank, inp = node.params["shape"]
         out_, rank_b = up.params["shape"]
         if out_ != linear.params["features"] or rank_b != rank:
             raise ValueError(f"{program.name}: the adapter of {base!r} does not fit its weight's shape")
-        scale, packed = float(constant.params["value"]), linear.params["storage"] == "nf4"
+        scale, packed = float(scaling.params["value"]), linear.params["storage"] == "nf4"
         out.append(Adapter(base, linear.params["tensor"], out_, inp, rank, scale, packed))
     return out
 
