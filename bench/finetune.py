@@ -5,7 +5,7 @@ throughput and memory of Scellis' three configurations beside torch + peft's LoR
         [--epochs 3] [--batch 32] [--length 128] [--train N] [--model DIR] [--corpus CSV] [--json FILE]
 
 Configurations, each from the same pretrained weights, on the corpus' fixed split (scellis.text.corpus:
-4,837 training and 1,209 held-out mails; `--train N` keeps the first N training mails, for a quick look),
+4,837 training and 1,209 held-out mails; `--train N` and `--held N` keep the first N, for a quick look),
 mails cut to `--length` tokens (subject, then the body's start):
 - baseline: the encoder frozen, a linear head on its pooled, normalised embedding (logistic regression,
   trained by Scellis), AdamW at 1e-2;
@@ -206,6 +206,7 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=32)
     parser.add_argument("--length", type=int, default=128)
     parser.add_argument("--train", type=int, help="keep the first N training mails (a quick look)")
+    parser.add_argument("--held", type=int, help="keep the first N held-out mails (a quick look)")
     parser.add_argument("--model", type=Path, help="a folder of config.json, model.safetensors, tokenizer.json")
     parser.add_argument("--corpus", type=Path, help="the corpus as spam_assassin_csv writes it")
     parser.add_argument("--json", type=Path, help="also write the rows here")
@@ -222,6 +223,9 @@ def main() -> None:
     if args.train:
         keep = min(args.train, train.n)
         train = Split(train.features[: keep * train.width * 4], train.labels[: keep * 4], train.width)
+    if args.held:
+        keep = min(args.held, held.n)
+        held = Split(held.features[: keep * held.width * 4], held.labels[: keep * 4], held.width)
     print(f"{train.n:,} training and {held.n:,} held-out mails at {args.length} tokens, {args.epochs} epochs, "
           f"batch {args.batch}", flush=True)  # fmt: skip
     rows = []
