@@ -97,16 +97,16 @@ def adapted(program: dict[str, Any], settings: Adapters) -> dict[str, Any]:
 
 def _add(program: dict[str, Any], lid: str, rows: int, cols: int, s: Adapters) -> None:
     source = next(e["from"] for e in program["edges"] if e["to"]["node"] == lid and e["to"]["port"] == "x")
-    for edge in program["edges"]:  # every reader of the linear reads the adapted value instead
-        if edge["from"]["node"] == lid:
-            edge["from"] = {"node": f"{lid}-adapted", "port": "out"}
+    for reader in program["edges"]:  # every reader of the linear reads the adapted value instead
+        if reader["from"]["node"] == lid:
+            reader["from"] = {"node": f"{lid}-adapted", "port": "out"}
 
     def node(suffix: str, op: str, **params: Any) -> None:
         program["nodes"].append({"id": lid + suffix, "op": op, "params": params})
 
-    def edge(src: str, dst: str, port: str) -> None:
-        program["edges"].append({"from": src if isinstance(src, dict) else {"node": src, "port": "out"},
-                                 "to": {"node": dst, "port": port}})  # fmt: skip
+    def edge(src: str | dict[str, str], dst: str, port: str) -> None:
+        start = src if isinstance(src, dict) else {"node": src, "port": "out"}
+        program["edges"].append({"from": start, "to": {"node": dst, "port": port}})
 
     node("-lora-drop", "dropout", p=s.dropout)
     node("-lora-a", "parameter", shape=[s.rank, cols], init="uniform", scale=1 / math.sqrt(cols))
