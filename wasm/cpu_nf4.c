@@ -25,20 +25,15 @@ typedef struct {
   u32 count, rows, cols, transpose;
 } nf4_matmul_desc;
 
+/* A u32's bits as a float and back (the sc_ types may alias each other: cpu_kernels.h). */
 static inline float bits_float(u32 b) {
-  union {
-    u32 u;
-    float f;
-  } v = {b};
-  return v.f;
+  const sc_u32 v = b;
+  return *(const sc_f32 *)&v;
 }
 
 static inline u32 float_bits(float f) {
-  union {
-    float f;
-    u32 u;
-  } v = {f};
-  return v.u;
+  const sc_f32 v = f;
+  return *(const sc_u32 *)&v;
 }
 
 /* Non-negative float32 bits as float16 bits: nearest, ties to even; beyond 65504, 65504. */
