@@ -24,7 +24,6 @@ import hashlib
 import json
 import os
 import shutil
-import struct
 import subprocess
 import sys
 from collections.abc import Callable
@@ -184,15 +183,12 @@ def nf4_header() -> str:
     as float32 bit patterns, so the CPU path packs and reads exactly the format the engine defines."""
     from scellis.ops import nf4
 
-    def bits(values: tuple[float, ...]) -> str:
-        return ", ".join(f"0x{struct.unpack('<I', struct.pack('<f', v))[0]:08x}u" for v in values)
-
     return (
         "/* Written by build.py from scellis.ops.nf4: do not edit. */\n"
         "#ifndef SCELLIS_CPU_NF4_H\n#define SCELLIS_CPU_NF4_H\n\n"
         f"#define SC_NF4_BLOCK {nf4.BLOCK}u\n"
-        f"static const unsigned int SC_NF4_LEVEL_BITS[16] = {{{bits(nf4.LEVELS32)}}};\n"
-        f"static const unsigned int SC_NF4_MIDPOINT_BITS[15] = {{{bits(nf4.MIDPOINTS)}}};\n\n#endif\n"
+        f"static const unsigned int SC_NF4_LEVEL_BITS[16] = {{{nf4.bit_literals(nf4.LEVELS32)}}};\n"
+        f"static const unsigned int SC_NF4_MIDPOINT_BITS[15] = {{{nf4.bit_literals(nf4.MIDPOINTS)}}};\n\n#endif\n"
     )
 
 

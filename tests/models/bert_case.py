@@ -11,12 +11,11 @@ from functools import cache
 import numpy as np
 
 from scellis.graph import validate
-from scellis.graph.building import Mode
 from scellis.graph.validate import Weights
 from scellis.ir import Function
-from scellis.ir.from_program import forward_values
-from scellis.ir.function import input_name, reached
+from scellis.ir.function import input_name
 from scellis.models.bert import BertConfig, Classifier, bert_tensors, sentence_classifier
+from scellis.models.infer import node_function
 from scellis.models.safetensors import read_safetensors
 from scellis.models.weights import bind
 from scellis.text import WordPiece
@@ -54,14 +53,9 @@ def embedding_function(length: int, batch: int, **settings: object) -> tuple[Fun
 def embedding_of(program: dict, raw: bytes, batch: int) -> tuple[Function, dict[str, np.ndarray]]:
     """`embedding_function` for any program of the encoder and the weights file `raw` it pins."""
     valid = validate(program)
-    built, values = forward_values(valid, Mode.EVAL, batch)
-    out = values["embedding"]
-    used = reached([out])
-    fn = Function("embedding", tuple(n for n in built.fn.inputs if n in used), (("embedding", out),))
-    bound = bind(valid, built.params, raw)
+    fn, slots = node_function(valid, ["embedding"], batch)
     shapes = {input_name(n): n.shape for n in fn.inputs}
-    params = {k: np.frombuffer(v, "<f4").reshape(shapes[k]) for k, v in bound.items() if k in shapes}
-    return fn, params
+    return fn, {k: np.frombuffer(v, "<f4").reshape(shapes[k]) for k, v in bind(valid, slots, raw).items()}
 
 
 def tokens(rows: list[dict], length: int) -> np.ndarray:

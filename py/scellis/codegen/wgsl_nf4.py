@@ -5,8 +5,6 @@ every device packs the same words and reads the same values (wasm/cpu_nf4.c does
 
 from __future__ import annotations
 
-import struct
-
 from scellis.codegen import wgsl_expr as w
 from scellis.codegen.wgsl_template import template
 from scellis.lower.kernels import Kernel, Kind, Schedule
@@ -18,8 +16,7 @@ LANES = 64  # the templates' workgroup size
 
 
 def _bits(values: tuple[float, ...]) -> str:
-    words = ", ".join(f"0x{struct.unpack('<I', struct.pack('<f', v))[0]:08x}u" for v in values)
-    return f"array<u32, {len(values)}>({words})"
+    return f"array<u32, {len(values)}>({nf4.bit_literals(values)})"
 
 
 def _helpers(arg: d.Nf4Arg | d.Nf4MatmulArg, word_at: str) -> str:

@@ -8,10 +8,10 @@ PEFT's kaiming-uniform default draws), `L-lora-b` (B [out, rank], zeros), `L-lor
 `L-lora-scale` (the constant alpha / rank), `L-lora` and `L-adapted` = L + (alpha / rank) dropout(x) A^T
 B^T, which every reader of L reads instead; every pretrained weight is frozen (so only adapters and what
 was not pretrained learn), and with `nf4` every pretrained linear's weight is kept as NF4 words (QLoRA's
-4-bit base), adapted or not. A linear is chosen
-when its tensor's module (its key without `.weight`) is, or ends with `.` and, one of `modules` (all
-pretrained linears when `modules` is empty). ValueError names what cannot be adapted: no linear chosen,
-a linear adapted already, settings out of range.
+4-bit base), adapted or not. A linear is chosen when its tensor's module (its key without `.weight`) is,
+or ends with `.` and, one of `modules` (all pretrained linears when `modules` is empty). `adaptable`
+says whether a program has pretrained linears and no adapters yet. ValueError names what cannot be
+adapted: no linear chosen, a linear adapted already, settings out of range.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ class Adapters:
     alpha: float = 16.0
     dropout: float = 0.1
     modules: tuple[str, ...] = ()  # e.g. ("attention.self.query", "attention.self.value"); () chooses all
-    nf4: bool = False  # QLoRA: the adapted base's weights as NF4 words
+    nf4: bool = False  # QLoRA: every pretrained linear's weight as NF4 words
 
     def __post_init__(self) -> None:
         if not (isinstance(self.rank, int) and 1 <= self.rank <= 4096):
@@ -66,6 +66,14 @@ class Adapters:
             tuple(modules),
             data.get("nf4", False),
         )
+
+
+def adaptable(program: dict[str, Any]) -> bool:
+    """Whether `program` (JSON) has pretrained linears and none of them has adapters yet."""
+    nodes = [n for n in program.get("nodes", []) if isinstance(n, dict)]
+    return any(n.get("op") == "pretrained_linear" for n in nodes) and not any(
+        str(n.get("id", "")).endswith("-lora-a") for n in nodes
+    )
 
 
 def adapted(program: dict[str, Any], settings: Adapters) -> dict[str, Any]:

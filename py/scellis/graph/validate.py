@@ -124,11 +124,13 @@ def _check_top(data: dict[str, Any], issues: list[Issue]) -> None:
 def _read_weights(raw: Any, nodes: tuple[ValidNode, ...], issues: list[Issue]) -> Weights | None:
     """The program's weights file, checked; every pretrained parameter needs one, and one is named only
     where some parameter reads it."""
-    readers = [n.id for n in nodes if n.op == "pretrained_linear" or n.params.get("init") == "pretrained"]
+    readers = [n for n in nodes if n.op == "pretrained_linear" or n.params.get("init") == "pretrained"]
     if raw is None:
-        for nid in readers:
-            field = "init" if next(n for n in nodes if n.id == nid).op == "parameter" else "tensor"
-            issues.append(Issue(f"{nid}.params.{field}", "pretrained, but the program names no weights file", node=nid))
+        for n in readers:
+            field = "init" if n.op == "parameter" else "tensor"
+            issues.append(
+                Issue(f"{n.id}.params.{field}", "pretrained, but the program names no weights file", node=n.id)
+            )
         return None
     if not isinstance(raw, dict):
         issues.append(Issue("weights", f"must be an object with {', '.join(WEIGHTS_KEYS)}, got {show(raw)}"))

@@ -6,8 +6,9 @@ file it came with, read by scellis.models.safetensors (the keys of BertModel, wi
 prefix a task model adds). Guarantees: `BertConfig.read` returns the architecture or raises ModelError
 naming the field; `bert_tensors` maps every parameter the encoder needs to its key, or raises ModelError
 naming the first key that is missing, of another dtype than float32, or of another shape than the config
-implies; `sentence_classifier` returns program JSON whose pretrained parameters read exactly those keys
-(`parameter` nodes, init `pretrained`, pinned by the file's SHA-256), wired as sentence-transformers runs
+implies; `sentence_classifier` returns program JSON whose pretrained nodes read exactly those keys
+(`pretrained_linear` nodes and `parameter` nodes of init `pretrained`, the file pinned by its SHA-256),
+wired as sentence-transformers runs
 the model: embeddings, post-norm layers of masked multi-head self-attention and a GELU feed-forward,
 mean pooling over the tokens the mask keeps, L2 normalisation; then a linear head, cross-entropy and
 accuracy. The program's features are int32 [2, length]: token ids, then the attention mask (1: a token,
@@ -147,7 +148,6 @@ LORA_TARGETS = {  # a target's name (PEFT's target_modules) -> the layer's linea
     "value": ("attention.self.value",),
     "dense": ("attention.output.dense", "intermediate.dense", "output.dense"),
 }
-ALL_LINEARS = ("query", "key", "value", "dense")
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,7 @@ import array
 import json
 import sys
 
+from scellis.datasets import words
 from scellis.graph.validate import ValidProgram
 from scellis.models.lora import MERGED, Adapter, adapters
 from scellis.models.safetensors import TensorFile, write_safetensors
@@ -75,7 +76,7 @@ def head_file(values: dict[str, bytes], node: str = "head") -> bytes:
     weight, bias = _value(values, f"{node}.weight"), _value(values, f"{node}.bias")
     classes = len(bias) // 4
     hidden = len(weight) // 4 // classes
-    rows = _floats(weight)  # [hidden, classes]: x @ weight
+    rows = words(weight, "f")  # [hidden, classes]: x @ weight
     transposed = array.array("f", (rows[i * classes + c] for c in range(classes) for i in range(hidden)))
     if sys.byteorder == "big":
         transposed.byteswap()
@@ -98,10 +99,3 @@ def _value(values: dict[str, bytes], name: str) -> bytes:
     if name not in values:
         raise ValueError(f"the trained values lack {name!r}")
     return values[name]
-
-
-def _floats(data: bytes) -> array.array:
-    out = array.array("f", data)
-    if sys.byteorder == "big":
-        out.byteswap()
-    return out

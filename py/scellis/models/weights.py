@@ -38,10 +38,6 @@ def check_pin(program: ValidProgram, raw: bytes | memoryview) -> None:
         raise WeightsError(f"{pin.file}: its SHA-256 is {digest}, but {program.name} pins {pin.sha256}: other weights")
 
 
-def pretrained(slots: tuple[Slot, ...] | list[Slot]) -> list[Slot]:
-    return [s for s in slots if s.init.kind == "pretrained"]
-
-
 def bind(program: ValidProgram, slots: tuple[Slot, ...] | list[Slot], raw: bytes | memoryview) -> dict[str, memoryview]:
     """Each pretrained slot's name -> its bytes in `raw` (see the module's contract)."""
     check_pin(program, raw)
@@ -49,7 +45,7 @@ def bind(program: ValidProgram, slots: tuple[Slot, ...] | list[Slot], raw: bytes
     name = program.weights.file
     file: TensorFile = read_safetensors(raw, name)
     out = {}
-    for slot in pretrained(slots):
+    for slot in (s for s in slots if s.init.kind == "pretrained"):
         key = slot.init.tensor
         tensor = file.tensors.get(key)
         where = f"{name}: parameter {slot.node_id!r} reads tensor {key!r}"

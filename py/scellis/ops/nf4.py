@@ -39,6 +39,11 @@ MIDPOINTS = tuple(f32((a + b) / 2) for a, b in itertools.pairwise(LEVELS32))  # 
 F16_MAX_BITS = 0x7BFF  # 65504
 
 
+def bit_literals(values: tuple[float, ...]) -> str:
+    """float32 values as the u32 literals of their bits, `0x3f800000u, ...` (WGSL and C read them alike)."""
+    return ", ".join(f"0x{struct.unpack('<I', struct.pack('<f', v))[0]:08x}u" for v in values)
+
+
 def words(rows: int, cols: int) -> int:
     """u32 words of a packed [rows, cols] weight: codes, then scales."""
     n = rows * cols

@@ -4,8 +4,8 @@ verdict that is not green, and the app's plan panel offers as buttons.
 
 Remedies here: streaming a resident data set, activation checkpointing, and a smaller batch (the largest
 batch whose plan is green); float16 storage where the device has shader-f16; for a pretrained model
-trained whole, LoRA adapters on its frozen linears, and QLoRA (the same on a 4-bit NF4 base). Each is a change to the
-program JSON (`apply`), so applying one is one call and its plan is exactly what was promised. Capacity:
+trained whole, LoRA adapters on its frozen linears, and QLoRA (the same on a 4-bit NF4 base). Each is a
+change to the program JSON (`apply`), so applying one is one call and its plan is exactly what was promised. Capacity:
 when parameters, gradients and optimizer state alone exceed the budget, no batch size fits; the figures
 for QLoRA-style adapters, optimizer-state sharding and pooling devices follow.
 
@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from scellis.graph import validate
-from scellis.graph.adapters import Adapters, adapted
+from scellis.graph.adapters import Adapters, adaptable, adapted
 from scellis.optim.storage import STORAGES
 from scellis.plan.budget import Budget, DeviceLimits, Verdict
 from scellis.plan.program import ProgramPlan, judge
@@ -31,12 +31,14 @@ LORA_RANK = 8
 QUANT_BLOCK = 64  # 4-bit weights in blocks of 64 with one float16 scale each
 
 
-CHANGES = {  # a remedy's change -> where it goes in the program JSON (adapters: scellis.graph.adapters)
+CHANGES = {  # a remedy's change -> where it goes in the program JSON
     "batch": ("loop", "batch_size"),
     "checkpoint": ("memory", "checkpoint"),
     "data": ("memory", "data"),
     "storage": ("memory", "storage"),
-    "adapters": ("nodes", ""),
+}
+TRANSFORMS = {  # a remedy's change that rewrites the graph -> how
+    "adapters": lambda program, value: adapted(program, Adapters.read(value)),
 }
 LORA = {"rank": LORA_RANK}  # the adapters a pretrained program is offered: every linear, rank 8
 QLORA = {"rank": LORA_RANK, "nf4": True}
@@ -45,13 +47,14 @@ QLORA = {"rank": LORA_RANK, "nf4": True}
 def apply(program: dict[str, Any], change: dict[str, Any]) -> dict[str, Any]:
     """The program with a remedy's change applied: a new program JSON (the given one is not touched),
     validated, so what a remedy's plan promised is what the program now plans."""
-    unknown = sorted(set(change) - set(CHANGES))
+    known = [*CHANGES, *TRANSFORMS]
+    unknown = sorted(set(change) - set(known))
     if unknown:
-        raise ValueError(f"unknown remedy change {', '.join(unknown)} (known: {', '.join(CHANGES)})")
+        raise ValueError(f"unknown remedy change {', '.join(unknown)} (known: {', '.join(known)})")
     out = copy.deepcopy(program)
     for key, value in change.items():
-        if key == "adapters":
-            out = adapted(out, Adapters.read(value))
+        if key in TRANSFORMS:
+            out = TRANSFORMS[key](out, value)
             continue
         section, field = CHANGES[key]
         if not isinstance(out.get(section, {}), dict):
@@ -128,10 +131,7 @@ def advise(data: dict[str, Any], plan: ProgramPlan, budget: Budget, target: Targ
         found.append(target.remedy(data, {"checkpoint": True}, "activation checkpointing"))
     if memory.storage != "float16" and not STORAGES["float16"] - plan.features:  # needs shader-f16
         found.append(target.remedy(data, {"storage": "float16"}, "float16 storage"))
-    nodes = data.get("nodes", [])
-    if any(n.get("op") == "pretrained_linear" for n in nodes) and not any(
-        str(n.get("id", "")).endswith("-lora-a") for n in nodes
-    ):  # a pretrained model trained whole: adapters on a frozen base, or on a 4-bit one
+    if adaptable(data):  # a pretrained model trained whole: adapters on a frozen base, or on a 4-bit one
         found.append(target.remedy(data, {"adapters": LORA}, f"LoRA adapters (rank {LORA_RANK}, base frozen)"))
         found.append(target.remedy(data, {"adapters": QLORA}, f"QLoRA (4-bit NF4 base, LoRA rank {LORA_RANK})"))
     batch = _largest_green_batch(data, plan.batch, target)
