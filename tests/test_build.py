@@ -85,6 +85,7 @@ def clean_build(tmp_path_factory: pytest.TempPathFactory, dist: Path) -> Path:
             (root / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(ROOT / name, root / name)
     (root / "node_modules").symlink_to(ROOT / "node_modules")
+    (root / ".venv").symlink_to(ROOT / ".venv")  # what scripts/setup installs: tools and the data packages
     done = subprocess.run([sys.executable, "build.py"], cwd=root, capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stdout + done.stderr
     return root

@@ -34,6 +34,7 @@ from scellis.levels import parse_level
 from scellis.manifest import Engine, read_share_link
 from scellis.manifest.pins import data_versions, engine_of
 from scellis.manifest.replay import Pins, session_program
+from scellis.models.finetune import model_of, text_data
 from scellis.pagerun import PageRun
 from scellis.pipeline import Compiled, compile_program, plan_report
 from scellis.plan.breakdown import CATEGORIES
@@ -61,13 +62,15 @@ async def _device(kind: str) -> Device:
     raise ValueError(f"unknown device kind {kind!r} (expected 'webgpu' or 'cpu')")
 
 
-SOURCES = ("site", "chars", "cancer", "user")
+SOURCES = ("site", "chars", "cancer", "user", "text")
 EXAMPLE_SOURCES = {"digits": "site", "chars": "chars", "breast-cancer": "cancer", "none": None}
 
 
 def load_data(source: str, files: dict[str, bytes]) -> tuple[Split, Split, DataInfo]:
     """(train, test, info) of the page's data: this site's digits (their four files), the Zen of Python's
-    next-character windows (no files: the text ships with Python), or the user's own (from_user_files)."""
+    next-character windows (no files: the text ships with Python), the user's own (from_user_files), or
+    labelled texts tokenized for a pretrained model (scellis.models.finetune.text_data; the model's files come
+    with them)."""
     if source == "site":
         train, test = from_files(files)
         return train, test, DIGITS_INFO
@@ -79,6 +82,8 @@ def load_data(source: str, files: dict[str, bytes]) -> tuple[Split, Split, DataI
         return train, test, CANCER_INFO
     if source == "user":
         return from_user_files(files)
+    if source == "text":
+        return text_data(files)
     raise ValueError(f"unknown data source {source!r} (expected one of {', '.join(SOURCES)})")
 
 
@@ -310,6 +315,9 @@ class Driven:
     async def weights(self) -> bytes:
         return await self.run.weights()
 
+    async def export(self, what: str) -> bytes:
+        return await self.run.export(str(what))
+
     async def verdict(self) -> str:
         return json.dumps(await self.run.verdict(), allow_nan=False)
 
@@ -362,6 +370,7 @@ async def open_run(
             resume=resume,
             keep=kept,
             compiled=compiled,
+            model=model_of(data, files),
         )
     except PlanRefused as refused:
         return _refusal(refused)
@@ -445,6 +454,7 @@ async def open_replay(
             device_kind=kind,
             engine=running_engine(),
             browser=browser,
+            model=model_of(pins.program, files if source != "none" else {}),
         )
     except PlanRefused as refused:
         return _refusal(refused), note

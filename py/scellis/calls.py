@@ -43,6 +43,8 @@ CALLS: dict[str, str] = {
     "dataInfo": "scellis.app:data_json",
     # (source, files) -> a starter program for the data, as JSON
     "starter": "scellis.app:starter_json",
+    # (source, files) -> the model, its texts and the three fine-tuning programs, as JSON (source "text")
+    "finetune": "scellis.models.finetune:finetune_json",
     # (href) -> what the share link carries: program, name, settings, ran_on, storage, as JSON
     "readLink": "scellis.app:read_link",
     # (source, files, program, device_kind, level, seed, epochs, build, cap, browser, resume, keep)

@@ -22,6 +22,7 @@ from scellis.datasets import Split
 from scellis.levels import Level
 from scellis.manifest import Engine, build_manifest, check_data, share_link, to_json
 from scellis.manifest.replay import NotedDevice, Outcome, Pins, checkpoints_as, compare, new_session
+from scellis.models.finetune import exported
 from scellis.pipeline import Compiled
 from scellis.runtime.device import Device
 from scellis.session import EpochResult, Session, checkpoints_to
@@ -64,11 +65,14 @@ class PageRun:
         pins: Pins | None = None,
         keep: int | None = KEEP,
         compiled: Compiled | None = None,
+        model: dict[str, bytes] | None = None,
     ) -> None:
         self.noted = NotedDevice(device)
+        weights = None if model is None else model["model.safetensors"]
         self.session = new_session(
-            program, self.noted, level=level, seed=seed, train=train, test=test, compiled=compiled
+            program, self.noted, level=level, seed=seed, train=train, test=test, compiled=compiled, weights=weights
         )
+        self.model = model
         self.keep = keep if pins is None else None  # a re-run's checkpoints are as its pins say (replay)
         writer = checkpoints_to(store, keep) if pins is None else checkpoints_as(store, pins.device)
         self.session.checkpointer = writer
@@ -101,11 +105,13 @@ class PageRun:
         resume: str | None = None,
         keep: int | None = KEEP,
         compiled: Compiled | None = None,
+        model: dict[str, bytes] | None = None,
     ) -> PageRun:
         """A new run of `program`, started from init, or from the stored checkpoint `resume` (a key): a
         missing or corrupt object, or a checkpoint of another program or level, is a ResumeError naming what
         differs. Its rule checkpoints are kept as store.retention says with `keep` (None: every one).
-        `compiled`: replay.session_program's compile of `program`, when the caller made it first.
+        `compiled`: replay.session_program's compile of `program`, when the caller made it first. `model`:
+        the pretrained model's files (scellis.models.finetune.MODEL_FILES) when the program pins their weights.
         Nothing runs until `advance`; a red memory plan raises PlanRefused here."""
         run = cls(
             store,
@@ -121,6 +127,7 @@ class PageRun:
             browser=browser,
             keep=keep,
             compiled=compiled,
+            model=model,
         )
         session = run.session
         if resume is None:
@@ -143,9 +150,10 @@ class PageRun:
         device_kind: str,
         engine: Engine,
         browser: str | None = None,
+        model: dict[str, bytes] | None = None,
     ) -> PageRun:
         """A re-run of a pinned run (a share link's or a manifest's) on `device`: the data must be the pinned
-        data (ValueError naming each split that differs, before anything is compiled)."""
+        data (ValueError naming each split that differs, before anything is compiled); `model` as `open`'s."""
         differ = check_data(pins.settings.data, train, test)
         if differ:
             raise ValueError("; ".join(differ))
@@ -163,6 +171,7 @@ class PageRun:
             engine=engine,
             browser=browser,
             pins=pins,
+            model=model,
         )
         await run.session.start(train)
         return run
@@ -258,6 +267,7 @@ class PageRun:
         s = self.session
         async with self.busy:
             state = await s.checkpoint()
+            tensors = {**state.tensors, **await s.tensors([n for n in s.carried if n not in state.tensors])}
         metadata = {
             "format": WEIGHTS_FORMAT,
             "program": json.dumps(self.program, sort_keys=True),
@@ -266,7 +276,14 @@ class PageRun:
             "device": state.device,
             "step": str(state.step),
         }
-        return encode({name: state.tensors[name] for name in s.carried}, metadata)
+        return encode({name: tensors[name] for name in s.carried}, metadata)
+
+    async def export(self, what: str) -> bytes:
+        """The fine-tuned model's files as it is now, as a ZIP (scellis.models.finetune.exported's `what`)."""
+        if self.model is None:
+            raise ValueError("this run starts from no pretrained model: there is no fine-tuned model to export")
+        async with self.busy:
+            return await exported(self.session, what, self.model)
 
     async def manifest(self, base: str) -> dict[str, Any]:
         """The run's manifest (as JSON text) and its share link on the page's address `base`; the state

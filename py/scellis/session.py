@@ -216,6 +216,13 @@ class Session:
         self.carried = [
             input_name(n) for n in self.compiled.evaluate.inputs if input_role(n) in (Role.PARAM, Role.STATE)
         ]
+        frozen = {s.name for s in self.compiled.forward.params if s.init.kind == "pretrained" and not s.trainable}
+        # what a checkpoint holds: every PARAM and STATE input of the step but the frozen pretrained weights
+        self.kept = [
+            input_name(n)
+            for n in step_fn.inputs
+            if input_role(n) in (Role.PARAM, Role.STATE) and input_name(n) not in frozen
+        ]
         self.metrics = [
             name for name, _ in self.compiled.evaluate.outputs if name == "loss" or name.startswith("metric/")
         ]
@@ -588,14 +595,18 @@ class Session:
             calls.append((whole * self.eval_batch, rest, self.eval_last))
         return calls
 
-    async def checkpoint(self) -> Checkpoint:
-        """Everything this run needs to go on exactly from here: parameters and optimizer state (the
-        step's PARAM and STATE inputs, as the device holds them), the step, epoch and position in it, the
-        RNG state, and the loop's state. Between steps only (after `run` returns)."""
-        names = [input_name(n) for n in self.step_fn.inputs if input_role(n) in (Role.PARAM, Role.STATE)]
+    async def tensors(self, names: list[str]) -> dict[str, Tensor]:
+        """The step's inputs `names` as the device holds them now."""
         values = await self.step.fetch(names)
         nodes = {input_name(n): n for n in self.step_fn.inputs}
-        tensors = {name: Tensor.from_device(nodes[name].dtype, nodes[name].shape, values[name]) for name in names}
+        return {name: Tensor.from_device(nodes[name].dtype, nodes[name].shape, values[name]) for name in names}
+
+    async def checkpoint(self) -> Checkpoint:
+        """Everything this run needs to go on exactly from here: parameters and optimizer state (the
+        step's PARAM and STATE inputs, as the device holds them, but for the frozen pretrained weights,
+        which the program pins by their file's hash and start writes from it), the step, epoch and position
+        in it, the RNG state, and the loop's state. Between steps only (after `run` returns)."""
+        tensors = await self.tensors(self.kept)
         state = self.loop.to_json()
         del state["events"]  # in the history, with the earlier checkpoints: the metadata's size stays put
         best = None if self.best is None else [self.best.loss, self.best.step, self.best.key]
@@ -623,7 +634,7 @@ class Session:
         history, best = checked_loop(checkpoint)
         await self.start(train)
         self.held_out_loss = None if checkpoint.loop["loss"] is None else float(checkpoint.loop["loss"])
-        names = {input_name(n) for n in self.step_fn.inputs if input_role(n) in (Role.PARAM, Role.STATE)}
+        names = set(self.kept)
         if set(checkpoint.tensors) != names:
             missing, extra = sorted(names - set(checkpoint.tensors)), sorted(set(checkpoint.tensors) - names)
             raise ValueError(f"the checkpoint's tensors do not match the step: missing {missing}, unexpected {extra}")

@@ -73,10 +73,10 @@ def test_training_moves_adapters_and_the_head_only() -> None:
     train = split([2, 4, 5, 7, 9, 10, 11, 12], [0, 1, 0, 1, 0, 1, 0, 1])
     session = Session(program, asyncio.run(CpuDevice.open()), seed=5, level=Level.DEBUG, weights=model().raw)
     asyncio.run(session.start(train))
-    before = asyncio.run(session.checkpoint()).tensors
+    before = asyncio.run(session.tensors(session.carried))
     first = asyncio.run(session.evaluate(train))["loss"]
     asyncio.run(session.run(train, train, epochs=2))
-    after = asyncio.run(session.checkpoint()).tensors
+    after = asyncio.run(session.tensors(session.carried))
     params = [k for k in before if "/" not in k and k.endswith((".value", ".weight", ".bias"))]  # not opt.m/...
     moved = {k for k in params if after[k].data != before[k].data}
     assert moved == {k for k in params if "-lora-" in k} | {"head.weight", "head.bias"}

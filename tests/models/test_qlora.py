@@ -61,7 +61,7 @@ def session() -> Session:
 
 
 def test_the_device_packs_the_words_the_reference_packs(session: Session) -> None:
-    values = asyncio.run(session.checkpoint()).tensors
+    values = asyncio.run(session.tensors(session.carried))
     file = read_safetensors(model().raw)
     for node, key, shape in (
         ("layer0-query-linear", "encoder.layer.0.attention.self.query.weight", (384, 384)),
@@ -73,11 +73,11 @@ def test_the_device_packs_the_words_the_reference_packs(session: Session) -> Non
 
 
 def test_training_moves_adapters_and_head_and_leaves_the_words(session: Session) -> None:
-    before = asyncio.run(session.checkpoint()).tensors
+    before = asyncio.run(session.tensors(session.carried))
     train = session.train  # type: ignore[attr-defined]
     first = asyncio.run(session.evaluate(train))["loss"]
     asyncio.run(session.run(train, train, epochs=2))
-    after = asyncio.run(session.checkpoint()).tensors
+    after = asyncio.run(session.tensors(session.carried))
     params = [k for k in before if "/" not in k and k.endswith((".value", ".weight", ".bias"))]
     moved = {k for k in params if after[k].data != before[k].data}
     assert moved == {k for k in params if "-lora-" in k} | {"head.weight", "head.bias"}
@@ -88,7 +88,7 @@ def test_merging_reads_the_words_back(session: Session) -> None:
     program = validate(classifier(LENGTH, 4, lora=LORA, nf4=True))
     found = adapters(program)
     assert all(a.nf4 for a in found) and len(found) == 12
-    values = {k: t.data for k, t in asyncio.run(session.checkpoint()).tensors.items()}
+    values = {k: t.data for k, t in asyncio.run(session.tensors(session.carried)).items()}
     merge = merge_function(found)
     device = session.device
     compiled = asyncio.run(device.compile(lowered(merge, Level.DEBUG, device.features)))

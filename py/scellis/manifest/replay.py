@@ -48,10 +48,14 @@ def new_session(
     train: Split,
     test: Split,
     compiled: Compiled | None = None,
+    weights: bytes | None = None,
 ) -> Session:
-    """The session a pinned run trains in (`compiled`: session_program's, when the caller made it first)."""
+    """The session a pinned run trains in (`compiled`: session_program's, when the caller made it first;
+    `weights`: the file a program of pretrained parameters pins)."""
     compiled = compiled or session_program(program, train, test)
-    return Session(program, device, seed=seed, level=level, eval_rows=test.n, examples=train.n, compiled=compiled)
+    return Session(
+        program, device, seed=seed, level=level, eval_rows=test.n, examples=train.n, compiled=compiled, weights=weights
+    )
 
 
 class NotedDevice:

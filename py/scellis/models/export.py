@@ -8,7 +8,8 @@ checkpoint holds them). Guarantees: `peft_adapter` gives `adapter_config.json` a
 lora_dropout and target_modules as the program was built), so `PeftModel.from_pretrained` on the base
 model loads it; `head_file` gives the linear head as torch.nn.Linear holds it (`weight` [classes,
 hidden], `bias` [classes]); `merged_model` gives the base model's file with each adapted weight replaced
-by its merged value (scellis.models.lora computes it), every other tensor and the metadata as they were.
+by its merged value (scellis.models.lora computes it), every other tensor and the metadata as they were;
+`trained_model` the same with the values full fine-tuning trained.
 """
 
 from __future__ import annotations
@@ -92,6 +93,20 @@ def merged_model(program: ValidProgram, base: TensorFile, merged: dict[str, byte
         if adapter.tensor not in tensors:
             raise ValueError(f"the base file lacks {adapter.tensor!r}, which the program adapts")
         tensors[adapter.tensor] = ("F32", (adapter.out, adapter.inp), _value(merged, MERGED + adapter.weight))
+    return write_safetensors(tensors, base.metadata)
+
+
+def trained_model(base: TensorFile, trained: dict[str, bytes]) -> bytes:
+    """The base model's file with each tensor `trained` names (by its key in the file) replaced by its
+    trained value, every other tensor and the metadata as they were."""
+    tensors = {k: (t.dtype, t.shape, bytes(t.data)) for k, t in base.tensors.items()}
+    for key, value in trained.items():
+        if key not in tensors:
+            raise ValueError(f"the base file lacks {key!r}, which the program trained")
+        dtype, shape, old = tensors[key]
+        if len(value) != len(old):
+            raise ValueError(f"the trained {key!r} holds {len(value):,} bytes, the base file's {len(old):,}")
+        tensors[key] = (dtype, shape, value)
     return write_safetensors(tensors, base.metadata)
 
 
