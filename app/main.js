@@ -7,6 +7,7 @@ import { chooseDevice, keepDevice, storedDevice } from "./src/devicechoice.js";
 import { showBlocked } from "./src/editor/blocked.js";
 import { mountEditor } from "./src/editor/mount.jsx";
 import { sameProgram } from "./src/editor/program.js";
+import { FineTuneCard } from "./src/finetune.js";
 import { errorText } from "./src/format.js";
 import { Guide } from "./src/guide.js";
 import {
@@ -204,6 +205,16 @@ async function showRun(session, choice) {
   StorageCheck.mount();
   const runs = new RunControl(session.engine, controller, history);
   runs.wire();
+  // A way to fine-tune chosen in the Fine-tune card: its texts become the data, its program the page's.
+  const finetune = new FineTuneCard(session.engine, {
+    kind: () => controller.current().kind,
+    onChoose: async ({ program, label, texts }) => {
+      await data.useTexts(texts);
+      controller.load(program, `fine-tuning: ${label}`);
+      document.getElementById("train").scrollIntoView({ block: "start" });
+    },
+  });
+  finetune.wire();
   // Another device chosen: kept for later visits; the plan, the Guide and the runs follow it.
   const onDevice = (chosen) => {
     if (!keepDevice(() => localStorage, chosen)) console.warn("the device choice could not be kept for later visits");

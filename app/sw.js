@@ -8,20 +8,31 @@
 // already): a file that differs is named to the page and nothing of that build is kept. A cache counts
 // only once build.json itself is in it (it is put last). Offline, files come from the newest complete
 // cache, each checked again against that cache's build.json before it is served: always one build's
-// files together, never a damaged one.
+// files together, never a damaged one. The large files a user may never ask for (LAZY: the pretrained
+// model and the texts to fine-tune it on) are not fetched ahead: each is kept, checked the same way, in
+// the newest complete cache the first time the page fetches it online.
 //
 // SCELLIS_PAGE_CSP, SCELLIS_WORKER_CSP, SCELLIS_TEST_WORKER_CSP and SCELLIS_TEST_HOOKS are set by build.py
 // (the server's policies, scellis.serve; whether this is the test build).
 
 const PREFIX = "scellis-build-";
 const WORKER_SCRIPT = "engine_worker.js";
+const LAZY = ["models/", "texts/"];
+
+const isLazy = (file) => LAZY.some((prefix) => file.startsWith(prefix));
+
+// The build's name for the file at `url` (as build.json lists it).
+function fileOf(url) {
+  const scope = new URL(self.registration.scope);
+  return url.pathname.slice(scope.pathname.length) || "index.html";
+}
 
 self.addEventListener("install", (event) => event.waitUntil(self.skipWaiting()));
 self.addEventListener("activate", (event) => event.waitUntil(self.clients.claim()));
 self.addEventListener("fetch", (event) => {
   const url = new URL(event.request.url);
   if (event.request.method !== "GET" || url.origin !== self.location.origin) return;
-  event.respondWith(serve(event.request, url));
+  event.respondWith(serve(event, url));
 });
 self.addEventListener("message", (event) => {
   if (event.data?.type !== "remember") return;
@@ -34,9 +45,11 @@ self.addEventListener("message", (event) => {
   );
 });
 
-async function serve(request, url) {
+async function serve(event, url) {
   try {
-    return guarded(await fetch(request), url);
+    const response = await fetch(event.request);
+    if (response.ok && isLazy(fileOf(url))) event.waitUntil(keepLazy(url, response.clone()));
+    return guarded(response, url);
   } catch (offline) {
     const cached = await fromNewestBuild(url);
     if (cached) return guarded(cached, url);
@@ -78,7 +91,7 @@ async function remember(buildText) {
   const cache = await caches.open(name);
   if (!(await cache.match("build.json"))) {
     const files = JSON.parse(buildText).files;
-    const names = Object.keys(files);
+    const names = Object.keys(files).filter((file) => !isLazy(file));
     const checked = await Promise.all(names.map((file) => fetchChecked(files, file)));
     const mismatched = checked.filter((c) => !Array.isArray(c));
     if (mismatched.length) {
@@ -99,6 +112,21 @@ async function remember(buildText) {
   return { ok: true, cache: name };
 }
 
+// A lazy file fetched online, kept in the newest complete cache when its build.json lists these bytes.
+async function keepLazy(url, response) {
+  const names = (await caches.keys()).filter((n) => n.startsWith(PREFIX)).reverse();
+  for (const name of names) {
+    const cache = await caches.open(name);
+    const build = await cache.match("build.json");
+    if (!build) continue;
+    const bytes = await response.arrayBuffer();
+    if (await differs((await build.json()).files[fileOf(url)], bytes)) return;
+    const kept = new Response(bytes, { status: 200, headers: response.headers });
+    await cache.put(new URL(url.pathname, url.origin).href, kept);
+    return;
+  }
+}
+
 // The file at `url` from the newest complete cache, checked again against that cache's build.json; a
 // damaged copy is answered with an error naming it, never served.
 async function fromNewestBuild(url) {
@@ -109,8 +137,7 @@ async function fromNewestBuild(url) {
     if (!build) continue;
     const cached = await cache.match(url.href, { ignoreSearch: true });
     if (!cached) return undefined;
-    const scope = new URL(self.registration.scope);
-    const file = url.pathname.slice(scope.pathname.length) || "index.html";
+    const file = fileOf(url);
     const bytes = await cached.clone().arrayBuffer();
     const files = (await build.json()).files;
     const why = file in files ? await differs(files[file], bytes) : null;

@@ -63,7 +63,17 @@ export class DataCard {
 
   // What runs and plans name: the engine's source and the record a run keeps.
   current() {
-    return { source: this.source === "user" ? { user: this.user.id } : this.source, data: this.record };
+    const sources = { user: () => ({ user: this.user.id }), text: () => ({ text: this.text.id }) };
+    return { source: sources[this.source]?.() ?? this.source, data: this.record };
+  }
+
+  // The texts the Fine-tune card read for a pretrained model ({ id, name } as the engine keeps them),
+  // chosen: runs read them, tokenized by the model's tokenizer, and bind the model's weights.
+  async useTexts(texts) {
+    this.text = texts;
+    byId("data-text-choice").disabled = false;
+    byId("data-text-name").textContent = texts.name;
+    await this.select("text");
   }
 
   async choose(source) {
@@ -71,6 +81,9 @@ export class DataCard {
     if (source === "user") {
       this.record = dataRecord(this.user.summary.name, this.user.summary.versions);
       showSummary(this.user.summary, this.device);
+    } else if (source === "text") {
+      this.record = dataRecord(this.text.name, []);
+      await this.showTexts();
     } else {
       this.record = dataRecord(BUILTIN_NAMES[source], []);
       await this.showBuiltin(source);
@@ -96,6 +109,20 @@ export class DataCard {
     } catch (error) {
       console.error(error);
       showError(`The data set could not be read: ${errorText(error)}`);
+    }
+  }
+
+  async showTexts() {
+    try {
+      const info = await describeData(this.engine, { text: this.text.id });
+      if (this.source !== "text") return;
+      this.record = dataRecord(this.text.name, info.versions);
+      fillFacts(builtinFacts(info));
+      byId("data-preview").replaceChildren();
+      byId("data-thumbs").replaceChildren();
+    } catch (error) {
+      console.error(error);
+      showError(`The texts could not be read: ${errorText(error)}`);
     }
   }
 
@@ -130,7 +157,7 @@ export class DataCard {
       byId("data-progress").textContent = "";
       card.dataset.state = "error";
       if (this.user) fillTargets(this.user.summary); // the data chosen stays, and its options with it
-      const kept = this.source === "user" ? this.user.summary.name : BUILTIN_NAMES[this.source];
+      const kept = this.record.name;
       showError(`${errorText(error)}. Still training on ${kept}.`);
     } finally {
       card.removeAttribute("aria-busy");

@@ -65,6 +65,11 @@ export class RemoteRun {
     return this.engine.call("weights", this.id);
   }
 
+  // The fine-tuned model's files as a ZIP's bytes: `what` is "adapter" or "model" (scellis.models.finetune).
+  export(what) {
+    return this.engine.call("export", this.id, what);
+  }
+
   close() {
     return this.engine.call("closeRun", this.id);
   }

@@ -16,11 +16,38 @@ import { KeptData } from "./userdatamodel.js";
 
 const DATA_FILES = ["digits-train-x.f32", "digits-train-y.i32", "digits-test-x.f32", "digits-test-y.i32"];
 const CANCER_FILES = ["breast-cancer-x.f32", "breast-cancer-y.i32"];
+// The pretrained model and the texts this site ships for fine-tuning (build.py's models step).
+const MODEL_FILES = ["config.json", "tokenizer.json", "model.safetensors"];
+const BUNDLED_MODEL = "models/all-MiniLM-L6-v2/";
+const BUNDLED_TEXTS = "texts/spam-assassin.csv";
 
 async function fetchBytes(url) {
   const response = await fetch(url);
   if (!response.ok) throw new Error(`${url}: HTTP ${response.status}`);
   return new Uint8Array(await response.arrayBuffer());
+}
+
+async function bytesOf(file) {
+  return new Uint8Array(await file.arrayBuffer());
+}
+
+// A model folder's files by name (MODEL_FILES; others are left out): an error names each one missing.
+async function folderFiles(given) {
+  const byName = new Map();
+  for (const entry of given) {
+    const file = entry.file ?? entry;
+    const name = (entry.path ?? file.webkitRelativePath ?? file.name).split("/").pop() || file.name;
+    if (MODEL_FILES.includes(name)) byName.set(name, file);
+  }
+  const missing = MODEL_FILES.filter((name) => !byName.has(name));
+  if (missing.length) {
+    throw new Error(
+      `the model folder lacks ${missing.join(", ")} (a Hugging Face BERT folder has ${MODEL_FILES.join(", ")})`,
+    );
+  }
+  return Object.fromEntries(
+    await Promise.all(MODEL_FILES.map(async (name) => [name, await bytesOf(byName.get(name))])),
+  );
 }
 
 class Engine {
@@ -31,6 +58,9 @@ class Engine {
     this.nextRun = 1;
     this.siteFiles = null;
     this.kept = new KeptData(); // the user's imported data sets, by id
+    this.texts = new Map(); // id -> a model's files and the texts to fine-tune it on (readTexts)
+    this.nextTexts = 1;
+    this.bundledModel = null; // this site's model files, fetched on first use
     this.storage = null; // the page's probe answers, mirrored (boot)
     // What Python reaches of the worker, as the module scellis_host (only scellis.runtime imports it):
     // `gpu`, the WebGPU device executor.openDevice opened last (null until then; replaced when a run opens
@@ -92,6 +122,11 @@ class Engine {
       return { source: "cancer", files: this.cancerFiles };
     }
     if (data?.user !== undefined) return { source: "user", files: this.kept.get(data.user).files };
+    if (data?.text !== undefined) {
+      const files = this.texts.get(data.text);
+      if (!files) throw new Error(`no texts ${data.text} in the engine: read the model and the texts again`);
+      return { source: "text", files };
+    }
     if (data !== "site") return { source: "site", files: data.files };
     if (!this.siteFiles) {
       const entries = await Promise.all(
@@ -100,6 +135,32 @@ class Engine {
       this.siteFiles = Object.fromEntries(entries);
     }
     return { source: "site", files: this.siteFiles };
+  }
+
+  // A model's files and texts to fine-tune it on, kept by id: `model` is "bundled" (this site's) or the
+  // files of a Hugging Face model folder (File, or {path, file}); `texts` is "bundled" (this site's
+  // SpamAssassin corpus) or a CSV File; `settings` scellis.models.finetune.TextSettings. Answers { id,
+  // described: the engine's finetune answer }; on failure nothing is kept.
+  async readTexts(model, texts, settings) {
+    const files = model === "bundled" ? await this.siteModel() : await folderFiles(model);
+    files["texts.csv"] =
+      texts === "bundled" ? await fetchBytes(new URL(BUNDLED_TEXTS, this.base)) : await bytesOf(texts);
+    files["text.json"] = new TextEncoder().encode(JSON.stringify(settings));
+    const id = this.nextTexts++;
+    this.texts.set(id, files);
+    try {
+      return { id, described: JSON.parse(await this.call("finetune", { data: { text: id } })) };
+    } catch (error) {
+      this.texts.delete(id);
+      throw error;
+    }
+  }
+
+  async siteModel() {
+    this.bundledModel ??= Object.fromEntries(
+      await Promise.all(MODEL_FILES.map(async (n) => [n, await fetchBytes(new URL(BUNDLED_MODEL + n, this.base))])),
+    );
+    return { ...this.bundledModel };
   }
 
   // Opens the WebGPU device the engine's executor uses (a fresh one for each run; kept for planning
@@ -180,6 +241,7 @@ class Engine {
       forgetProbes: () => this.host.gpu?.forgetProbes(),
       // the user's files read, split and kept here: { id, summary }; progress goes out as "dataProgress"
       importData: (files, settings) => importFiles(this.kept, files, settings, (p) => this.rpc.emit("dataProgress", p)),
+      readTexts: (model, texts, settings) => this.readTexts(model, texts, settings),
       openRun: async (args) => this.keep(await this.open("openRun", args.device_kind, args), args.device_kind),
       openReplay: (args) => this.openReplay(args),
       advance: (id, steps) => this.onRun(id, (run) => run.advance(steps), "a step"),
@@ -195,6 +257,12 @@ class Engine {
       verdict: (id) => this.run(id).verdict(),
       weights: async (id) => {
         const bytes = await this.onRun(id, (run) => run.weights(), "reading the weights"); // Python bytes
+        const copy = bytes.toJs();
+        bytes.destroy();
+        return copy;
+      },
+      export: async (id, what) => {
+        const bytes = await this.onRun(id, (run) => run.export(what), "exporting the model"); // Python bytes
         const copy = bytes.toJs();
         bytes.destroy();
         return copy;

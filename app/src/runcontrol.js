@@ -6,6 +6,7 @@
 // the Runs history (runs.js: its start, epochs, checkpoints, pauses, end, and the manifest of a paused or
 // finished run), which resumes a run from any of its checkpoints through the resume form's path.
 
+import { byId } from "./dom.js";
 import { errorText } from "./format.js";
 import { hideLoss, offerReopen } from "./gpuloss.js";
 import { isGpuLost } from "./gpulost.js";
@@ -23,6 +24,8 @@ import {
 import {
   checkLastRun,
   Driver,
+  exportName,
+  finetuned,
   forgetLastRun,
   keyFromText,
   LAST_RUN,
@@ -33,6 +36,7 @@ import {
 import {
   download,
   setRunPhase,
+  showExports,
   showLastKey,
   showLink,
   showPinnedStatus,
@@ -93,6 +97,7 @@ export class RunControl {
       onManifest: guarded(() => this.downloadManifest()),
       onLink: guarded(() => this.copyLink()),
       onWeights: guarded(() => this.downloadWeights()),
+      onExport: (what) => guarded(() => this.downloadExport(what))(),
     });
     wireResume((text) => this.resume(text), null);
     setRunPhase("idle");
@@ -194,6 +199,7 @@ export class RunControl {
     }
     const where = settings.kind === "cpu" ? "CPU path (WebAssembly)" : "WebGPU";
     showRunStart({ where, level: settings.level, seed: settings.seed, resume: settings.resume });
+    showExports(...finetuned(settings.program));
     this.current = { run: opened, settings, rows: [], driver: null, log, pinning: null };
     this.current.driver = new Driver(opened, { onState: (state) => this.onState(state) });
     this.onState(opened.first);
@@ -240,6 +246,21 @@ export class RunControl {
     const name = weightsName(JSON.parse(settings.program).name, this.current.step ?? 0);
     download(name, bytes, "application/octet-stream");
     showPinnedStatus(`weights downloaded as ${name} (${bytes.byteLength.toLocaleString("en")} bytes, safetensors)`);
+  }
+
+  // A fine-tuned model's files for the Hugging Face tools, as one ZIP: the PEFT adapter and the head
+  // (`adapter`), or the merged model with its config and tokenizer and the head (`model`).
+  async downloadExport(what) {
+    const { run, settings } = this.current;
+    showPinnedStatus(`exporting the ${what === "adapter" ? "adapter" : "model"}…`);
+    const bytes = await run.export(what);
+    const name = exportName(JSON.parse(settings.program).name, what, this.current.step ?? 0);
+    download(name, bytes, "application/zip");
+    const size = bytes.byteLength.toLocaleString("en");
+    byId("run").dataset.exported = what;
+    showPinnedStatus(
+      `${what === "adapter" ? "the LoRA adapter (PEFT)" : "the model"} downloaded as ${name} (${size} bytes)`,
+    );
   }
 
   async copyLink() {

@@ -206,6 +206,22 @@ export function weightsName(program, step) {
   return `${fileStem(program)}-step${step}.safetensors`;
 }
 
+// A fine-tuning export's file name: the program's, what it holds and the step's.
+export function exportName(program, what, step) {
+  return `${fileStem(program)}-${what === "adapter" ? "peft-adapter" : "model"}-step${step}.zip`;
+}
+
+// [whether the program (JSON text) starts from a pretrained model's weights, whether it has LoRA adapters].
+export function finetuned(programText) {
+  try {
+    const program = JSON.parse(programText);
+    const pretrained = Boolean(program.weights);
+    return [pretrained, pretrained && program.nodes.some((node) => node.id.endsWith("-lora-a"))];
+  } catch {
+    return [false, false];
+  }
+}
+
 // Whether a program (JSON text) trains: one without a loss is a simulation or an analysis, whose steps
 // carry its states and whose metrics are its results.
 export function trains(programText) {

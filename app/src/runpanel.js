@@ -69,7 +69,16 @@ export function setRunPhase(phase) {
   byId("run-manifest").disabled = !allowed.pinned;
   byId("run-link").disabled = !allowed.pinned;
   byId("run-weights").disabled = !allowed.pinned;
+  byId("run-export-adapter").disabled = !allowed.pinned;
+  byId("run-export-model").disabled = !allowed.pinned;
   byId("resume-button").disabled = !allowed.resume;
+}
+
+// The fine-tuning exports, offered for a program that starts from a pretrained model (the adapter only
+// when it has LoRA adapters).
+export function showExports(pretrained, adapters) {
+  byId("run-export-adapter").hidden = !(pretrained && adapters);
+  byId("run-export-model").hidden = !pretrained;
 }
 
 export function showPinnedStatus(text) {
@@ -91,6 +100,8 @@ export function wireRunControls(handlers) {
     "run-manifest": handlers.onManifest,
     "run-link": handlers.onLink,
     "run-weights": handlers.onWeights,
+    "run-export-adapter": () => handlers.onExport("adapter"),
+    "run-export-model": () => handlers.onExport("model"),
   })) {
     byId(id).onclick = handler;
   }

@@ -228,14 +228,16 @@ export function targetText({ target, targetChosen, asked }) {
 }
 
 // What the Data card lists of a built-in data set (scellis.app.data_json's answer).
+function featureKind(info) {
+  if (info.feature_type !== "int32") return "float32";
+  return info.example_shape.length === 2 ? "int32 (token ids, then the attention mask)" : "int32 (character indices)";
+}
+
 export function builtinFacts(info) {
   const classes = info.classes === null ? "none: a numeric target" : `${info.classes.length}`;
   return [
     ["Data set", info.name],
-    [
-      "One example",
-      `[${info.example_shape.join(", ")}] ${info.feature_type === "int32" ? "int32 (character indices)" : "float32"}`,
-    ],
+    ["One example", `[${info.example_shape.join(", ")}] ${featureKind(info)}`],
     ["Classes", classes],
     ...info.versions.map((v) => [
       `${v.split === "test" ? "held-out" : v.split} split`,
