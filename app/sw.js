@@ -8,18 +8,17 @@
 // already): a file that differs is named to the page and nothing of that build is kept. A cache counts
 // only once build.json itself is in it (it is put last). Offline, files come from the newest complete
 // cache, each checked again against that cache's build.json before it is served: always one build's
-// files together, never a damaged one. The large files a user may never ask for (LAZY: the pretrained
-// model and the texts to fine-tune it on) are not fetched ahead: each is kept, checked the same way, in
-// the newest complete cache the first time the page fetches it online.
+// files together, never a damaged one. The large files a user may never ask for (the pretrained model
+// and the texts to fine-tune it on) are not fetched ahead: each is kept, checked the same way, in
+// the newest complete cache the first time the page fetches it online (lazy.js names them).
 //
 // SCELLIS_PAGE_CSP, SCELLIS_WORKER_CSP, SCELLIS_TEST_WORKER_CSP and SCELLIS_TEST_HOOKS are set by build.py
 // (the server's policies, scellis.serve; whether this is the test build).
 
+import { isLazy } from "./src/lazy.js";
+
 const PREFIX = "scellis-build-";
 const WORKER_SCRIPT = "engine_worker.js";
-const LAZY = ["models/", "texts/"];
-
-const isLazy = (file) => LAZY.some((prefix) => file.startsWith(prefix));
 
 // The build's name for the file at `url` (as build.json lists it).
 function fileOf(url) {

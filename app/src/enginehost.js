@@ -8,7 +8,7 @@
 
 import { openDevice } from "./executor.js";
 import { GpuLostError } from "./gpulost.js";
-import { verifiedWheel } from "./integrity.js";
+import { verifiedFile, verifiedWheel } from "./integrity.js";
 import { mirroredStorage, serve } from "./rpc.js";
 import { openStore } from "./store.js";
 import { importFiles } from "./userdata.js";
@@ -143,8 +143,7 @@ class Engine {
   // described: the engine's finetune answer }; on failure nothing is kept.
   async readTexts(model, texts, settings) {
     const files = model === "bundled" ? await this.siteModel() : await folderFiles(model);
-    files["texts.csv"] =
-      texts === "bundled" ? await fetchBytes(new URL(BUNDLED_TEXTS, this.base)) : await bytesOf(texts);
+    files["texts.csv"] = texts === "bundled" ? await this.siteFile(BUNDLED_TEXTS) : await bytesOf(texts);
     files["text.json"] = new TextEncoder().encode(JSON.stringify(settings));
     const id = this.nextTexts++;
     this.texts.set(id, files);
@@ -158,9 +157,14 @@ class Engine {
 
   async siteModel() {
     this.bundledModel ??= Object.fromEntries(
-      await Promise.all(MODEL_FILES.map(async (n) => [n, await fetchBytes(new URL(BUNDLED_MODEL + n, this.base))])),
+      await Promise.all(MODEL_FILES.map(async (n) => [n, await this.siteFile(BUNDLED_MODEL + n)])),
     );
     return { ...this.bundledModel };
+  }
+
+  // A file this site ships that start-up did not check (lazy.js), checked against build.json now.
+  siteFile(name) {
+    return verifiedFile(this.base, JSON.parse(this.buildText), name);
   }
 
   // Opens the WebGPU device the engine's executor uses (a fresh one for each run; kept for planning

@@ -5,6 +5,8 @@
 // copy of the app and loads it again (runs and checkpoints are kept: they live in IndexedDB).
 // Nothing here touches the page on import; the worker imports `verifiedWheel`.
 
+import { isLazy } from "./lazy.js";
+
 const CACHE_PREFIX = "scellis-build-"; // the service worker's caches (sw.js)
 const HEX64 = /^[0-9a-f]{64}$/;
 
@@ -78,18 +80,26 @@ async function fetchChecked(base, build, name) {
   return why === null ? bytes : { name, why };
 }
 
-// Every file build.json lists, checked; resolves when all match, else rejects with a BuildMismatch.
+// Every file build.json lists but the lazy ones (lazy.js), checked; resolves when all match, else
+// rejects with a BuildMismatch.
 export async function checkFiles(base, build) {
-  const results = await Promise.all(Object.keys(build.files).map((name) => fetchChecked(base, build, name)));
+  const names = Object.keys(build.files).filter((name) => !isLazy(name));
+  const results = await Promise.all(names.map((name) => fetchChecked(base, build, name)));
   const mismatched = results.filter((r) => !(r instanceof Uint8Array));
   if (mismatched.length) throw new BuildMismatch(mismatched);
 }
 
-// The engine wheel's bytes, checked against build.json before anything installs them.
-export async function verifiedWheel(base, build) {
-  const checked = await fetchChecked(base, build, build.wheel);
+// The file `name` of the build (the engine wheel, a lazy file) fetched, its bytes checked against
+// build.json before anything reads them: a BuildMismatch otherwise.
+export async function verifiedFile(base, build, name) {
+  if (!(name in build.files)) throw new BuildMismatch([{ name, why: "build.json does not list it" }]);
+  const checked = await fetchChecked(base, build, name);
   if (!(checked instanceof Uint8Array)) throw new BuildMismatch([checked]);
   return checked;
+}
+
+export function verifiedWheel(base, build) {
+  return verifiedFile(base, build, build.wheel);
 }
 
 // The engine the worker installed (its report) against the one build.json names.

@@ -196,8 +196,13 @@ def compile_cmd(args: argparse.Namespace) -> int:
 DATA_HELP = (
     "'digits' (scikit-learn's digits, split as the app ships them), 'breast-cancer' (scikit-learn's copy, every "
     "row in both splits), or a folder of the app's data files: digits-train-x.f32, digits-train-y.i32, "
-    "digits-test-x.f32, digits-test-y.i32 (float32 pixels, int32 labels); leave it out for a program without "
-    "input nodes (a simulation)"
+    "digits-test-x.f32, digits-test-y.i32 (float32 pixels, int32 labels), or 'texts:FILE.csv' (labelled texts for "
+    "a pretrained model's program: tokenized by --model's tokenizer at the program's window, split by the fixed "
+    "seed); leave it out for a program without input nodes (a simulation)"
+)
+MODEL_HELP = (
+    "a Hugging Face BERT model folder (config.json, model.safetensors, tokenizer.json): the weights a program of "
+    "pretrained parameters pins, and the tokenizer of --data texts:FILE"
 )
 VERIFY_EXITS = (
     "Re-runs the pinned run and compares every claim it can recompute: program key, settings, data versions, "
@@ -207,7 +212,49 @@ VERIFY_EXITS = (
 )
 
 
-def _data_for(source: str | None, program: dict[str, Any], command: str, name: str) -> tuple[Split, Split] | None:
+def _model_files(args: argparse.Namespace, program: dict[str, Any], command: str) -> dict[str, bytes] | None:
+    """The --model folder's files (read once), or {} when neither the program nor the data needs them; None
+    after saying what is wrong."""
+    from scellis.models.finetune import read_model_folder
+
+    kept: dict[str, bytes] | None = getattr(args, "model_files", None)
+    if kept is not None:
+        return kept
+    needed = "weights" in program or str(args.data or "").startswith("texts:")
+    if args.model is None:
+        if needed:
+            why = "starts from pretrained weights" if "weights" in program else "reads texts"
+            print(f"scellis {command}: {program.get('name', 'the program')} {why}: give --model DIR", file=sys.stderr)
+            return None
+        return {}
+    try:
+        kept = args.model_files = read_model_folder(Path(args.model))
+    except (OSError, ValueError) as err:
+        print(f"scellis {command}: --model {args.model}: {err}", file=sys.stderr)
+        return None
+    return kept
+
+
+def _texts(path: str, program: dict[str, Any], args: argparse.Namespace, command: str) -> tuple[Split, Split] | None:
+    """(train, test) of --data texts:FILE, tokenized by --model's tokenizer for `program`'s window."""
+    from scellis.models.finetune import settings_for, text_data
+
+    model = _model_files(args, program, command)
+    if model is None:
+        return None
+    try:
+        settings = settings_for(program, Path(path).name, args.text_column, args.label_column)
+        files = {**model, "texts.csv": Path(path).read_bytes(), "text.json": settings.to_bytes()}
+        train, test, _ = text_data(files)
+    except (OSError, ValueError) as err:
+        print(f"scellis {command}: --data texts:{path}: {err}", file=sys.stderr)
+        return None
+    return train, test
+
+
+def _data_for(
+    source: str | None, program: dict[str, Any], command: str, name: str, args: argparse.Namespace | None = None
+) -> tuple[Split, Split] | None:
     """(train, test) from --data for `program` (empty splits for a program without input nodes), or None
     after saying what is wrong."""
     from scellis.datasets import Split
@@ -224,6 +271,8 @@ def _data_for(source: str | None, program: dict[str, Any], command: str, name: s
         inputs = ", ".join(n["id"] for n in program["nodes"] if n["op"] == "input")
         print(f"scellis {command}: {name} reads data (input nodes {inputs}): give --data", file=sys.stderr)
         return None
+    if source.startswith("texts:") and args is not None:
+        return _texts(source.removeprefix("texts:"), program, args, command)
     return _read_data(source, command)
 
 
@@ -333,6 +382,38 @@ def _print_log(manifest: Manifest) -> None:
         print(f"  {event}")
 
 
+def _run_inputs(
+    args: argparse.Namespace,
+) -> tuple[dict[str, bytes], tuple[Split, Split], tuple[dict[str, Any], Compiled]] | None:
+    """What `run` trains: the --model files ({} without), the data and the compiled program; None after
+    saying what is wrong (an --export the program cannot give among it, before anything trains)."""
+    raw = _read_program_json(args.program, "run")
+    model = None if raw is None else _model_files(args, raw, "run")
+    data = None if raw is None or model is None else _data_for(args.data, raw, "run", args.program, args)
+    loaded = None if data is None else _load_program(args.program, None, "run", data[0].n)
+    if model is None or data is None or loaded is None:
+        return None
+    program = loaded[0]
+    if args.export and "weights" not in program:
+        print(f"scellis run: --export: {args.program} starts from no pretrained model", file=sys.stderr)
+        return None
+    if "adapter" in args.export and not any(n["id"].endswith("-lora-a") for n in program["nodes"]):
+        print(f"scellis run: --export adapter: {args.program} has no LoRA adapters (export the model)", file=sys.stderr)
+        return None
+    return model, data, loaded
+
+
+async def _export(session: Session, args: argparse.Namespace, model: dict[str, bytes]) -> None:
+    """Each --export of the trained session as <program>-<what>.zip beside the manifest."""
+    from scellis.models.finetune import exported
+
+    out = Path(args.manifest or f"{Path(args.program).stem}.manifest.json")
+    for what in args.export:
+        where = out.with_name(f"{Path(args.program).stem}-{what}.zip")
+        where.write_bytes(await exported(session, what, model))
+        print(f"exported the {'LoRA adapter (PEFT)' if what == 'adapter' else 'model'}: {where}")
+
+
 def run_cmd(args: argparse.Namespace) -> int:
     """Train a program with its loop program on a device here, its checkpoints in a store, then pin the
     run in a manifest (exit 1 when the memory plan is red, 2 when the program or data cannot be read)."""
@@ -343,18 +424,18 @@ def run_cmd(args: argparse.Namespace) -> int:
     from scellis.session import PlanRefused, checkpoints_to
     from scellis.store import DirectoryStore, ResumeError, StoreError, load, save
 
-    raw = _read_program_json(args.program, "run")
-    data = None if raw is None else _data_for(args.data, raw, "run", args.program)
-    loaded = None if data is None else _load_program(args.program, None, "run", data[0].n)
-    if data is None or loaded is None:
+    inputs = _run_inputs(args)
+    if inputs is None:
         return 2
-    (train, test), (program, compiled) = data, loaded
+    model, (train, test), (program, compiled) = inputs
     epochs = compiled.program.loop.epochs if args.epochs is None else args.epochs
     device = NotedDevice(_device(args.device))  # type: ignore[arg-type]
     level = parse_level(args.determinism)
     try:
-        session = new_session(program, device, level=level, seed=args.seed, train=train, test=test)
+        weights = model.get("model.safetensors") if "weights" in program else None
+        session = new_session(program, device, level=level, seed=args.seed, train=train, test=test, weights=weights)
     except ValueError as err:  # float16 storage on a device without shader-f16, a split smaller than a batch
+        # (or weights other than the program pins)
         print(f"scellis run: {args.program}: {err}", file=sys.stderr)
         return 2
     store = DirectoryStore(args.store)
@@ -369,6 +450,7 @@ def run_cmd(args: argparse.Namespace) -> int:
             key = session.at.key
             await session.resume(await load(store, args.resume, expect_program=key, expect_level=level), train)
         await _drive(session, train, test, epochs, sys.stderr if sys.stderr.isatty() else None)
+        await _export(session, args, model)
         return await save(store, await session.checkpoint())
 
     try:
@@ -390,6 +472,39 @@ def run_cmd(args: argparse.Namespace) -> int:
     out.write_text(to_json(manifest))
     _print_log(manifest)
     print(f"final checkpoint {final} in {args.store}\nmanifest {out}")
+    return 0
+
+
+def finetune_cmd(args: argparse.Namespace) -> int:
+    """Write the program that fine-tunes a model folder's BERT encoder on labelled texts, one of three ways
+    (as the app's Fine-tune card offers them); say what was read."""
+    from scellis.models.finetune import TextSettings, finetune_json, read_model_folder
+
+    try:
+        settings = TextSettings(
+            Path(args.texts).name, args.text_column, args.label_column, args.length, args.batch, args.epochs
+        )
+        settings.check()
+        files = {**read_model_folder(Path(args.model)), "texts.csv": Path(args.texts).read_bytes()}
+        described = json.loads(finetune_json("text", {**files, "text.json": settings.to_bytes()}))
+    except (OSError, ValueError) as err:
+        print(f"scellis finetune: {err}", file=sys.stderr)
+        return 2
+    model, texts = described["model"], described["texts"]
+    chosen = next(p for p in described["programs"] if p["choice"] == args.way)
+    print(
+        f"model {args.model}: {model['layers']} layers, hidden {model['hidden']}, {model['parameters']:,} parameters "
+        f"(weights {model['weights']['sha256']})\ntexts {args.texts}: classes {', '.join(texts['classes'])}; "
+        f"{texts['train']:,} to train on, {texts['held_out']:,} held out (split seed {texts['split_seed']})\n"
+        f"program: {chosen['label']}",
+        file=sys.stderr,
+    )
+    text = json.dumps(json.loads(chosen["program"]), indent=1) + "\n"
+    if args.out is None:
+        sys.stdout.write(text)
+    else:
+        Path(args.out).write_text(text)
+        print(f"wrote {args.out}", file=sys.stderr)
     return 0
 
 
@@ -418,8 +533,9 @@ def verify_cmd(args: argparse.Namespace) -> int:
     except (OSError, ManifestError, ValueError) as err:
         print(f"scellis verify: {shown}: {err}", file=sys.stderr)
         return 2
-    data = _data_for(args.data, pins.program, "verify", shown)
-    if data is None:
+    model = _model_files(args, pins.program, "verify")
+    data = None if model is None else _data_for(args.data, pins.program, "verify", shown, args)
+    if model is None or data is None:
         return 2
     differ = check_data(pins.settings.data, *data)
     for line in differ:
@@ -444,7 +560,8 @@ def verify_cmd(args: argparse.Namespace) -> int:
     print(f"re-running at level {pinned.level.value}, seed {pinned.seed}, on {device.name}: {pinned.steps} steps")
     with tempfile.TemporaryDirectory(prefix="scellis-verify-") as scratch:
         try:
-            session = replay_session(pins, device, *data, DirectoryStore(args.store or scratch))
+            weights = model.get("model.safetensors") if "weights" in pins.program else None
+            session = replay_session(pins, device, *data, DirectoryStore(args.store or scratch), weights=weights)
             outcome = asyncio.run(replay(session, pins, *data, report=_progress_printer(session)))
         except (PlanRefused, ValueError) as err:
             print(f"scellis verify: cannot re-run it here: {err}", file=sys.stderr)
@@ -561,6 +678,56 @@ def _store_commands(sub: Any, p_run: argparse.ArgumentParser) -> None:
     p_gc.set_defaults(func=gc_cmd)
 
 
+def _text_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--model", default=None, help=MODEL_HELP)
+    parser.add_argument("--text-column", default="text", help="--data texts:FILE's column of texts (default text)")
+    parser.add_argument("--label-column", default="label", help="--data texts:FILE's column of labels (default label)")
+
+
+def _finetune_parser(sub: Any) -> None:
+    p_ft = sub.add_parser(
+        "finetune",
+        help="write the program that fine-tunes a BERT model folder on labelled texts (full, LoRA or QLoRA)",
+        description="Then train it: scellis run PROGRAM --model MODEL --data texts:TEXTS --device ... ",
+    )
+    p_ft.add_argument("model", help=MODEL_HELP)
+    p_ft.add_argument("texts", help="a CSV of labelled texts: a header row naming its text and label columns")
+    p_ft.add_argument("--way", required=True, choices=["full", "lora", "qlora"], help="every weight, LoRA, or QLoRA")
+    for name, default, what in (("length", 128, "tokens per text"), ("batch", 32, "batch"), ("epochs", 3, "epochs")):
+        p_ft.add_argument(f"--{name}", type=int, default=default, help=f"{what} (default {default})")
+    p_ft.add_argument("--text-column", default="text", help="the column of texts (default text)")
+    p_ft.add_argument("--label-column", default="label", help="the column of labels (default label)")
+    p_ft.add_argument("--out", default=None, help="where to write the program JSON (default: standard output)")
+    p_ft.set_defaults(func=finetune_cmd)
+
+
+def _run_parser(sub: Any) -> argparse.ArgumentParser:
+    p_run: argparse.ArgumentParser = sub.add_parser(
+        "run", help="train a program on a device here and pin the run in a manifest"
+    )
+    p_run.add_argument("program", help="program JSON (format scellis.program/1)")
+    p_run.add_argument("--data", default=None, help=DATA_HELP)
+    p_run.add_argument("--device", required=True, choices=["webgpu", "cpu"], help="wgpu-py's adapter, or wasmtime")
+    p_run.add_argument(
+        "--determinism", required=True, choices=[level.value for level in Level], help="determinism level"
+    )
+    p_run.add_argument("--seed", required=True, type=_seed, help="seed of every random draw (0 to 2**64 - 1)")
+    p_run.add_argument("--store", default="scellis-store", help="object store folder for the checkpoints")
+    p_run.add_argument("--manifest", default=None, help="where to write it (default: <program>.manifest.json)")
+    p_run.add_argument("--epochs", type=_epochs, default=None, help="epochs (default: the program's loop setting)")
+    p_run.add_argument(
+        "--export",
+        action="append",
+        default=[],
+        choices=["adapter", "model"],
+        help="after training, write the fine-tuned model's files as <program>-<what>.zip beside the manifest: "
+        "'adapter' (the LoRA adapter in PEFT's format and the head), 'model' (the merged model, its config and "
+        "tokenizer, and the head); may repeat",
+    )
+    _text_arguments(p_run)
+    return p_run
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="scellis", description="Scellis: training in the browser, on WebGPU or the CPU path."
@@ -600,18 +767,8 @@ def main(argv: list[str] | None = None) -> int:
     p_plan.add_argument("--budget", type=int, default=None, help="bytes the device may use, instead of measuring it")
     p_plan.add_argument("--examples", type=int, default=None, help=EXAMPLES_HELP)
     p_plan.set_defaults(func=plan_cmd)
-    p_run = sub.add_parser("run", help="train a program on a device here and pin the run in a manifest")
-    p_run.add_argument("program", help="program JSON (format scellis.program/1)")
-    p_run.add_argument("--data", default=None, help=DATA_HELP)
-    p_run.add_argument("--device", required=True, choices=["webgpu", "cpu"], help="wgpu-py's adapter, or wasmtime")
-    p_run.add_argument(
-        "--determinism", required=True, choices=[level.value for level in Level], help="determinism level"
-    )
-    p_run.add_argument("--seed", required=True, type=_seed, help="seed of every random draw (0 to 2**64 - 1)")
-    p_run.add_argument("--store", default="scellis-store", help="object store folder for the checkpoints")
-    p_run.add_argument("--manifest", default=None, help="where to write it (default: <program>.manifest.json)")
-    p_run.add_argument("--epochs", type=_epochs, default=None, help="epochs (default: the program's loop setting)")
-    _store_commands(sub, p_run)
+    _store_commands(sub, _run_parser(sub))
+    _finetune_parser(sub)
     p_verify = sub.add_parser(
         "verify", help="re-run a manifest on its data and compare the final checkpoint", description=VERIFY_EXITS
     )
@@ -621,6 +778,7 @@ def main(argv: list[str] | None = None) -> int:
         "(an address ending in '#run=...'; quote it)",
     )
     p_verify.add_argument("--data", default=None, help=DATA_HELP)
+    _text_arguments(p_verify)
     p_verify.add_argument(
         "--store",
         default=None,

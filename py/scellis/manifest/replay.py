@@ -141,11 +141,16 @@ class Outcome:
         )  # fmt: skip
 
 
-def replay_session(pins: Pins, device: Device, train: Split, test: Split, store: Store) -> Session:
+def replay_session(
+    pins: Pins, device: Device, train: Split, test: Split, store: Store, *, weights: bytes | None = None
+) -> Session:
     """The session that re-runs the pinned run on `device`, its checkpoints going to `store` (as if written
-    by the pinned run's device: see the module's docstring)."""
+    by the pinned run's device: see the module's docstring); `weights`: the file a program of pretrained
+    parameters pins."""
     pinned = pins.settings
-    session = new_session(pins.program, device, level=pinned.level, seed=pinned.seed, train=train, test=test)
+    session = new_session(
+        pins.program, device, level=pinned.level, seed=pinned.seed, train=train, test=test, weights=weights
+    )
     session.checkpointer = checkpoints_as(store, pins.device)
     return session
 

@@ -22,6 +22,7 @@ import time
 import zipfile
 from collections import OrderedDict
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import Any
 
 from scellis import jsontext
@@ -71,6 +72,10 @@ class TextSettings:
         settings = cls(**data)
         settings.check()
         return settings
+
+    def to_bytes(self) -> bytes:
+        """The settings as `text.json` holds them."""
+        return json.dumps(asdict(self)).encode()
 
     def check(self) -> None:
         for field in ("name", "text_column", "label_column"):
@@ -189,6 +194,35 @@ def finetune_json(source: str, files: dict[str, bytes]) -> str:
             ],
         }
     )
+
+
+def read_model_folder(folder: Path) -> dict[str, bytes]:
+    """A Hugging Face model folder's files (MODEL_FILES): ModelError naming the folder and what it lacks."""
+    missing = [name for name in MODEL_FILES if not (folder / name).is_file()]
+    if missing:
+        raise ModelError(
+            f"{folder}: no {', '.join(missing)} there (a BERT model folder holds {', '.join(MODEL_FILES)})"
+        )
+    return {name: (folder / name).read_bytes() for name in MODEL_FILES}
+
+
+def settings_for(program: dict[str, Any], name: str, text_column: str, label_column: str) -> TextSettings:
+    """The settings that tokenize texts for `program` (a sentence classifier): its window, batch and epochs."""
+    features = [
+        n for n in program.get("nodes", []) if n.get("op") == "input" and n.get("params", {}).get("role") != "labels"
+    ]
+    shape = features[0].get("params", {}).get("shape") if len(features) == 1 else None
+    if not (isinstance(shape, list) and len(shape) == 2 and shape[0] == 2 and isinstance(shape[1], int)):
+        raise ValueError(
+            f"{program.get('name', 'the program')} takes no token window (one input of shape [2, length]: token "
+            "ids and attention mask), so it does not read texts"
+        )
+    loop = program.get("loop", {})
+    settings = TextSettings(
+        name, text_column, label_column, shape[1], loop.get("batch_size", 32), loop.get("epochs", 1)
+    )
+    settings.check()
+    return settings
 
 
 def model_of(program: dict[str, Any], files: dict[str, bytes]) -> dict[str, bytes] | None:
