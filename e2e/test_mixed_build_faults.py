@@ -1,6 +1,8 @@
 """Fault suite: every file of the build, in turn, replaced by another build's version of it (the same file
 with a few bytes more, as a half-finished upload or a stale cache would mix in). Each mixed copy must be
-refused before the engine starts, naming exactly that file; the figures go to the fault log."""
+refused before the engine starts, naming exactly that file; a lazy file (app/src/lazy.js: the pretrained
+model and the texts, which start-up does not fetch) must be refused, by name, when the Fine-tune card reads
+it; the figures go to the fault log."""
 
 from __future__ import annotations
 
@@ -12,9 +14,12 @@ from pathlib import Path
 
 import pytest
 from appdriver import launch, open_app
-from playwright.sync_api import Browser, Playwright
+from playwright.sync_api import Browser, Page, Playwright
 
 from scellis.serve import make_server
+
+LAZY = ("models/", "texts/")  # app/src/lazy.js
+
 
 # What another build's copy of a file adds, by kind (each stays a well-formed file of its kind).
 SUFFIX = {".js": b"\n// another build\n", ".mjs": b"\n// another build\n", ".css": b"\n/* another build */\n"}
@@ -49,18 +54,9 @@ def test_every_file_of_another_build_is_named_and_nothing_starts(
             original = (copy / name).read_bytes()
             (copy / name).write_bytes(another(name, original))
             app = open_app(browser, url)
-            page = app.page
-            shown = page.evaluate(
-                """() => [document.body.dataset.state, document.body.dataset.mismatch ?? "",
-                          window.scellis === undefined]"""
-            )
-            started = bool(page.workers)
+            outcomes[name] = read_lazy(app.page, name) if name.startswith(LAZY) else at_start(app.page, name)
             app.context.close()
             (copy / name).write_bytes(original)
-            if shown == ["error", name, True] and not started:
-                outcomes[name] = "refused"
-            else:
-                outcomes[name] = f"state {shown[0]}, named {shown[1]!r}, engine started: {started}"
     finally:
         httpd.shutdown()
         httpd.server_close()
@@ -74,4 +70,27 @@ def test_every_file_of_another_build_is_named_and_nothing_starts(
         silent_wrong=len(names) - refused,
     )
     assert {n: o for n, o in outcomes.items() if o != "refused"} == {}
-    assert len(names) >= 20
+    assert len(names) >= 20 and sum(n.startswith(LAZY) for n in names) == 4
+
+
+def at_start(page: Page, name: str) -> str:
+    """ "refused" when the page refused to start, naming `name`, and started no engine."""
+    shown = page.evaluate(
+        """() => [document.body.dataset.state, document.body.dataset.mismatch ?? "",
+                  window.scellis === undefined]"""
+    )
+    started = bool(page.workers)
+    if shown == ["error", name, True] and not started:
+        return "refused"
+    return f"state {shown[0]}, named {shown[1]!r}, engine started: {started}"
+
+
+def read_lazy(page: Page, name: str) -> str:
+    """ "refused" when the page started and reading the bundled model and texts was refused, naming `name`."""
+    if page.evaluate("() => document.body.dataset.state") != "ready":
+        return f"state {page.evaluate('() => document.body.dataset.state')} before the file was read"
+    page.wait_for_selector("#finetune", state="visible")
+    page.click("#ft-read")
+    page.wait_for_selector("#finetune[data-state=error], #finetune[data-state=read]")
+    said = page.text_content("#ft-error") or ""
+    return "refused" if f"mixes files of different builds: {name} (" in said else f"read it, saying {said!r}"
