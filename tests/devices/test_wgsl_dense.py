@@ -197,3 +197,24 @@ def test_views_concat_slice_grad_and_one_hot(gpu: WgpuDevice) -> None:
     outs.append(("flat", make(Op.RESHAPE, p, arg=d.ShapeArg((30, 4)))))
     inputs = {"e": RNG.standard_normal((6, 1, 5)), "f": RNG.standard_normal((4, 5)), "labels": RNG.integers(0, 4, 7)}
     check(gpu, Function("views", (e, f, labels), tuple(outs)), inputs, 2e-6)
+
+
+@pytest.mark.parametrize(("rows", "level", "variant"), [(1024, Level.PROD, "tile128"), (300, Level.FAST, "tile64")])
+def test_nf4_products_in_the_matmul_tiles(gpu: WgpuDevice, rows: int, level: Level, variant: str) -> None:
+    """A linear's forward (x W^T) and input gradient (g W) from NF4 words, in the float32 matmul's tiles
+    (ragged edges in the smaller case), against the reference reading the same words."""
+    w = data("w", (512, 512))
+    packed = make(Op.NF4_PACK, w, arg=d.Nf4Arg(512, 512))
+    x, g = data("x", (rows, 512)), data("g", (rows, 512))
+    outs = (
+        ("forward", make(Op.NF4_MATMUL, x, packed, arg=d.Nf4MatmulArg(512, 512))),
+        ("input gradient", make(Op.NF4_MATMUL, g, packed, arg=d.Nf4MatmulArg(512, 512, True))),
+    )
+    fn = Function("nf4", (w, x, g), outs)
+    chosen = [k.variant for k in lower(fn, level).kernels if k.kind.value == "nf4_matmul"]
+    assert chosen == [variant, variant]
+    values = {"w": RNG.uniform(-0.2, 0.2, (512, 512)), "x": RNG.uniform(-1, 1, (rows, 512))}
+    values["g"] = RNG.uniform(-1, 1, (rows, 512))
+    got, want = run_on(gpu, fn, values, level=level), run(fn, values)
+    for name, _ in outs:
+        close(got[name], want[name], variants.TOLERANCE[variant] * np.sqrt(512))

@@ -14,9 +14,11 @@ from scellis.plan import lowered
 DEVICE_DTYPES = {DType.F32: "<f4", DType.I32: "<i4", DType.U32: "<u4", DType.BOOL: "<u4"}
 
 
-def run_on(device: object, fn: Function, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """Lower `fn`, compile it on `device`, write the inputs, run once, read every output."""
-    compiled = asyncio.run(device.compile(lowered(fn, Level.PROD)))  # type: ignore[attr-defined]
+def run_on(
+    device: object, fn: Function, inputs: dict[str, np.ndarray], level: Level = Level.PROD
+) -> dict[str, np.ndarray]:
+    """Lower `fn` at `level`, compile it on `device`, write the inputs, run once, read every output."""
+    compiled = asyncio.run(device.compile(lowered(fn, level)))  # type: ignore[attr-defined]
     for name, value in inputs.items():
         node = fn.input(name)
         compiled.write(name, np.asarray(value).astype(DEVICE_DTYPES[node.dtype]).tobytes())

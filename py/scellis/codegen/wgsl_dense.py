@@ -7,6 +7,7 @@ for bit on one device."""
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 from scellis.codegen import wgsl_expr as w
 from scellis.codegen.wgsl_template import Value, fragment, template
@@ -70,21 +71,41 @@ def matmul(kernel: Kernel, schedule: Schedule, b: w.Bindings) -> Source:
     if kernel.variant.startswith("tile128"):
         vec4, f16 = kernel.variant.startswith("tile128-vec4"), kernel.variant.endswith("-f16")
         declared = b.declarations(schedule, frozenset({a.buffer, bm.buffer}) if vec4 else frozenset(), f16)
-        source = _matmul_large(kernel, schedule, b, values, vec4=vec4, f16=f16)
+        (am, ak), (bk, bn) = a.strides[-2:], bm.strides[-2:]
+        if vec4:
+            reads = (
+                b.read(a.buffer, f"(a_base + (row0 + ra) * {am}u + k0 + 4u * kq) / 4u", vec4=True),
+                b.read(bm.buffer, f"(b_base + (k0 + kb) * {bk}u + col0 + 4u * cq) / 4u", vec4=True),
+            )
+        else:
+            reads = (
+                b.read(a.buffer, f"a_base + (row0 + ra) * {am}u + (k0 + ka) * {ak}u"),
+                b.read(bm.buffer, f"b_base + (k0 + kb) * {bk}u + (col0 + cb) * {bn}u"),
+            )
+        source = tile128(values, reads, lambda cells: _stores(kernel, schedule, b, cells), vec4=vec4, f16=f16)
         groups = (-(-n // LARGE), -(-m // LARGE), math.prod(batch))
         return declared + "\n" + w.helpers(kernel.expr) + "\n" + source, groups
     (am, ak), (bk, bn) = a.strides[-2:], bm.strides[-2:]
-    cells = [(f"c{i}_{j}", f"lid.y + {16 * i}u", f"lid.x + {16 * j}u") for i in range(R) for j in range(R)]
-    source = template("matmul_tile64").fill(
-        **values,
-        A_AT=b.read(a.buffer, f"a_base + (row0 + ra) * {am}u + (k0 + kk) * {ak}u"),
-        B_AT=b.read(bm.buffer, f"b_base + (k0 + kb) * {bk}u + (col0 + c) * {bn}u"),
-        STORES=_stores(kernel, schedule, b, cells),
+    source = tile64(
+        values,
+        b.read(a.buffer, f"a_base + (row0 + ra) * {am}u + (k0 + kk) * {ak}u"),
+        b.read(bm.buffer, f"b_base + (k0 + kb) * {bk}u + (col0 + c) * {bn}u"),
+        lambda cells: _stores(kernel, schedule, b, cells),
     )
     return _header(kernel, schedule, b) + "\n" + source, (-(-n // TILE), -(-m // TILE), math.prod(batch))
 
 
-def _stores(kernel: Kernel, schedule: Schedule, b: w.Bindings, cells: list[tuple[str, str, str]]) -> list[str]:
+Cells = list[tuple[str, str, str]]  # (accumulator, row in the tile, column in the tile) of a thread's outputs
+
+
+def tile64(values: dict[str, str], a_at: str, b_at: str, stores: Callable[[Cells], list[str]]) -> str:
+    """wgsl/matmul_tile64.wgsl filled: `values` its sizes and bases, A_AT and B_AT the reads of a[row0 + ra,
+    k0 + kk] and b[k0 + kb, col0 + c], `stores` the statements storing each cell's sum."""
+    cells = [(f"c{i}_{j}", f"lid.y + {16 * i}u", f"lid.x + {16 * j}u") for i in range(R) for j in range(R)]
+    return template("matmul_tile64").fill(**values, A_AT=a_at, B_AT=b_at, STORES=stores(cells))
+
+
+def _stores(kernel: Kernel, schedule: Schedule, b: w.Bindings, cells: Cells) -> list[str]:
     """For each (accumulator, row, column) of a thread's outputs in its tile: the fused expression of it,
     stored at (row0 + row, col0 + column) when that lies inside the output."""
     *batch, m, n = kernel.out.shape
@@ -118,38 +139,25 @@ def _matmul_dot(kernel: Kernel, schedule: Schedule, b: w.Bindings, values: dict[
     return _header(kernel, schedule, b) + "\n" + source, w.grid(-(-total // WORKGROUP))
 
 
-def _matmul_large(
-    kernel: Kernel, schedule: Schedule, b: w.Bindings, values: dict[str, str], *, vec4: bool, f16: bool
+def tile128(
+    values: dict[str, str], reads: tuple[str, str], stores: Callable[[Cells], list[str]], *, vec4: bool, f16: bool
 ) -> str:
     """128 x 128 tiles (wgsl/matmul_tile128.wgsl, its LOAD reading one element at a time or, for vec4,
-    four: matmul_tile128_load[_vec4].wgsl). f16 (fast only): tiles of float16, 2 SLICE deep, whose products
+    four: matmul_tile128_load[_vec4].wgsl): `values` its sizes and bases, `reads` A_AT and B_AT (a[row0 +
+    ra, k0 + ka] and b[k0 + kb, col0 + cb], or the vec4 at k0 + 4 kq and col0 + 4 cq), `stores` the
+    statements storing each cell's sum. f16 (fast only): tiles of float16, 2 SLICE deep, whose products
     are summed in float16 slice by slice and added to the float32 sums."""
-    a, bm = kernel.inputs[:2]
-    (am, ak), (bk, bn) = a.strides[-2:], bm.strides[-2:]
     depth, scalar, acc = (2 * SLICE, "f16", "h") if f16 else (SLICE, "f32", "c")
     cells = [(i, g) for i in range(8) for g in range(2)]
     rows = [f"4u * lid.y + {i}u" for i in range(4)] + [f"{LARGE // 2}u + 4u * lid.y + {i}u" for i in range(4)]
-    stores = [(f"c{i}_{g}[{c}]", rows[i], f"{g * LARGE // 2 + c}u + 4u * lid.x") for i, g in cells for c in range(4)]
+    outputs = [(f"c{i}_{g}[{c}]", rows[i], f"{g * LARGE // 2 + c}u + 4u * lid.x") for i, g in cells for c in range(4)]
     sizes = {name: values[name] for name in ("M", "N", "K")}
+    elem, at = {"ELEM": "f16" if f16 else ""}, {"A_AT": reads[0], "B_AT": reads[1]}
     if vec4:
-        load = fragment(
-            "matmul_tile128_load_vec4",
-            **sizes,
-            QUADS_K=f"{depth // 4}u",
-            ELEM="f16" if f16 else "",
-            ELEM4="vec4<f16>" if f16 else "",
-            A_AT=b.read(a.buffer, f"(a_base + (row0 + ra) * {am}u + k0 + 4u * kq) / 4u", vec4=True),
-            B_AT=b.read(bm.buffer, f"(b_base + (k0 + kb) * {bk}u + col0 + 4u * cq) / 4u", vec4=True),
-        )
+        quads = {"QUADS_K": f"{depth // 4}u", "ELEM4": "vec4<f16>" if f16 else ""}
+        load = fragment("matmul_tile128_load_vec4", **sizes, **elem, **quads, **at)
     else:
-        load = fragment(
-            "matmul_tile128_load",
-            **sizes,
-            TILE_K=f"{depth}u",
-            ELEM="f16" if f16 else "",
-            A_AT=b.read(a.buffer, f"a_base + (row0 + ra) * {am}u + (k0 + ka) * {ak}u"),
-            B_AT=b.read(bm.buffer, f"b_base + (k0 + kb) * {bk}u + (col0 + cb) * {bn}u"),
-        )
+        load = fragment("matmul_tile128_load", **sizes, **elem, TILE_K=f"{depth}u", **at)
     return template("matmul_tile128").fill(
         **{name: values[name] for name in ("A_BASE", "B_BASE", "K", "DECODE")},
         T=scalar,
@@ -160,7 +168,7 @@ def _matmul_large(
         OPEN_SLICE=[f"var h{i}_{g} = vec4<f16>(0.0);" for i, g in cells] if f16 else [""],
         FMA=[f"{acc}{i}_{g} = fma(vec4<{scalar}>(a{i // 4}[{i % 4}]), b{g}, {acc}{i}_{g});" for i, g in cells],
         CLOSE_SLICE=[f"c{i}_{g} = c{i}_{g} + vec4<f32>(h{i}_{g});" for i, g in cells] if f16 else [""],
-        STORES=_stores(kernel, schedule, b, stores),
+        STORES=stores(outputs),
     )
 
 

@@ -55,19 +55,37 @@ def _small(kernel: Kernel) -> bool:
     return m * n <= SMALL_MATMUL or min(m, n) <= THIN_MATMUL
 
 
-CHOOSING = (Kind.MATMUL, Kind.SOLVE)  # the kinds with a choice of variant: every other kind runs "default"
+def _nf4(kernel: Kernel, level: Level) -> str:
+    """A product with NF4 weights: at debug one invocation per output, its sum in K's order (the CPU path's
+    order); elsewhere the float32 matmul's tiles, by the same rule of size (a product of few outputs stays
+    one invocation each)."""
+    n = kernel.out.shape[-1]
+    rows = kernel.out.size // n
+    if level is Level.DEBUG or rows * n <= SMALL_MATMUL or min(rows, n) <= THIN_MATMUL:
+        return "default"
+    tiles = -(-rows // 128) * -(-n // 128)
+    return "tile128" if min(rows, n) >= LARGE_MATMUL and tiles >= LARGE_TILES else "tile64"
+
+
+def _solve(kernel: Kernel, level: Level) -> str:
+    return "solve-invocation" if kernel.inputs[0].shape[-1] <= SMALL_SOLVE else "solve-workgroup"
+
+
+# The kinds besides MATMUL with a choice of variant (every other kind runs "default"), and how each chooses.
+OTHERS: dict[Kind, Callable[[Kernel, Level], str]] = {Kind.SOLVE: _solve, Kind.NF4_MATMUL: _nf4}
 
 
 def choose(kernel: Kernel, level: Level, features: frozenset[str]) -> str:
     """debug keeps one matmul blocking for every shape (a product of few outputs a matrix runs one
     invocation per output, with tile64's arithmetic in tile64's order); prod picks the fastest float32
-    blocking by shape; fast uses float16 matmul tiles where the device has shader-f16, and prod's choice
-    elsewhere. A solve splits its matrices over invocations or workgroups by size at every level: both do
-    every matrix's arithmetic in one order (wasm/cpu_solve.c's), so neither changes what debug promises."""
-    if kernel.kind not in CHOOSING:
+    blocking by shape (products with NF4 weights too: _nf4); fast uses float16 matmul tiles where the
+    device has shader-f16, and prod's choice elsewhere. A solve splits its matrices over invocations or
+    workgroups by size at every level: both do every matrix's arithmetic in one order (wasm/cpu_solve.c's),
+    so neither changes what debug promises."""
+    if kernel.kind in OTHERS:
+        return OTHERS[kernel.kind](kernel, level)
+    if kernel.kind is not Kind.MATMUL:
         return "default"
-    if kernel.kind is Kind.SOLVE:
-        return "solve-invocation" if kernel.inputs[0].shape[-1] <= SMALL_SOLVE else "solve-workgroup"
     if _small(kernel):  # a matmul: the same multiply-adds in the same order as tile64, so debug's bits hold
         return "dot"
     if level is Level.DEBUG or not _large(kernel):
@@ -166,6 +184,7 @@ def with_variants(kernels: list[Kernel], level: Level, features: frozenset[str])
     """`kernels`, each with the variant `level` chooses for it on a device with `features`."""
     out = []
     for k in kernels:
-        variant = choose(k, level, features) if k.kind in CHOOSING else "default"  # asked only where it chooses
+        chooses = k.kind is Kind.MATMUL or k.kind in OTHERS
+        variant = choose(k, level, features) if chooses else "default"  # asked only where it chooses
         out.append(k if variant == k.variant else k.with_variant(variant))
     return tuple(out)
