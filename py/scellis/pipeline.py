@@ -262,10 +262,12 @@ def _train(
 ) -> tuple[Function, Function]:
     """Gradients of `loss` for the trainable parameters, and the training step, ordered from the loss back
     (each gradient and its update as soon as its layer's backward has run: fewer bytes held at once).
-    With `memory.checkpoint` the backward also recomputes the forward segment by segment
-    (autodiff.checkpoint). Every node either adds gets its owners in `owners`."""
+    The backward draws again what it reads of draws (dropout masks); with `memory.checkpoint` it also
+    recomputes the forward segment by segment (autodiff.checkpoint). Every node either adds gets its
+    owners in `owners`."""
     backward = grad(fn, loss, fwd.trainable, owners)
-    backward = checkpoint(fn, backward, loss, owners) if program.memory.checkpoint else from_the_loss_back(fn, backward)
+    recompute = checkpoint if program.memory.checkpoint else from_the_loss_back
+    backward = recompute(fn, backward, loss, owners)
     step = apply_optimizer(backward, program.optimizer, fwd.trainable, settings, program.loop.rules, owners=owners)
     return backward, ordered_like(step, backward)
 

@@ -41,7 +41,7 @@ from scellis.autodiff.grad import grad_name
 from scellis.ir.function import Function, input_name, input_role, toposort
 from scellis.ir.owners import Owners
 from scellis.ops import Node, Op
-from scellis.ops.defs import Role
+from scellis.ops.defs import BINARY, UNARY, Role
 
 BATCH_ROLES = (Role.DATA, Role.LABEL)
 
@@ -65,7 +65,46 @@ def checkpoint(forward: Function, backward: Function, loss: str, owners: Owners 
     (see the module docstring). With `owners`, a copy, and a backward node rebuilt to read copies, has
     its original's owners."""
     read = _read_by_backward(forward, backward)
-    cut = _segments(forward, loss, read)
+    return _moved(forward, backward, _segments(forward, loss, read), read, owners)
+
+
+def from_the_loss_back(forward: Function, backward: Function, loss: str, owners: Owners | None = None) -> Function:
+    """`backward` in the order checkpointing gives it, recomputing nothing but draws and what is cheaply
+    computed from them (_redrawn: a dropout's mask and output): the forward, then each parameter's gradient
+    from the loss back. A gradient (and, in the step, its update) then comes as soon as its layer's backward
+    has run, so it need not wait, held, for the backward of every other layer; a mask is drawn again where
+    the backward reads it, so it is not held from the forward to there (the same bits: Philox)."""
+    read = _read_by_backward(forward, backward)
+    order = tuple(toposort([forward.output(loss)]))
+    batch, drawn = _dependence(order)
+    return _moved(forward, backward, Segments(order, (), frozenset(_redrawn(order, batch, drawn, read))), read, owners)
+
+
+POINTWISE = UNARY | BINARY | {Op.CAST, Op.WHERE}
+
+
+def _redrawn(order: tuple[Node, ...], batch: set[int], drawn: set[int], read: set[int]) -> set[int]:
+    """The draws, and the pointwise nodes computed from them and from what the backward keeps anyway (the
+    nodes it reads, and whatever is no activation), with the pointwise steps between: a dropout's output
+    from a kept softmax, say. Each is computed again where the backward reads it, so only what the
+    backward reads anyway stays held."""
+    free = set(drawn)  # computable again from draws and from what stays held anyway
+    for node in order:
+        sources = [id(s) for s in node.src]
+        if node.op in POINTWISE and all(s in free or s in read or s not in batch for s in sources):
+            free.add(id(node))
+    out = set(drawn)
+    for node in order:
+        if id(node) in free and any(id(s) in out for s in node.src):
+            out.add(id(node))
+    for node in reversed(order):  # and the steps from kept nodes into them (a dropout's scaling)
+        if id(node) in out:
+            out.update(id(s) for s in node.src if id(s) in free)
+    return out
+
+
+def _moved(forward: Function, backward: Function, cut: Segments, read: set[int], owners: Owners | None) -> Function:
+    """`backward` reading copies of the recomputed nodes it reads (`cut`), ordered from the loss back."""
     copies = _copies(cut, read & cut.recomputed, owners)
     own = {id(n) for n in forward.nodes()}
     rebuilt: dict[int, Node] = {}
@@ -85,14 +124,6 @@ def checkpoint(forward: Function, backward: Function, loss: str, owners: Owners 
     outputs = tuple((name, node if name in kept else moved(node)) for name, node in backward.outputs)
     first = (*(node for _, node in forward.outputs), *_latest_first(forward, dict(outputs)))
     return Function(backward.name, backward.inputs, outputs, first)
-
-
-def from_the_loss_back(forward: Function, backward: Function) -> Function:
-    """`backward` in the order checkpointing gives it, with nothing recomputed: the forward, then each
-    parameter's gradient from the loss back. A gradient (and, in the step, its update) then comes as soon
-    as its layer's backward has run, so it need not wait, held, for the backward of every other layer."""
-    first = (*(node for _, node in forward.outputs), *_latest_first(forward, dict(backward.outputs)))
-    return Function(backward.name, backward.inputs, backward.outputs, first)
 
 
 def segments(forward: Function, backward: Function, loss: str) -> Segments:

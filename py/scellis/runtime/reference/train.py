@@ -61,18 +61,25 @@ def initial_state(init: Function, step_fn: Function, seed: int, float_dtype: typ
 
 
 def example_inputs(
-    fn: Function, init: Function, seed: int, classes: int = 10, float_dtype: type = np.float64
+    fn: Function,
+    init: Function,
+    seed: int,
+    classes: int = 10,
+    float_dtype: type = np.float64,
+    *,
+    pretrained: dict[str, np.ndarray] | None = None,
 ) -> dict[str, np.ndarray]:
-    """Every input of one call of the training step `fn`: parameters and state from `init`, RNG keys and
-    positions, and a random batch from `seed` (floats uniform in [0, 1); integers, such as classes,
-    tokens or example indices, in [0, classes))."""
+    """Every input of one call of the training step `fn`: parameters and state from `init` (and the
+    pretrained ones, which init leaves to the host, from `pretrained`), RNG keys and positions, and a random
+    batch from `seed` (floats uniform in [0, 1); integers, such as classes, tokens or example indices, in
+    [0, classes))."""
     state = initial_state(init, fn, seed, float_dtype)
     r = np.random.default_rng(seed)
     values = {**keys(fn, seed), **positions(fn, state)}
     for node in fn.inputs:
         name, role = input_name(node), input_role(node)
         if role in (Role.PARAM, Role.STATE):
-            values[name] = state.values[name]
+            values[name] = state.values[name] if name in state.values else (pretrained or {})[name]
         elif role in (Role.DATA, Role.LABEL, Role.DATASET):
             values[name] = (
                 r.integers(0, classes, node.shape) if node.dtype is DType.I32 else r.uniform(0, 1, node.shape)
