@@ -266,8 +266,10 @@ def _train(
     recomputes the forward segment by segment (autodiff.checkpoint). Every node either adds gets its
     owners in `owners`."""
     backward = grad(fn, loss, fwd.trainable, owners)
-    recompute = checkpoint if program.memory.checkpoint else from_the_loss_back
-    backward = recompute(fn, backward, loss, owners)
+    if program.memory.checkpoint:
+        backward = checkpoint(fn, backward, loss, owners)
+    else:
+        backward = from_the_loss_back(fn, backward, loss, owners, pointwise=program.memory.storage == "float32")
     step = apply_optimizer(backward, program.optimizer, fwd.trainable, settings, program.loop.rules, owners=owners)
     return backward, ordered_like(step, backward)
 

@@ -68,27 +68,33 @@ def checkpoint(forward: Function, backward: Function, loss: str, owners: Owners 
     return _moved(forward, backward, _segments(forward, loss, read), read, owners)
 
 
-def from_the_loss_back(forward: Function, backward: Function, loss: str, owners: Owners | None = None) -> Function:
+def from_the_loss_back(
+    forward: Function, backward: Function, loss: str, owners: Owners | None = None, *, pointwise: bool = True
+) -> Function:
     """`backward` in the order checkpointing gives it, recomputing nothing but draws and what is cheaply
     computed from them (_redrawn: a dropout's mask and output): the forward, then each parameter's gradient
     from the loss back. A gradient (and, in the step, its update) then comes as soon as its layer's backward
     has run, so it need not wait, held, for the backward of every other layer; a mask is drawn again where
-    the backward reads it, so it is not held from the forward to there (the same bits: Philox)."""
+    the backward reads it, so it is not held from the forward to there (the same bits: Philox). Without
+    `pointwise` (float16 storage, whose kept activations the forward rounds), only draws are recomputed."""
     read = _read_by_backward(forward, backward)
     order = tuple(toposort([forward.output(loss)]))
     batch, drawn = _dependence(order)
-    return _moved(forward, backward, Segments(order, (), frozenset(_redrawn(order, batch, drawn, read))), read, owners)
+    again = _redrawn(order, batch, drawn, read, pointwise)
+    return _moved(forward, backward, Segments(order, (), frozenset(again)), read, owners)
 
 
 POINTWISE = UNARY | BINARY | {Op.CAST, Op.WHERE}
 
 
-def _redrawn(order: tuple[Node, ...], batch: set[int], drawn: set[int], read: set[int]) -> set[int]:
+def _redrawn(order: tuple[Node, ...], batch: set[int], drawn: set[int], read: set[int], pointwise: bool) -> set[int]:
     """The draws, and the pointwise nodes computed from them and from what the backward keeps anyway (the
     nodes it reads, and whatever is no activation), with the pointwise steps between: a dropout's output
     from a kept softmax, say. Each is computed again where the backward reads it, so only what the
-    backward reads anyway stays held."""
+    backward reads anyway stays held. Without `pointwise`, only the draws."""
     free = set(drawn)  # computable again from draws and from what stays held anyway
+    if not pointwise:
+        return free
     for node in order:
         sources = [id(s) for s in node.src]
         if node.op in POINTWISE and all(s in free or s in read or s not in batch for s in sources):
