@@ -8,8 +8,9 @@ reads it, both included (so a kernel's output never shares a slot with one of it
 (the step's inputs and outputs) live for the whole step and keep a slot of their own: the host writes and
 reads them between steps, and the carry copies read outputs after the last kernel.
 
-Assignment is greedy in order of first write: a temporary takes the free slot that fits it most tightly,
-else the largest free slot (grown to fit), else a new slot. Devices allocate exactly the slots.
+Assignment is greedy from the largest temporary down (ties: the earlier first write, then the buffer id):
+each takes the first slot that holds nothing over its lifetime, else a new slot of its size; so no slot
+grows, and slots come close to the most bytes live at once. Devices allocate exactly the slots.
 
 `update_in_place` (schedule -> schedule, run by the devices before they plan) writes a carried output
 (`param/w`, copied into `w` after the step) straight into its input when one elementwise kernel writes
@@ -23,9 +24,8 @@ import dataclasses
 import functools
 import itertools
 import math
-from bisect import bisect_left, insort
 from dataclasses import dataclass
-from heapq import heappop, heappush
+from heapq import heapify, heappop, heappush
 
 from scellis.lower.kernels import Kernel, Kind, Schedule, View, contiguous_strides, storage_bytes
 
@@ -179,6 +179,47 @@ def _merge_uses(uses: _Uses, merged: dict[int, int]) -> None:
             kernel_of[dst] = pick(kernel_of[dst], i) if dst in kernel_of else i
 
 
+def _largest_first(temporaries: dict[int, Lifetime], nbytes: list[int], sizes: list[int]) -> dict[int, int]:
+    """Each temporary's slot, appending the new slots' sizes to `sizes` (module docstring: by size, largest
+    first). One size at a time, in order of first kernel: the free gaps of the slots made so far (each as
+    large or larger) are taken as the sweep reaches their start, and a temporary takes the open gap that
+    ends last if it reaches past the temporary's last kernel, else a new slot; what a gap leaves after the
+    temporary is a gap again."""
+    first_new = len(sizes)
+    held: list[list[Lifetime]] = []  # each new slot's lifetimes
+    out: dict[int, int] = {}
+    by_size: dict[int, list[tuple[int, int, int]]] = {}
+    for buffer_id, (start, last) in temporaries.items():
+        by_size.setdefault(nbytes[buffer_id], []).append((start, last, buffer_id))
+    for size in sorted(by_size, reverse=True):
+        pending: list[tuple[int, int, float]] = []  # gaps not yet open: (first kernel, slot, last kernel)
+        for slot, spans in enumerate(held):
+            spans.sort()
+            ends = [-1] + [last for _, last in spans]
+            starts = [start for start, _ in spans] + [math.inf]
+            pending += [(e + 1, slot, s - 1) for e, s in zip(ends, starts, strict=True) if e + 1 <= s - 1]
+        heapify(pending)
+        open_gaps: list[tuple[float, int, int]] = []  # (-last kernel, slot, first kernel)
+        for start, last, buffer_id in sorted(by_size[size]):
+            while pending and pending[0][0] <= start:
+                gap_start, slot, gap_end = heappop(pending)
+                heappush(open_gaps, (-gap_end, slot, gap_start))
+            while open_gaps and -open_gaps[0][0] < start:
+                heappop(open_gaps)  # ends before this temporary begins: no later one fits either
+            if open_gaps and -open_gaps[0][0] >= last:
+                end, slot, _ = heappop(open_gaps)
+                if last + 1 <= -end:
+                    heappush(pending, (last + 1, slot, -end))
+            else:
+                slot = len(held)
+                held.append([])
+                sizes.append(size)
+                heappush(pending, (last + 1, slot, math.inf))
+            held[slot].append((start, last))
+            out[buffer_id] = first_new + slot
+    return out
+
+
 def plan_memory(schedule: Schedule, uses: _Uses | None = None) -> MemoryPlan:
     """Slots for every buffer of `schedule` (see the module docstring)."""
     uses = uses or _uses(schedule)
@@ -192,24 +233,8 @@ def plan_memory(schedule: Schedule, uses: _Uses | None = None) -> MemoryPlan:
         slot_of[b] = slot
     sizes = [nbytes[b] for b in whole_step]
     live_throughout = sum(sizes)
-    busy: list[tuple[int, int]] = []  # heap of (last kernel of the temporary it holds, slot)
-    free: list[tuple[int, int]] = []  # sorted (bytes, slot) of slots no live temporary holds
-    for buffer_id, (start, last) in temporaries.items():
-        while busy and busy[0][0] < start:
-            slot = heappop(busy)[1]
-            insort(free, (sizes[slot], slot))
-        need = nbytes[buffer_id]
-        at = bisect_left(free, (need, -1))
-        if at < len(free):  # the tightest fit
-            slot = free.pop(at)[1]
-        elif free:  # none fits: grow the largest
-            slot = free.pop()[1]
-            sizes[slot] = need
-        else:
-            slot = len(sizes)
-            sizes.append(need)
+    for buffer_id, slot in _largest_first(temporaries, nbytes, sizes).items():
         slot_of[buffer_id] = slot
-        heappush(busy, (last, slot))
     spans: list[Lifetime | None] = [None] * len(buffers)
     for b, span in temporaries.items():
         spans[b] = span
