@@ -33,13 +33,18 @@ export function watchLoss(device, name) {
 }
 
 export class CompiledStep {
-  // `watch`: watchLoss's, for the device the step runs on
-  constructor(device, plan, pipelines, watch) {
+  // `watch`: watchLoss's, for the device the step runs on. `host`: the step this one is compiled alongside
+  // (never run at the same time), whose buffers it borrows where `plan.borrows` names one (-1: its own).
+  constructor(device, plan, pipelines, watch, host = null) {
     this.device = device;
     this.watch = watch;
     this.names = plan.names;
-    this.buffers = plan.buffers.map((size) => device.createBuffer({ size, usage: STORAGE() }));
-    this.allocated = this.buffers.reduce((sum, buffer) => sum + buffer.size, 0);
+    const borrows = plan.borrows ?? plan.buffers.map(() => -1);
+    this.owned = plan.buffers.flatMap((size, i) => (borrows[i] < 0 ? [i] : []));
+    this.buffers = plan.buffers.map((size, i) =>
+      borrows[i] < 0 ? device.createBuffer({ size, usage: STORAGE() }) : host.buffers[borrows[i]],
+    );
+    this.allocated = this.owned.reduce((sum, i) => sum + this.buffers[i].size, 0);
     this.steps = plan.kernels.map((kernel) => {
       const pipeline = pipelines.get(kernel.source, kernel.label);
       const entries = kernel.bindings.map((b, binding) => ({ binding, resource: { buffer: this.buffers[b] } }));
@@ -95,7 +100,7 @@ export class CompiledStep {
       if (source.size !== target.size) {
         throw new Error(`${name} holds ${source.size} bytes in the source step and ${target.size} in the target`);
       }
-      encoder.copyBufferToBuffer(source, 0, target, 0, source.size);
+      if (source !== target) encoder.copyBufferToBuffer(source, 0, target, 0, source.size); // shared: the same
     }
     this.device.queue.submit([encoder.finish()]);
   }
@@ -127,7 +132,7 @@ export class CompiledStep {
   }
 
   destroy() {
-    for (const buffer of this.buffers) buffer.destroy();
+    for (const i of this.owned) this.buffers[i].destroy(); // the borrowed ones are the host's to destroy
   }
 }
 
@@ -235,10 +240,10 @@ export async function openDevice(adapter, storage = pageStorage()) {
     measure: (nbytes) => probes.measure(nbytes),
     // "measure again": the next plan probes instead of reusing kept answers
     forgetProbes: () => probes.forget(),
-    async compile(plan) {
+    async compile(plan, host = null) {
       check(`compiling ${plan.name}`);
       device.pushErrorScope("validation");
-      const step = new CompiledStep(device, plan, pipelines, watch);
+      const step = new CompiledStep(device, plan, pipelines, watch, host);
       const error = await device.popErrorScope();
       watch.check(`compiling ${plan.name}`); // a lost device reports no validation error
       if (error) throw new Error(`compiling ${plan.name} for WebGPU failed: ${error.message}`);

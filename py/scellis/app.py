@@ -146,8 +146,8 @@ class CappedDevice:
     async def budget(self, need: int) -> Budget:
         return capped(await self.device.budget(need), self.cap)
 
-    async def compile(self, planned: Planned) -> CompiledStep:
-        return await self.device.compile(planned)
+    async def compile(self, planned: Planned, host: CompiledStep | None = None) -> CompiledStep:
+        return await self.device.compile(planned, host)
 
 
 def example_program() -> str:

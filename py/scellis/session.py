@@ -303,9 +303,9 @@ class Session:
         self.step = await self.device.compile(self.plan.functions[0].planned)
         evaluation, last, init_plan = (self.plan.function(n) for n in ("evaluation", "evaluation, last batch", "init"))
         assert evaluation is not None and init_plan is not None
-        self.eval = await self.device.compile(evaluation.planned)
+        self.eval = await self.device.compile(evaluation.planned, self.step)  # alongside: its parameters
         if last is not None:
-            self.eval_last = await self.device.compile(last.planned)
+            self.eval_last = await self.device.compile(last.planned, self.step)
         for compiled, fn in ((self.eval, self.compiled.evaluate), (self.eval_last, self.compiled.evaluate_last)):
             if compiled is not None and fn is not None:  # an evaluation that draws (e.g. a bootstrap's results)
                 for name, data in self._keys(fn).items():

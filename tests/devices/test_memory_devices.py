@@ -49,3 +49,24 @@ def test_a_session_holds_what_the_program_plan_says(devices: dict[str, object], 
         asyncio.run(session.start())
         plan = compile_program(PROGRAMS[name](), eval_batch=8).at(Level.PROD, device.features).plan  # type: ignore[attr-defined]
         assert session.step.allocated + session.eval.allocated == plan.total  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("name", ["digits MLP", "char transformer"])
+def test_evaluation_borrows_the_steps_parameters_and_temporaries(devices: dict[str, object], name: str) -> None:
+    """Compiled alongside the step, evaluation allocates only the slots it could not borrow: its parameters
+    are the step's own buffers (written once, read by both), and its temporaries lie in the step's."""
+    plan = compile_program(PROGRAMS[name](), eval_batch=8).at(Level.PROD, frozenset()).plan
+    step_plan, evaluation = plan.functions[0], plan.function("evaluation")
+    assert evaluation is not None and evaluation.planned.shared
+    alone = evaluation.planned.memory.allocated
+    assert evaluation.allocated < 0.2 * alone  # its batch and outputs: every parameter and temporary borrowed
+    for device_name, device in devices.items():
+        step = asyncio.run(device.compile(step_plan.planned))  # type: ignore[attr-defined]
+        with pytest.raises(ValueError, match="planned alongside another function: compile it with that one"):
+            asyncio.run(device.compile(evaluation.planned))  # type: ignore[attr-defined]
+        guest = asyncio.run(device.compile(evaluation.planned, step))  # type: ignore[attr-defined]
+        assert guest.allocated == evaluation.allocated, device_name
+        name0 = evaluation.planned.shared[0]
+        size = len(asyncio.run(step.fetch([name0]))[name0])
+        step.write(name0, bytes(range(256)) * (size // 256) + bytes(size % 256))
+        assert asyncio.run(guest.fetch([name0])) == asyncio.run(step.fetch([name0])), device_name

@@ -65,8 +65,8 @@ def test_the_cpu_path_gives_the_same_bytes_every_time() -> None:
 
 def test_a_wrong_device_is_reported_as_disagreeing(cpu: CpuPath) -> None:
     class Off(CpuDevice):
-        async def compile(self, planned):  # type: ignore[no-untyped-def]
-            step = await super().compile(planned)
+        async def compile(self, planned, host=None):  # type: ignore[no-untyped-def]
+            step = await super().compile(planned, host)
             run = step.step
 
             async def off(writes: dict[str, bytes], reads: list[str]) -> dict[str, bytes]:

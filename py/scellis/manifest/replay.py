@@ -71,8 +71,8 @@ class NotedDevice:
         self.noted = await self.device.budget(need)
         return self.noted
 
-    async def compile(self, planned: Planned) -> CompiledStep:
-        return await self.device.compile(planned)
+    async def compile(self, planned: Planned, host: CompiledStep | None = None) -> CompiledStep:
+        return await self.device.compile(planned, host)
 
 
 def checkpoints_as(store: Store, device: str) -> Checkpointer:

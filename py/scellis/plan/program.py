@@ -12,13 +12,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from scellis.ir import Function
-from scellis.ir.function import input_role
+from scellis.ir.function import input_name, input_role
 from scellis.levels import Level
 from scellis.lower import Schedule
 from scellis.ops.defs import Role
 from scellis.plan.breakdown import Breakdown, breakdown, categories
 from scellis.plan.budget import Budget, DeviceLimits, Verdict, verdict
-from scellis.plan.planned import Planned, lowered, planned
+from scellis.plan.planned import Planned, alongside, lowered, planned
 
 
 @dataclass(frozen=True)
@@ -33,12 +33,12 @@ class FunctionPlan:
 
     @property
     def allocated(self) -> int:
-        """Bytes the device allocates for its buffers."""
-        return self.planned.memory.allocated
+        """Bytes the device allocates for its buffers (not those it borrows: planned.alongside)."""
+        return self.planned.allocated
 
     @property
     def allocations(self) -> int:
-        return len(self.planned.memory.slot_bytes)
+        return sum(1 for slot in range(len(self.planned.memory.slot_bytes)) if self.planned.owns(slot))
 
     @property
     def naive(self) -> int:
@@ -48,7 +48,8 @@ class FunctionPlan:
     @property
     def largest(self) -> int:
         """The largest single allocation (what the device's per-buffer limits must admit)."""
-        return max(self.planned.memory.slot_bytes)
+        sizes = self.planned.memory.slot_bytes
+        return max((size for slot, size in enumerate(sizes) if self.planned.owns(slot)), default=0)
 
     @property
     def kernels(self) -> int:
@@ -93,11 +94,14 @@ def plan_program(
     device with `features`. `phases` are the forward and backward functions the step was built from (what
     its buffers are for); `batch` is the program's batch, used when the step reads no data;
     `step_schedule`, when given, is the step already lowered for this level (not lowered again)."""
-    plans = []
+    plans: list[FunctionPlan] = []
     for i, (title, fn) in enumerate(functions):
         done = planned(step_schedule) if i == 0 and step_schedule is not None else lowered(fn, level, features)
         kernels = done.schedule.kernels
         bindings = max((len({k.out.buffer, *(v.buffer for v in k.inputs)}) for k in kernels), default=0)
+        if i and title.startswith("evaluation"):  # compiled alongside the step (planned.alongside)
+            carried = [input_name(n) for n in fn.inputs if input_role(n) in (Role.PARAM, Role.STATE)]
+            done = alongside(plans[0].planned, done, carried)
         plans.append(FunctionPlan(title, done, bindings))
     step_fn, step = functions[0][1], plans[0].planned
     kinds = categories(step.schedule, step_fn, *phases)

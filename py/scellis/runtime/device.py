@@ -24,6 +24,14 @@ from scellis.plan.budget import Budget, DeviceLimits
 from scellis.plan.planned import Planned
 
 
+def borrowed(planned: Planned, host: object) -> list[int]:
+    """Per slot of `planned`, the slot of `host` it is (-1: its own); ValueError when a plan that borrows is
+    compiled without its host."""
+    if planned.borrows and host is None:
+        raise ValueError(f"{planned.name} was planned alongside another function: compile it with that one")
+    return list(planned.borrows) or [-1] * len(planned.memory.slot_bytes)
+
+
 class CompiledStep(Protocol):
     def write(self, name: str, data: bytes) -> None:
         """Set an input (or output) buffer before the next step."""
@@ -40,8 +48,8 @@ class CompiledStep(Protocol):
     def copy_into(self, other: Any, names: list[str]) -> None:
         """Copy the named buffers into `other`'s buffers of the same names, on the device: no round trip
         through the host (both steps compiled by one device; the copy follows every step submitted
-        before it and precedes `other`'s next step). ValueError when a name is missing from either or
-        the two buffers differ in size."""
+        before it and precedes `other`'s next step; a buffer `other` borrows from this step is already the
+        same bytes). ValueError when a name is missing from either or the two buffers differ in size."""
 
 
 class Device(Protocol):
@@ -52,9 +60,10 @@ class Device(Protocol):
     async def budget(self, need: int) -> Budget:
         """The memory a run may allocate, measured (for WebGPU, by probing around `need`), or why not."""
 
-    async def compile(self, planned: Planned) -> CompiledStep:
+    async def compile(self, planned: Planned, host: Any = None) -> CompiledStep:
         """The planned schedule compiled (the browser checks its pipelines asynchronously; every device
-        is awaited alike)."""
+        is awaited alike). A schedule planned alongside another (plan.planned.alongside) is compiled with
+        `host`, that one compiled by this device: its borrowed slots are the host's (`borrowed` checks)."""
 
 
 @dataclass(frozen=True)

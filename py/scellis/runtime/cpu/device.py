@@ -31,6 +31,7 @@ from scellis.plan.budget import Budget, DeviceLimits
 from scellis.plan.planned import Planned
 from scellis.runtime.cpu.module import CpuPath
 from scellis.runtime.cpu.tape import Source, encode, merge_axes, padded
+from scellis.runtime.device import borrowed
 from scellis.runtime.index_checks import IndexChecks
 from scellis.runtime.ready import Synchronous, copy_sizes
 
@@ -83,6 +84,7 @@ class CompiledCpu(Synchronous):
         self.buffers = buffers  # name -> (byte address, bytes)
         self.calls = calls
         self.allocated = 0  # bytes of the schedule's buffers (set by compile_schedule)
+        self.memory: _Memory | None = None  # where they lie (set by compile_schedule)
         self.workspace = 0  # bytes beyond them: kernels' temporaries and alignment
         entries = [w for call in calls for w in call.entry]
         self.program = cpu.reserve(4 * len(entries))
@@ -110,7 +112,8 @@ class CompiledCpu(Synchronous):
             raise ValueError("copy_into needs both steps placed in one module instance")
         sizes = {name: size for name, (_, size) in self.buffers.items()}
         for name, size in copy_sizes(names, sizes, {name: size for name, (_, size) in other.buffers.items()}):
-            self.instance.call(COPY, other.buffers[name][0], self.buffers[name][0], 0, size // 4)
+            if other.buffers[name][0] != self.buffers[name][0]:  # borrowed from this step: the same bytes
+                self.instance.call(COPY, other.buffers[name][0], self.buffers[name][0], 0, size // 4)
 
     def run(self) -> None:
         """One step: every kernel in order, then the carry copies."""
@@ -142,8 +145,8 @@ class CpuDevice:
             return Budget(left, how + "; the host's memory is not known here")
         return Budget(min(left, host), how + f"; host memory {host:,} bytes")
 
-    async def compile(self, planned: Planned) -> CompiledCpu:
-        return compile_schedule(self.cpu, planned)
+    async def compile(self, planned: Planned, host: CompiledCpu | None = None) -> CompiledCpu:
+        return compile_schedule(self.cpu, planned, host)
 
 
 WASM32_BYTES = 4 * 2**30  # 65,536 pages of 64 KiB: all a wasm32 memory can address
@@ -168,23 +171,26 @@ class _Memory:
     an address), then of the temporaries some kernels need (numbered after the schedule's buffers, so
     views of them resolve alike)."""
 
-    def __init__(self, cpu: CpuPath, planned: Planned) -> None:
+    def __init__(self, cpu: CpuPath, planned: Planned, host: _Memory | None) -> None:
         schedule = planned.schedule
         count = len(schedule.buffers)
         needing = [i for i, k in enumerate(schedule.kernels) if needs_temp(k)]
         self.temp = {kernel: count + j for j, kernel in enumerate(needing)}  # kernel index -> buffer number
         self.plan = plan = planned.memory
-        self.slot_bytes = plan.allocated
+        self.slot_bytes = planned.allocated
         self.temp_bytes = sum(4 * schedule.kernels[i].out.size for i in needing)
+        borrows = borrowed(planned, host)
+        own = [size for size, b in zip(plan.slot_bytes, borrows, strict=True) if b < 0]
         offsets, end = [], 0
-        for size in (*plan.slot_bytes, *(4 * schedule.kernels[i].out.size for i in needing)):
+        for size in (*own, *(4 * schedule.kernels[i].out.size for i in needing)):
             offsets.append(end)
             end += _aligned(size)
         self.reserved = end
         base = cpu.reserve(end)
-        slots = [base + o for o in offsets[: len(plan.slot_bytes)]]
-        temps = [base + o for o in offsets[len(plan.slot_bytes) :]]
-        self.buffer_at = [slots[plan.slot_of[b]] if plan.slot_of[b] >= 0 else -1 for b in range(count)] + temps
+        placed = iter(base + o for o in offsets[: len(own)])
+        self.slots: list[int] = [next(placed) if b < 0 else host.slots[b] for b in borrows]  # type: ignore[union-attr]
+        temps = [base + o for o in offsets[len(own) :]]
+        self.buffer_at = [self.slots[plan.slot_of[b]] if plan.slot_of[b] >= 0 else -1 for b in range(count)] + temps
 
     def address(self, view: View) -> int:
         return self.buffer_at[view.buffer] + 4 * view.offset
@@ -194,16 +200,16 @@ def _aligned(nbytes: int) -> int:
     return -(-nbytes // 16) * 16
 
 
-def compile_schedule(cpu: CpuPath, planned: Planned) -> CompiledCpu:
-    """Place `planned`'s schedule in `cpu`'s memory as its plan assigns, and encode every kernel once (see
-    the module docstring)."""
+def compile_schedule(cpu: CpuPath, planned: Planned, host: CompiledCpu | None = None) -> CompiledCpu:
+    """Place `planned`'s schedule in `cpu`'s memory as its plan assigns (its borrowed slots at `host`'s),
+    and encode every kernel once (see the module docstring)."""
     schedule = planned.schedule
     if any(b.dtype is DType.F16 for b in schedule.buffers):
         raise ValueError(
             f"{schedule.name} stores float16, which the CPU path cannot: float16 storage needs a WebGPU "
             "device with shader-f16"
         )
-    memory = _Memory(cpu, planned)
+    memory = _Memory(cpu, planned, None if host is None else host.memory)
     parts = [p for i, k in enumerate(schedule.kernels) for p in _kernel_parts(k, memory, memory.temp.get(i))]
     calls = _place_parts(cpu, parts)
     carry = tuple(
@@ -213,6 +219,7 @@ def compile_schedule(cpu: CpuPath, planned: Planned) -> CompiledCpu:
     names = dict((*schedule.inputs, *schedule.outputs))
     buffers = {name: (memory.buffer_at[b], schedule.buffer(b).nbytes) for name, b in names.items()}
     compiled = CompiledCpu(cpu, buffers, calls + carry)
+    compiled.memory = memory
     compiled.allocated = memory.slot_bytes  # the schedule's buffers, exactly as planned
     compiled.workspace = memory.reserved - memory.slot_bytes  # kernels' temporaries and 16-byte alignment
     compiled.index_checks = IndexChecks(schedule)

@@ -16,6 +16,7 @@ from scellis.ops import DType, Op
 from scellis.ops import defs as d
 from scellis.plan.budget import Budget, DeviceLimits
 from scellis.plan.planned import Planned
+from scellis.runtime.device import borrowed
 from scellis.runtime.index_checks import IndexChecks
 from scellis.runtime.ready import Synchronous, copy_sizes
 from scellis.runtime.reference import oracle as ref
@@ -69,8 +70,13 @@ class ReferenceDevice:
         """The reference computes in host memory; its float64 arrays are not what the plan counts."""
         return Budget(None, "the reference computes in float64 in host memory, not in the planned buffers")
 
-    async def compile(self, planned: Planned) -> CompiledReference:
-        return CompiledReference(planned.schedule)
+    async def compile(self, planned: Planned, host: CompiledReference | None = None) -> CompiledReference:
+        compiled = CompiledReference(planned.schedule)
+        borrowed(planned, host)
+        for name in planned.shared:  # the same arrays; temporaries need not share (they hold nothing between runs)
+            assert host is not None
+            compiled.memory[compiled.names[name]] = host.memory[host.names[name]]
+        return compiled
 
 
 class CompiledReference(Synchronous):

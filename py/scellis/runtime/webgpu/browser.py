@@ -16,7 +16,7 @@ from pyodide.ffi import JsException, jsnull, to_js
 
 from scellis.plan.budget import Budget, DeviceLimits, probe_search
 from scellis.plan.planned import Planned
-from scellis.runtime.device import DeviceInfo, DeviceLost
+from scellis.runtime.device import DeviceInfo, DeviceLost, borrowed
 from scellis.runtime.index_checks import IndexChecks
 from scellis.runtime.webgpu.wire import step_plan
 
@@ -117,10 +117,12 @@ class BrowserWebGPU:
             budget: Budget = done.value
         return Budget(budget.bytes, f"{budget.how}; {_measured_when(dates)}")
 
-    async def compile(self, planned: Planned) -> BrowserCompiled:
-        plan = step_plan(planned)
+    async def compile(self, planned: Planned, host: BrowserCompiled | None = None) -> BrowserCompiled:
+        plan = {**step_plan(planned), "borrows": borrowed(planned, host)}
         with _loss_named():
-            handle = await self.gpu.compile(to_js(plan, dict_converter=js.Object.fromEntries))
+            handle = await self.gpu.compile(
+                to_js(plan, dict_converter=js.Object.fromEntries), None if host is None else host.handle
+            )
         return BrowserCompiled(handle, IndexChecks(planned.schedule))
 
 

@@ -9,7 +9,7 @@ from typing import Any
 
 from scellis.plan.budget import Budget, DeviceLimits, probe_search, run_search
 from scellis.plan.planned import Planned
-from scellis.runtime.device import DeviceInfo
+from scellis.runtime.device import DeviceInfo, borrowed
 from scellis.runtime.index_checks import IndexChecks
 from scellis.runtime.ready import Synchronous, copy_sizes
 from scellis.runtime.webgpu.wire import step_plan
@@ -75,19 +75,23 @@ class WgpuDevice:
             )
         return self._pipelines[source]
 
-    async def compile(self, planned: Planned) -> CompiledWgpu:
-        compiled = CompiledWgpu(self, step_plan(planned))
+    async def compile(self, planned: Planned, host: CompiledWgpu | None = None) -> CompiledWgpu:
+        compiled = CompiledWgpu(self, step_plan(planned), borrowed(planned, host), host)
         compiled.index_checks = IndexChecks(planned.schedule)
         return compiled
 
 
 class CompiledWgpu(Synchronous):
-    def __init__(self, device: WgpuDevice, plan: dict[str, Any]) -> None:
+    def __init__(self, device: WgpuDevice, plan: dict[str, Any], borrows: list[int], host: CompiledWgpu | None) -> None:
         wgpu, dev = device.wgpu, device.device
         self.device, self.plan, self.names = device, plan, plan["names"]
         usage = wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_SRC | wgpu.BufferUsage.COPY_DST
-        self.buffers = [dev.create_buffer(size=size, usage=usage) for size in plan["buffers"]]
-        self.allocated = sum(b.size for b in self.buffers)  # what the device was asked for, by the buffers
+        self.buffers: list[Any] = [
+            dev.create_buffer(size=size, usage=usage) if b < 0 else host.buffers[b]  # type: ignore[union-attr]
+            for size, b in zip(plan["buffers"], borrows, strict=True)
+        ]
+        owned = [buffer for buffer, b in zip(self.buffers, borrows, strict=True) if b < 0]
+        self.allocated = sum(b.size for b in owned)  # what the device was asked for, by the buffers
         self.steps = []
         for kernel in plan["kernels"]:
             pipeline = device.pipeline(kernel["source"], kernel["label"])
@@ -112,7 +116,9 @@ class CompiledWgpu(Synchronous):
             raise ValueError("copy_into needs both steps compiled by one device")
         encoder = self.device.device.create_command_encoder()
         for name, size in copy_sizes(names, self.sizes(), other.sizes()):
-            encoder.copy_buffer_to_buffer(self.buffers[self.names[name]], 0, other.buffers[other.names[name]], 0, size)
+            source, target = self.buffers[self.names[name]], other.buffers[other.names[name]]
+            if source is not target:  # a buffer `other` borrows from this step is already the same bytes
+                encoder.copy_buffer_to_buffer(source, 0, target, 0, size)
         self.device.device.queue.submit([encoder.finish()])
 
     def run(self) -> None:
