@@ -140,20 +140,29 @@ def _matmul_dot(kernel: Kernel, schedule: Schedule, b: w.Bindings, values: dict[
 
 
 def tile128(
-    values: dict[str, str], reads: tuple[str, str], stores: Callable[[Cells], list[str]], *, vec4: bool, f16: bool
+    values: dict[str, str],
+    reads: tuple[str, str],
+    stores: Callable[[Cells], list[str]],
+    *,
+    vec4: bool,
+    f16: bool,
+    load: list[str] | None = None,
 ) -> str:
     """128 x 128 tiles (wgsl/matmul_tile128.wgsl, its LOAD reading one element at a time or, for vec4,
     four: matmul_tile128_load[_vec4].wgsl): `values` its sizes and bases, `reads` A_AT and B_AT (a[row0 +
     ra, k0 + ka] and b[k0 + kb, col0 + cb], or the vec4 at k0 + 4 kq and col0 + 4 cq), `stores` the
-    statements storing each cell's sum. f16 (fast only): tiles of float16, 2 SLICE deep, whose products
-    are summed in float16 slice by slice and added to the float32 sums."""
+    statements storing each cell's sum; `load`, when given, is the LOAD itself (float32 tiles, one element
+    of A at a time, as NF4 weights' nf4_tile128_load). f16 (fast only): tiles of float16, 2 SLICE deep,
+    whose products are summed in float16 slice by slice and added to the float32 sums."""
     depth, scalar, acc = (2 * SLICE, "f16", "h") if f16 else (SLICE, "f32", "c")
     cells = [(i, g) for i in range(8) for g in range(2)]
     rows = [f"4u * lid.y + {i}u" for i in range(4)] + [f"{LARGE // 2}u + 4u * lid.y + {i}u" for i in range(4)]
     outputs = [(f"c{i}_{g}[{c}]", rows[i], f"{g * LARGE // 2 + c}u + 4u * lid.x") for i, g in cells for c in range(4)]
     sizes = {name: values[name] for name in ("M", "N", "K")}
     elem, at = {"ELEM": "f16" if f16 else ""}, {"A_AT": reads[0], "B_AT": reads[1]}
-    if vec4:
+    if load is not None:
+        pass
+    elif vec4:
         quads = {"QUADS_K": f"{depth // 4}u", "ELEM4": "vec4<f16>" if f16 else ""}
         load = fragment("matmul_tile128_load_vec4", **sizes, **elem, **quads, **at)
     else:

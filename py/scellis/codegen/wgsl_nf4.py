@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from scellis.codegen import wgsl_expr as w
 from scellis.codegen.wgsl_dense import LARGE, TILE, tile64, tile128
-from scellis.codegen.wgsl_template import template
+from scellis.codegen.wgsl_template import fragment, template
 from scellis.lower.kernels import Kernel, Kind, Schedule
 from scellis.ops import defs as d
 from scellis.ops import nf4
@@ -78,7 +78,8 @@ def nf4_kernel(kernel: Kernel, schedule: Schedule, b: w.Bindings) -> Source:
 def _tiled(kernel: Kernel, b: w.Bindings, n: int, strides: tuple[str, str]) -> str:
     """x [rows, k] times W^T (or W) in the float32 matmul's tiles: A is x, B[t, j] W's value at j *
     J_STRIDE + t * T_STRIDE, read back as the tile loads it; each output stored as it is summed."""
-    x = kernel.inputs[0]
+    x, arg = kernel.inputs[0], kernel.arg
+    assert isinstance(arg, d.Nf4MatmulArg)
     k = x.shape[-1]
     rows = x.size // k
     j, t = strides
@@ -100,7 +101,13 @@ def _tiled(kernel: Kernel, b: w.Bindings, n: int, strides: tuple[str, str]) -> s
         a_at = b.read(x.buffer, f"a_base + (row0 + ra) * {k}u + k0 + kk")
         return tile64(values, a_at, weight("kb", "c"), stores)
     a_at = b.read(x.buffer, f"a_base + (row0 + ra) * {k}u + k0 + ka")
-    return tile128(values, (a_at, weight("kb", "cb")), stores, vec4=False, f16=False)
+    load = None
+    if arg.cols % nf4.CODES_PER_WORD == 0:  # whole words: each decoded once a slice (nf4_tile128_load)
+        index = f"(col0 + cb) * {j} + (k0 + kb) * {t}"
+        along_k = t == "1u"
+        sizes = {"M": f"{rows}u", "N": f"{n}u", "K": f"{k}u"}
+        load = fragment("nf4_tile128_load", **sizes, A_AT=a_at, WORD_INDEX=index, ALONG_K=str(along_k).lower())
+    return tile128(values, (a_at, weight("kb", "cb")), stores, vec4=False, f16=False, load=load)
 
 
 def _grid(variant: str, rows: int, n: int) -> tuple[int, int, int]:
