@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from scellis.levels import Level
+from scellis.models.commands import finetune_parser, model_files, text_arguments, texts
 
 if TYPE_CHECKING:
     from scellis.datasets import Split
@@ -200,56 +201,12 @@ DATA_HELP = (
     "a pretrained model's program: tokenized by --model's tokenizer at the program's window, split by the fixed "
     "seed); leave it out for a program without input nodes (a simulation)"
 )
-MODEL_HELP = (
-    "a Hugging Face BERT model folder (config.json, model.safetensors, tokenizer.json): the weights a program of "
-    "pretrained parameters pins, and the tokenizer of --data texts:FILE"
-)
 VERIFY_EXITS = (
     "Re-runs the pinned run and compares every claim it can recompute: program key, settings, data versions, "
     "each checkpoint key in order, final key, metrics, decision log, plan bytes, engine; names each difference "
     "and lists what it cannot check. exit 0: verified; 1: the data, a claim or a pinned checkpoint object "
     "differs from the pinned; 2: cannot be verified here"
 )
-
-
-def _model_files(args: argparse.Namespace, program: dict[str, Any], command: str) -> dict[str, bytes] | None:
-    """The --model folder's files (read once), or {} when neither the program nor the data needs them; None
-    after saying what is wrong."""
-    from scellis.models.finetune import read_model_folder
-
-    kept: dict[str, bytes] | None = getattr(args, "model_files", None)
-    if kept is not None:
-        return kept
-    needed = "weights" in program or str(args.data or "").startswith("texts:")
-    if args.model is None:
-        if needed:
-            why = "starts from pretrained weights" if "weights" in program else "reads texts"
-            print(f"scellis {command}: {program.get('name', 'the program')} {why}: give --model DIR", file=sys.stderr)
-            return None
-        return {}
-    try:
-        kept = args.model_files = read_model_folder(Path(args.model))
-    except (OSError, ValueError) as err:
-        print(f"scellis {command}: --model {args.model}: {err}", file=sys.stderr)
-        return None
-    return kept
-
-
-def _texts(path: str, program: dict[str, Any], args: argparse.Namespace, command: str) -> tuple[Split, Split] | None:
-    """(train, test) of --data texts:FILE, tokenized by --model's tokenizer for `program`'s window."""
-    from scellis.models.finetune import settings_for, text_data
-
-    model = _model_files(args, program, command)
-    if model is None:
-        return None
-    try:
-        settings = settings_for(program, Path(path).name, args.text_column, args.label_column)
-        files = {**model, "texts.csv": Path(path).read_bytes(), "text.json": settings.to_bytes()}
-        train, test, _ = text_data(files)
-    except (OSError, ValueError) as err:
-        print(f"scellis {command}: --data texts:{path}: {err}", file=sys.stderr)
-        return None
-    return train, test
 
 
 def _data_for(
@@ -272,7 +229,7 @@ def _data_for(
         print(f"scellis {command}: {name} reads data (input nodes {inputs}): give --data", file=sys.stderr)
         return None
     if source.startswith("texts:") and args is not None:
-        return _texts(source.removeprefix("texts:"), program, args, command)
+        return texts(source.removeprefix("texts:"), program, args, command)
     return _read_data(source, command)
 
 
@@ -388,7 +345,7 @@ def _run_inputs(
     """What `run` trains: the --model files ({} without), the data and the compiled program; None after
     saying what is wrong (an --export the program cannot give among it, before anything trains)."""
     raw = _read_program_json(args.program, "run")
-    model = None if raw is None else _model_files(args, raw, "run")
+    model = None if raw is None else model_files(args, raw, "run")
     data = None if raw is None or model is None else _data_for(args.data, raw, "run", args.program, args)
     loaded = None if data is None else _load_program(args.program, None, "run", data[0].n)
     if model is None or data is None or loaded is None:
@@ -475,39 +432,6 @@ def run_cmd(args: argparse.Namespace) -> int:
     return 0
 
 
-def finetune_cmd(args: argparse.Namespace) -> int:
-    """Write the program that fine-tunes a model folder's BERT encoder on labelled texts, one of three ways
-    (as the app's Fine-tune card offers them); say what was read."""
-    from scellis.models.finetune import TextSettings, finetune_json, read_model_folder
-
-    try:
-        settings = TextSettings(
-            Path(args.texts).name, args.text_column, args.label_column, args.length, args.batch, args.epochs
-        )
-        settings.check()
-        files = {**read_model_folder(Path(args.model)), "texts.csv": Path(args.texts).read_bytes()}
-        described = json.loads(finetune_json("text", {**files, "text.json": settings.to_bytes()}))
-    except (OSError, ValueError) as err:
-        print(f"scellis finetune: {err}", file=sys.stderr)
-        return 2
-    model, texts = described["model"], described["texts"]
-    chosen = next(p for p in described["programs"] if p["choice"] == args.way)
-    print(
-        f"model {args.model}: {model['layers']} layers, hidden {model['hidden']}, {model['parameters']:,} parameters "
-        f"(weights {model['weights']['sha256']})\ntexts {args.texts}: classes {', '.join(texts['classes'])}; "
-        f"{texts['train']:,} to train on, {texts['held_out']:,} held out (split seed {texts['split_seed']})\n"
-        f"program: {chosen['label']}",
-        file=sys.stderr,
-    )
-    text = json.dumps(json.loads(chosen["program"]), indent=1) + "\n"
-    if args.out is None:
-        sys.stdout.write(text)
-    else:
-        Path(args.out).write_text(text)
-        print(f"wrote {args.out}", file=sys.stderr)
-    return 0
-
-
 def _read_pinned(source: str) -> Any:
     """The run a `verify` argument pins: a share link (text with '#run='), or a manifest file's path."""
     from scellis.manifest import read_manifest, read_share_link
@@ -533,7 +457,7 @@ def verify_cmd(args: argparse.Namespace) -> int:
     except (OSError, ManifestError, ValueError) as err:
         print(f"scellis verify: {shown}: {err}", file=sys.stderr)
         return 2
-    model = _model_files(args, pins.program, "verify")
+    model = model_files(args, pins.program, "verify")
     data = None if model is None else _data_for(args.data, pins.program, "verify", shown, args)
     if model is None or data is None:
         return 2
@@ -678,29 +602,6 @@ def _store_commands(sub: Any, p_run: argparse.ArgumentParser) -> None:
     p_gc.set_defaults(func=gc_cmd)
 
 
-def _text_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--model", default=None, help=MODEL_HELP)
-    parser.add_argument("--text-column", default="text", help="--data texts:FILE's column of texts (default text)")
-    parser.add_argument("--label-column", default="label", help="--data texts:FILE's column of labels (default label)")
-
-
-def _finetune_parser(sub: Any) -> None:
-    p_ft = sub.add_parser(
-        "finetune",
-        help="write the program that fine-tunes a BERT model folder on labelled texts (full, LoRA or QLoRA)",
-        description="Then train it: scellis run PROGRAM --model MODEL --data texts:TEXTS --device ... ",
-    )
-    p_ft.add_argument("model", help=MODEL_HELP)
-    p_ft.add_argument("texts", help="a CSV of labelled texts: a header row naming its text and label columns")
-    p_ft.add_argument("--way", required=True, choices=["full", "lora", "qlora"], help="every weight, LoRA, or QLoRA")
-    for name, default, what in (("length", 128, "tokens per text"), ("batch", 32, "batch"), ("epochs", 3, "epochs")):
-        p_ft.add_argument(f"--{name}", type=int, default=default, help=f"{what} (default {default})")
-    p_ft.add_argument("--text-column", default="text", help="the column of texts (default text)")
-    p_ft.add_argument("--label-column", default="label", help="the column of labels (default label)")
-    p_ft.add_argument("--out", default=None, help="where to write the program JSON (default: standard output)")
-    p_ft.set_defaults(func=finetune_cmd)
-
-
 def _run_parser(sub: Any) -> argparse.ArgumentParser:
     p_run: argparse.ArgumentParser = sub.add_parser(
         "run", help="train a program on a device here and pin the run in a manifest"
@@ -724,7 +625,7 @@ def _run_parser(sub: Any) -> argparse.ArgumentParser:
         "'adapter' (the LoRA adapter in PEFT's format and the head), 'model' (the merged model, its config and "
         "tokenizer, and the head); may repeat",
     )
-    _text_arguments(p_run)
+    text_arguments(p_run)
     return p_run
 
 
@@ -768,7 +669,7 @@ def main(argv: list[str] | None = None) -> int:
     p_plan.add_argument("--examples", type=int, default=None, help=EXAMPLES_HELP)
     p_plan.set_defaults(func=plan_cmd)
     _store_commands(sub, _run_parser(sub))
-    _finetune_parser(sub)
+    finetune_parser(sub)
     p_verify = sub.add_parser(
         "verify", help="re-run a manifest on its data and compare the final checkpoint", description=VERIFY_EXITS
     )
@@ -778,7 +679,7 @@ def main(argv: list[str] | None = None) -> int:
         "(an address ending in '#run=...'; quote it)",
     )
     p_verify.add_argument("--data", default=None, help=DATA_HELP)
-    _text_arguments(p_verify)
+    text_arguments(p_verify)
     p_verify.add_argument(
         "--store",
         default=None,

@@ -215,9 +215,9 @@ def test_a_fused_kernel_lists_each_node_it_fuses() -> None:
     assert fused["nodes"] == ["relu", "logits"] and fused["label"] == "matmul+3"
     _, links, guide = case("digits_cnn")
     step = op_kinds(links, guide, "step")
-    (relu3,) = [i for i in node(links, "relu3")["ir"]["step"] if step[i] == "relu"]
-    (fused,) = [k for k in links["kernels"] if relu3 in k["ops"]]  # the dropout mask fused after the relu
-    assert fused["nodes"] == ["relu3", "drop"]
+    relu3 = [i for i in node(links, "relu3")["ir"]["step"] if step[i] == "relu"]
+    fused = [k for k in links["kernels"] if set(relu3) & set(k["ops"])]  # the dropout mask fused after the relu
+    assert ["relu3", "drop"] in [k["nodes"] for k in fused]  # (and again in backward: the dropout drawn again)
     _, links, guide = case("branches")
     step = op_kinds(links, guide, "step")
     (join,) = [i for i in node(links, "join")["ir"]["step"] if step[i] == "concat"]
@@ -257,7 +257,8 @@ def test_recomputation_and_float16_add_ops_to_nodes_without_moving_any(plain: st
         for x, y in zip(a["nodes"], b["nodes"], strict=True):
             before = Counter(kinds_a[i] for i in x["ir"][text] if kinds_a[i] != "const")
             after = Counter(kinds_b[i] for i in y["ir"][text] if kinds_b[i] != "const")
-            assert not before - after, (text, x["id"])
+            own_copies = Counter(kinds_a[i] for i in x["ir"]["forward"]) if text == "backward" else Counter()
+            assert not before - after - own_copies, (text, x["id"])  # or ops the plain backward recomputes
             own = Counter(kinds_a[i] for i in x["ir"]["forward"]) if text == "backward" else Counter()
             extra = after - before
             assert set(extra) <= set(own) | {"cast"}, (text, x["id"], extra)

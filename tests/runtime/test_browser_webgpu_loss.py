@@ -74,6 +74,10 @@ def handle(name: str) -> Any:
     )
 
 
+# a planned schedule as compile reads it past step_plan (stubbed below): its own slots, none borrowed
+STAND_IN = types.SimpleNamespace(name="stand-in", borrows=(), memory=types.SimpleNamespace(slot_bytes=()))
+
+
 def test_every_call_on_a_lost_device_raises_device_lost(browser: types.ModuleType) -> None:
     step = browser.BrowserCompiled(handle("GpuLostError"), NO_CHECKS)
     device = browser.BrowserWebGPU()
@@ -84,7 +88,7 @@ def test_every_call_on_a_lost_device_raises_device_lost(browser: types.ModuleTyp
             lambda: step.step({}, ["w"]),
             lambda: step.fetch(["w"]),
             lambda: device.budget(1024),
-            lambda: device.compile(None),
+            lambda: device.compile(STAND_IN),
         ):
             with pytest.raises(DeviceLost) as lost:
                 await call()
