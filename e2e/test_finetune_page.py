@@ -1,7 +1,8 @@
 """The Fine-tune card in Chromium, on the page's device (WebGPU on SwiftShader, and the CPU path): a Hugging
 Face model folder's files and a CSV of texts are given, the three ways to fine-tune are planned (full >
 LoRA > QLoRA in bytes), QLoRA is trained through the Train card and its adapter exported in PEFT's format;
-the bundled all-MiniLM-L6-v2 with the bundled SpamAssassin mails is read and planned the three ways; a
+the editor draws the chosen program with its layers folded; the bundled all-MiniLM-L6-v2 with the bundled
+SpamAssassin mails is read and planned the three ways; a
 folder without its weights and a CSV without its label column are refused by name. Screenshots go to
 e2e/artifacts/."""
 
@@ -73,6 +74,18 @@ def test_a_model_folder_and_a_csv_train_qlora_and_export_a_peft_adapter(loaded: 
 
     page.click("#ft-plans tr[data-choice=qlora] button")
     page.wait_for_function("() => document.getElementById('data-text-choice').checked")
+    # the editor draws the encoder's 170 nodes with each layer folded into one box, and unfolds on request
+    page.wait_for_selector("#editor .group-node[data-group=layer1]")
+    folded = page.locator("#editor .react-flow__node").count()
+    assert page.locator("#editor .group-node").count() == 4 and folded < 50, folded
+    page.locator("#editor").screenshot(path=str(ARTIFACTS / f"finetune-editor-{page_kind(page)}.png"))
+    page.click("#editor .editor-fold")
+    page.wait_for_function("() => !document.querySelector('#editor .group-node')")
+    assert page.locator("#editor .react-flow__node").count() == 170
+    page.click("#editor .editor-fold")
+    page.wait_for_selector("#editor .group-node[data-group=layer0] .group-unfold")
+    page.click("#editor .group-node[data-group=layer0] .group-unfold")
+    page.wait_for_function("() => !document.querySelector('#editor .group-node[data-group=layer0]')")
     page.wait_for_function("() => document.querySelector('#data-facts dd').textContent === 'mails.csv'")
     page.select_option("#train-level", "debug")
     page.fill("#train-epochs", "2")

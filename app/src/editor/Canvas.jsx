@@ -5,6 +5,7 @@
 
 import { Background, Controls, ReactFlow, useReactFlow } from "@xyflow/react";
 import { useMemo, useState } from "react";
+import { foldedGraph, isBox } from "../graph/groups.js";
 import { NODE_TYPES } from "./OpNode.jsx";
 import { OP_DRAG_TYPE } from "./Palette.jsx";
 import { sortNodeChanges, viewEdges, viewNodes } from "./view.js";
@@ -23,7 +24,7 @@ function useDrawingState(act) {
   const [measured, setMeasured] = useState(() => new Map());
   const [dragging, setDragging] = useState(() => new Map());
   const onNodesChange = (changes) => {
-    const sorted = sortNodeChanges(changes);
+    const sorted = sortNodeChanges(changes.filter((change) => !isBox(change.id))); // a box is no document node
     setMeasured((old) => withEntries(old, sorted.measured));
     setDragging((old) => {
       const next = withEntries(old, sorted.dragging);
@@ -57,17 +58,19 @@ function useDrop(act) {
   return { onDragOver, onDrop };
 }
 
-export function Canvas({ doc, ops, selected, marks, act }) {
+// `folded`: the groups drawn folded (graph/groups.js); `onUnfold(name)` unfolds one.
+export function Canvas({ doc, ops, selected, marks, act, folded, onUnfold }) {
   const { measured, dragging, onNodesChange } = useDrawingState(act);
   const drop = useDrop(act);
+  const drawn = useMemo(() => foldedGraph(doc.graph, folded), [doc.graph, folded]);
   const nodes = useMemo(
-    () => viewNodes(doc.graph, ops, { selected: selected.nodes, measured, dragging }, marks),
-    [doc.graph, ops, selected.nodes, measured, dragging, marks],
+    () =>
+      viewNodes(drawn, ops, { selected: selected.nodes, measured, dragging }, marks).map((node) =>
+        node.type === "group" ? { ...node, data: { ...node.data, onUnfold } } : node,
+      ),
+    [drawn, ops, selected.nodes, measured, dragging, marks, onUnfold],
   );
-  const edges = useMemo(
-    () => viewEdges(doc.graph, ops, selected.edges, marks),
-    [doc.graph, ops, selected.edges, marks],
-  );
+  const edges = useMemo(() => viewEdges(drawn, ops, selected.edges, marks), [drawn, ops, selected.edges, marks]);
   return (
     <div className="editor-canvas" onDragOver={drop.onDragOver} onDrop={drop.onDrop}>
       <ReactFlow
@@ -78,6 +81,7 @@ export function Canvas({ doc, ops, selected, marks, act }) {
         onEdgesChange={(changes) => act.select("edges", changes)}
         onConnect={act.connect}
         deleteKeyCode={null}
+        nodesDraggable={!folded?.size} // a folded drawing is laid out afresh: places are moved unfolded
         fitView
         fitViewOptions={FIT}
         minZoom={0.2}

@@ -4,7 +4,8 @@
 // in the browser's storage.
 
 import { ReactFlowProvider, useReactFlow } from "@xyflow/react";
-import { useEffect, useMemo, useRef, useState } from "react";
+import { useCallback, useEffect, useMemo, useRef, useState } from "react";
+import { AUTO_FOLD, groupsOf } from "../graph/groups.js";
 import { canRedo, canUndo } from "../graph/history.js";
 import { issueMarks } from "../graph/issues.js";
 import { NODE_SIZE } from "../graph/layout.js";
@@ -106,6 +107,32 @@ function useActions(setState, ops, root, examples, example, onExample) {
   };
 }
 
+// Which groups of the program (graph/groups.js) are drawn folded: every one when a program of more than
+// AUTO_FOLD nodes opens (a pretrained encoder's layers), none for a smaller one; the toolbar and each box
+// change it. The view's own state: no edit, nothing kept.
+function useFolding(graph) {
+  const groups = useMemo(() => groupsOf(graph), [graph]);
+  const names = [...groups.keys()].join(" ");
+  const big = graph.nodes.length > AUTO_FOLD;
+  const [folded, setFolded] = useState(() => new Set(big ? groups.keys() : []));
+  const opened = useRef(names);
+  useEffect(() => {
+    if (opened.current === names) return; // the same groups: an edit, not another program
+    opened.current = names;
+    setFolded(new Set(big ? names.split(" ").filter(Boolean) : []));
+  }, [names, big]);
+  const shown = useMemo(() => new Set([...folded].filter((name) => groups.has(name))), [folded, groups]);
+  const unfold = useCallback((name) => setFolded((old) => new Set([...old].filter((n) => n !== name))), []);
+  return {
+    set: shown,
+    groups: groups.size,
+    folded: shown.size,
+    onFold: () => setFolded(new Set(groups.keys())),
+    onUnfold: () => setFolded(new Set()),
+    unfold,
+  };
+}
+
 function EditorBody({ catalog, ops, examples, example, onExample, initial, notice, storage, check, onProgram, bridge }) {
   const root = useRef(null);
   const [state, setState] = useState(() => ({ ...edit.startEditor(initial), notice }));
@@ -123,6 +150,14 @@ function EditorBody({ catalog, ops, examples, example, onExample, initial, notic
     if (state.fits) flow.fitView(FIT);
   }, [state.fits, flow]);
   const selected = useMemo(() => edit.selection(state), [state.selected, doc]);
+  const fold = useFolding(doc.graph);
+  const foldedNames = [...fold.set].join(" ");
+  const firstFold = useRef(foldedNames);
+  useEffect(() => {
+    if (firstFold.current === foldedNames) return;
+    firstFold.current = foldedNames;
+    flow.fitView(FIT); // queued by React Flow until the boxes are measured
+  }, [foldedNames, flow]);
   const can = {
     undo: canUndo(state.history),
     redo: canRedo(state.history),
@@ -158,11 +193,12 @@ function EditorBody({ catalog, ops, examples, example, onExample, initial, notic
         onReset={act.reset}
         onExport={onExport}
         onFile={act.importFile}
+        fold={fold}
       />
       <Notice notice={state.notice} />
       <div className="editor-main">
         <Palette groups={groups} onAdd={(name) => act.add(name)} />
-        <Canvas doc={doc} ops={ops} selected={selected} marks={marks} act={act} />
+        <Canvas doc={doc} ops={ops} selected={selected} marks={marks} act={act} folded={fold.set} onUnfold={fold.unfold} />
         <SidePanel doc={doc} ops={ops} selected={selected} marks={marks} act={act} />
       </div>
       <Problems list={list} checking={checked.doc !== doc} onShow={act.show} />

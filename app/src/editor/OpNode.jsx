@@ -70,4 +70,28 @@ export function OpNode({ data }) {
   );
 }
 
-export const NODE_TYPES = { op: OpNode };
+// A folded group (graph/groups.js): its name, how many nodes, their ops; one port in, one out; its
+// button unfolds it (`data.onUnfold`).
+export function GroupNode({ data }) {
+  const face = data.face;
+  return (
+    <>
+      <Handle type="target" position={Position.Top} id="in" className="op-port kind-any" />
+      <div className={`op-node group-node${face.issues ? " has-issues" : ""}`} data-group={face.name}>
+        <div className="op-title">
+          <span className="op-name">{face.name}</span>
+          <span className="op-id">{face.count} nodes</span>
+        </div>
+        <div className="op-summary" title={face.ops}>
+          {face.ops}
+        </div>
+        <button type="button" className="group-unfold nodrag" onClick={() => data.onUnfold(face.name)}>
+          Unfold
+        </button>
+      </div>
+      <Handle type="source" position={Position.Bottom} id="out" className="op-port kind-any" />
+    </>
+  );
+}
+
+export const NODE_TYPES = { op: OpNode, group: GroupNode };

@@ -57,8 +57,10 @@ function ImportButton({ onFile }) {
   );
 }
 
-// `run(command)` runs one of keys.js's commands; `can` says which are possible now.
-export function Toolbar({ run, can, examples, onExample, onReset, onExport, onFile }) {
+// `run(command)` runs one of keys.js's commands; `can` says which are possible now. `fold` ({groups,
+// folded, onFold, onUnfold}): the program's groups (graph/groups.js), how many are folded, and folding or
+// unfolding them all.
+export function Toolbar({ run, can, examples, onExample, onReset, onExport, onFile, fold }) {
   return (
     <div className="editor-toolbar" role="group" aria-label="Editor commands">
       <span className="editor-tools">
@@ -68,6 +70,16 @@ export function Toolbar({ run, can, examples, onExample, onReset, onExport, onFi
         <Command name="paste" label="Paste" onClick={() => run("paste")} disabled={!can.paste} />
         <Command name="delete" label="Delete" onClick={() => run("delete")} disabled={!can.remove} />
         <Command name="fit" label="Fit" onClick={() => run("fit")} />
+        <button
+          type="button"
+          className="editor-fold"
+          disabled={!fold.groups}
+          onClick={fold.folded ? fold.onUnfold : fold.onFold}
+          title="Draw each group of nodes whose ids share a prefix (a layer: layer0-…) as one box, or every node again"
+          data-folded={fold.folded}
+        >
+          {fold.folded ? "Unfold layers" : `Fold layers${fold.groups ? ` (${fold.groups})` : ""}`}
+        </button>
       </span>
       <Examples examples={examples} onOpen={onExample} />
       <span className="editor-tools">

@@ -53,12 +53,26 @@ export function nodeFace(node, spec, issues = []) {
   };
 }
 
-// React Flow's nodes: the graph's, with the selection, the sizes React Flow measured (kept, so a node
-// redrawn with new data is not measured again), and the places of a drag under way.
+// The face of a folded group's box (graph/groups.js): its name, how many nodes it holds, their ops, and
+// how many of them have issues.
+export function groupFace(node, marks = NO_MARKS) {
+  const { name, ids, ops } = node.data;
+  const issues = ids.filter((id) => (marks.nodes.get(id) ?? []).length > 0).length;
+  return { group: true, id: node.id, name, count: ids.length, ops: ops.join(", "), issues };
+}
+
+// React Flow's nodes: the graph's (a folded group's box among them: graph/groups.js), with the selection,
+// the sizes React Flow measured (kept, so a node redrawn with new data is not measured again), and the
+// places of a drag under way.
 export function viewNodes(graph, ops, drawing = {}, marks = NO_MARKS) {
   const { selected = [], measured = new Map(), dragging = new Map() } = drawing;
   const chosen = new Set(selected);
   return graph.nodes.map((node) => {
+    if (node.type === "group") {
+      const face = groupFace(node, marks);
+      const ariaLabel = `folded group ${face.name} of ${face.count} nodes${face.issues ? `, ${face.issues} with problems` : ""}`;
+      return { id: node.id, type: "group", position: node.position, data: { face }, ariaLabel };
+    }
     const face = nodeFace(node, ops.get(node.data.op), marks.nodes.get(node.id));
     const view = {
       id: node.id,
@@ -79,7 +93,7 @@ export function viewEdges(graph, ops, selected = [], marks = NO_MARKS) {
   const byId = new Map(graph.nodes.map((n) => [n.id, n]));
   return graph.edges.map((edge) => {
     const source = byId.get(edge.source);
-    const spec = source && ops.get(source.data.op);
+    const spec = source && source.type !== "group" && ops.get(source.data.op);
     const kind = spec ? outputKind(spec, source.data.params) : "any";
     const issues = (marks.edges.get(edge.id) ?? []).map(issueText);
     const where = `${edge.source}.${edge.sourceHandle} to ${edge.target}.${edge.targetHandle}`;
