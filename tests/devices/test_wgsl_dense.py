@@ -199,7 +199,10 @@ def test_views_concat_slice_grad_and_one_hot(gpu: WgpuDevice) -> None:
     check(gpu, Function("views", (e, f, labels), tuple(outs)), inputs, 2e-6)
 
 
-@pytest.mark.parametrize(("rows", "level", "variant"), [(4096, Level.PROD, "tile128"), (1024, Level.PROD, "tile64"), (300, Level.FAST, "tile64")])
+@pytest.mark.parametrize(
+    ("rows", "level", "variant"),
+    [(4096, Level.PROD, "tile128"), (1024, Level.PROD, "tile64"), (300, Level.FAST, "tile64")],
+)
 def test_nf4_products_in_the_matmul_tiles(gpu: WgpuDevice, rows: int, level: Level, variant: str) -> None:
     """A linear's forward (x W^T) and input gradient (g W) from NF4 words, in the float32 matmul's tiles
     (ragged edges in the smaller case), against the reference reading the same words."""
