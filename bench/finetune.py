@@ -139,17 +139,14 @@ def show_profile(name: str, session: Any, device: Any, top: int) -> None:
     times = gpuprofile.kernel_times(device, session.step, kernels)
     print(f"\n{name}: a step {step:.3f} ms replayed back to back")
     products = {i for i, k in enumerate(kernels) if k.kind.value == "matmul"}
-    for what, keep, one in (
-        ("its products alone", lambda i: i in products, False),
-        ("the other kernels alone", lambda i: i not in products, False),
-        ("every kernel as one workgroup", lambda i: True, True),
-    ):
-        shown = sum(map(keep, range(len(kernels))))
-        print(f"  {what} ({shown} kernels): {gpuprofile.part_ms(device, session.step, keep, one):.3f} ms")
+    for what, inside in (("its products alone", True), ("the other kernels alone", False)):
+        count = sum((i in products) == inside for i in range(len(kernels)))
+        ms = gpuprofile.part_ms(device, session.step, lambda i, inside=inside: (i in products) == inside)
+        print(f"  {what} ({count} kernels): {ms:.3f} ms")
     print("\n".join(gpuprofile.show("step", times, top)))
     by: dict[str, list[float]] = {}
     for t in times:
-        by.setdefault(t["kernel"].split("[")[1].split("]")[0], []).append(t["ms"])
+        by.setdefault(t["variant"], []).append(t["ms"])
     for variant, ms in sorted(by.items(), key=lambda kv: -sum(kv[1])):
         print(f"  {sum(ms):10.3f} ms in {len(ms):4} kernels [{variant}]")
 

@@ -3,11 +3,10 @@ of its kernels dispatched alone, for the benchmarks' --profile.
 
 `replayed_ms(gpu, run, repeat)`: ms per call of `run` (one submission), `repeat` calls back to back, the
 queue drained before and after. `kernel_times(gpu, compiled, kernels, repeat)`: per kernel of `compiled`
-(a native CompiledStep) its ms dispatched alone `repeat` times in one queue and a label (the plan's label,
-variant, output shape, workgroups), slowest first. `part_ms(gpu, compiled, keep, one_group, repeat)`:
-ms of one pass of only the kernels `keep(i)` admits (with one workgroup each when `one_group`: the
-dispatches' own cost), replayed back to back; the numbers computed are not the function's, only the time
-is meant. `show(part, times, top)`: the kernel times as lines.
+(a native CompiledStep) its ms dispatched alone `repeat` times in one queue, its variant and a label (the
+plan's label, variant, output shape, workgroups), slowest first. `part_ms(gpu, compiled, keep, repeat)`:
+ms of one pass of only the kernels `keep(i)` admits, replayed back to back; the numbers computed are not
+the function's, only the time is meant. `show(part, times, top)`: the kernel times as lines.
 """
 
 from __future__ import annotations
@@ -16,10 +15,15 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
+_DRAINS: dict[int, Any] = {}  # per device, a 4-byte buffer whose read-back waits for the queue
+
 
 def replayed_ms(gpu: Any, run: Callable[[], None], repeat: int = 10) -> float:
     dev = gpu.device
-    tiny = dev.create_buffer(size=4, usage=gpu.wgpu.BufferUsage.COPY_SRC | gpu.wgpu.BufferUsage.COPY_DST)
+    if id(dev) not in _DRAINS:
+        usage = gpu.wgpu.BufferUsage.COPY_SRC | gpu.wgpu.BufferUsage.COPY_DST
+        _DRAINS[id(dev)] = dev.create_buffer(size=4, usage=usage)
+    tiny = _DRAINS[id(dev)]
     run()
     dev.queue.read_buffer(tiny)
     begin = time.perf_counter()
@@ -49,12 +53,13 @@ def kernel_times(gpu: Any, compiled: Any, kernels: Sequence[Any], repeat: int = 
         kernel = kernels[i]
         label = compiled.plan["kernels"][i]["label"]
         text = f"{label} [{kernel.variant}] out {list(kernel.out.shape)} workgroups {list(groups)}"
-        times.append({"ms": replayed_ms(gpu, alone(pipeline, bind, groups), repeat), "kernel": text})
+        ms = replayed_ms(gpu, alone(pipeline, bind, groups), repeat)
+        times.append({"ms": ms, "variant": kernel.variant, "kernel": text})
     times.sort(key=lambda t: -t["ms"])
     return times
 
 
-def part_ms(gpu: Any, compiled: Any, keep: Callable[[int], bool], one_group: bool = False, repeat: int = 10) -> float:
+def part_ms(gpu: Any, compiled: Any, keep: Callable[[int], bool], repeat: int = 10) -> float:
     dev = gpu.device
     chosen = [step for i, step in enumerate(compiled.steps) if keep(i)]
 
@@ -64,7 +69,7 @@ def part_ms(gpu: Any, compiled: Any, keep: Callable[[int], bool], one_group: boo
         for pipeline, bind, groups in chosen:
             compute.set_pipeline(pipeline)
             compute.set_bind_group(0, bind)
-            compute.dispatch_workgroups(*((1, 1, 1) if one_group else groups))
+            compute.dispatch_workgroups(*groups)
         compute.end()
         dev.queue.submit([encoder.finish()])
 

@@ -166,7 +166,6 @@ function showFacts(described, ms) {
     ["Read in", `${(ms / 1000).toFixed(1)} s (tokenizing: ${(texts.ms / 1000).toFixed(1)} s)`],
   ];
   const list = byId("ft-facts");
-  list.dataset.readMs = String(Math.round(ms));
   list.dataset.tokenizedMs = String(Math.round(texts.ms));
   list.replaceChildren();
   for (const [label, value] of facts) list.append(element("dt", label), element("dd", value));

@@ -58,11 +58,12 @@ function useDrop(act) {
   return { onDragOver, onDrop };
 }
 
-// `folded`: the groups drawn folded (graph/groups.js); `onUnfold(name)` unfolds one.
-export function Canvas({ doc, ops, selected, marks, act, folded, onUnfold }) {
+// `fold`: the program's groups (`all`, graph/groups.js), those drawn folded (`set`), and `unfold(name)`.
+export function Canvas({ doc, ops, selected, marks, act, fold }) {
+  const { set: folded, all, unfold: onUnfold } = fold;
   const { measured, dragging, onNodesChange } = useDrawingState(act);
   const drop = useDrop(act);
-  const drawn = useMemo(() => foldedGraph(doc.graph, folded), [doc.graph, folded]);
+  const drawn = useMemo(() => foldedGraph(doc.graph, folded, all), [doc.graph, folded, all]);
   const nodes = useMemo(
     () =>
       viewNodes(drawn, ops, { selected: selected.nodes, measured, dragging }, marks).map((node) =>
@@ -81,7 +82,7 @@ export function Canvas({ doc, ops, selected, marks, act, folded, onUnfold }) {
         onEdgesChange={(changes) => act.select("edges", changes)}
         onConnect={act.connect}
         deleteKeyCode={null}
-        nodesDraggable={!folded?.size} // a folded drawing is laid out afresh: places are moved unfolded
+        nodesDraggable={!folded.size} // a folded drawing is laid out afresh: places are moved unfolded
         fitView
         fitViewOptions={FIT}
         minZoom={0.2}

@@ -109,8 +109,8 @@ function useActions(setState, ops, root, examples, example, onExample) {
 
 // Which groups of the program (graph/groups.js) are drawn folded: every one when a program of more than
 // AUTO_FOLD nodes opens (a pretrained encoder's layers), none for a smaller one; the toolbar and each box
-// change it. The view's own state: no edit, nothing kept.
-function useFolding(graph) {
+// change it, and the view is fitted again when it does. The view's own state: no edit, nothing kept.
+function useFolding(graph, flow) {
   const groups = useMemo(() => groupsOf(graph), [graph]);
   const names = [...groups.keys()].join(" ");
   const big = graph.nodes.length > AUTO_FOLD;
@@ -122,9 +122,17 @@ function useFolding(graph) {
     setFolded(new Set(big ? names.split(" ").filter(Boolean) : []));
   }, [names, big]);
   const shown = useMemo(() => new Set([...folded].filter((name) => groups.has(name))), [folded, groups]);
+  const shownNames = [...shown].join(" ");
+  const fitted = useRef(shownNames);
+  useEffect(() => {
+    if (fitted.current === shownNames) return;
+    fitted.current = shownNames;
+    flow.fitView(FIT); // queued by React Flow until the boxes are measured
+  }, [shownNames, flow]);
   const unfold = useCallback((name) => setFolded((old) => new Set([...old].filter((n) => n !== name))), []);
   return {
     set: shown,
+    all: groups,
     groups: groups.size,
     folded: shown.size,
     onFold: () => setFolded(new Set(groups.keys())),
@@ -150,14 +158,7 @@ function EditorBody({ catalog, ops, examples, example, onExample, initial, notic
     if (state.fits) flow.fitView(FIT);
   }, [state.fits, flow]);
   const selected = useMemo(() => edit.selection(state), [state.selected, doc]);
-  const fold = useFolding(doc.graph);
-  const foldedNames = [...fold.set].join(" ");
-  const firstFold = useRef(foldedNames);
-  useEffect(() => {
-    if (firstFold.current === foldedNames) return;
-    firstFold.current = foldedNames;
-    flow.fitView(FIT); // queued by React Flow until the boxes are measured
-  }, [foldedNames, flow]);
+  const fold = useFolding(doc.graph, flow);
   const can = {
     undo: canUndo(state.history),
     redo: canRedo(state.history),
@@ -198,7 +199,7 @@ function EditorBody({ catalog, ops, examples, example, onExample, initial, notic
       <Notice notice={state.notice} />
       <div className="editor-main">
         <Palette groups={groups} onAdd={(name) => act.add(name)} />
-        <Canvas doc={doc} ops={ops} selected={selected} marks={marks} act={act} folded={fold.set} onUnfold={fold.unfold} />
+        <Canvas doc={doc} ops={ops} selected={selected} marks={marks} act={act} fold={fold} />
         <SidePanel doc={doc} ops={ops} selected={selected} marks={marks} act={act} />
       </div>
       <Problems list={list} checking={checked.doc !== doc} onShow={act.show} />

@@ -1,7 +1,8 @@
 // Folding a large program's layers: the nodes whose ids share the part before their first "-" (a
 // pretrained encoder's "layer3-query-linear", "layer3-attention", ...) form a group when at least
-// GROUP_MIN do and no path leaves the group and comes back, and a folded group is drawn as one box, with the edges that cross into or out of it
-// drawn to the box (one per pair of ends). Only the drawing folds: the document keeps every node. No DOM.
+// GROUP_MIN do and no path leaves the group and comes back; a folded group is drawn as one box, with the
+// edges that cross into or out of it drawn to the box (one per pair of ends). Only the drawing folds: the
+// document keeps every node. No DOM.
 
 import { autoLayout } from "./layout.js";
 
@@ -43,12 +44,12 @@ function reenters(inside, users) {
   return false;
 }
 
-// The graph as drawn with the groups named in `folded` folded: their nodes replaced by one node each
+// The graph as drawn with the groups named in `folded` folded (`groups`: groupsOf(graph), when the caller
+// has it already): their nodes replaced by one node each
 // ({id: "group:<name>", type: "group", data: {name, ids, ops}}), each edge that crosses a folded group's
 // border redrawn to its box (`box: true`, once per pair of ends), and every node drawn laid out afresh
 // (graph/layout.js: the document's places are for the unfolded drawing, far too tall once folded).
-export function foldedGraph(graph, folded) {
-  const groups = groupsOf(graph);
+export function foldedGraph(graph, folded, groups = groupsOf(graph)) {
   const owner = new Map();
   for (const name of folded) for (const id of groups.get(name) ?? []) owner.set(id, name);
   if (!owner.size) return graph;
@@ -58,12 +59,7 @@ export function foldedGraph(graph, folded) {
     const ids = groups.get(name);
     if (!ids) continue;
     const ops = [...new Set(ids.map((id) => byId.get(id).data.op))];
-    nodes.push({
-      id: FOLD_PREFIX + name,
-      type: "group",
-      position: { x: 0, y: 0 },
-      data: { name, ids, ops },
-    });
+    nodes.push({ id: FOLD_PREFIX + name, type: "group", data: { name, ids, ops } }); // placed below
   }
   const edges = [];
   const seen = new Set();
