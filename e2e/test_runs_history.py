@@ -147,6 +147,11 @@ def test_runs_are_listed_resumed_and_deleted(app: LoadedApp) -> None:
     deletes_and_cancels(page, first, resumed)
 
 
+def wait_status(page: Page, text: str) -> None:
+    """Waits until the Runs card's status line says `text` (it is written after the state it reports)."""
+    page.wait_for_function("(text) => document.getElementById('runs-status').textContent === text", arg=text)
+
+
 def deletes_and_cancels(page: Page, first: dict, resumed: dict) -> None:
     saved, final = resumed["resumedFrom"], first["final"]
     text = ask_to_delete(page, first)  # the resumed run refers to the saved and final keys: both are kept
@@ -154,7 +159,7 @@ def deletes_and_cancels(page: Page, first: dict, resumed: dict) -> None:
     assert saved in text and final in text
     page.click("#runs-confirm-cancel")
     page.wait_for_selector("#runs-confirm[open]", state="detached")
-    assert page.inner_text("#runs-status") == "Nothing was deleted."
+    wait_status(page, "Nothing was deleted.")  # said once the dialog's answer is read, after it closes
     assert len(records(page)) == 2 and {saved, final} <= set(page.evaluate(OBJECTS))
 
     ask_to_delete(page, resumed)
@@ -168,4 +173,4 @@ def deletes_and_cancels(page: Page, first: dict, resumed: dict) -> None:
     page.click("#runs-confirm-delete")
     page.wait_for_selector("#runs[data-count='0']")
     assert records(page) == [] and not {saved, final} & set(page.evaluate(OBJECTS))
-    assert page.inner_text("#runs-status") == f"Deleted the run of {first['name']} and 2 checkpoint objects."
+    wait_status(page, f"Deleted the run of {first['name']} and 2 checkpoint objects.")
