@@ -1,7 +1,8 @@
 """The `scellis` command: `info` (devices here), `check` (the correctness matrix on them), `examples` (the
 example programs), `compile` (a program's stages), `plan` (its memory on a device), `run` (train it, or run
 a simulation or analysis, and pin the run in a manifest), `verify` (re-run a manifest and compare),
-`fsck` and `gc` (check a checkpoint store, collect its garbage), `serve` (the app)."""
+`fsck` and `gc` (check a checkpoint store, collect its garbage), `export torch` and `import torch` (hand a
+run to PyTorch and take it back: scellis.torchexport), `serve` (the app)."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from scellis.levels import Level
 from scellis.models.commands import finetune_parser, model_files, text_arguments, texts
+from scellis.torchexport.command import parsers as export_parsers
 
 if TYPE_CHECKING:
     from scellis.datasets import Split
@@ -670,6 +672,7 @@ def main(argv: list[str] | None = None) -> int:
     p_plan.set_defaults(func=plan_cmd)
     _store_commands(sub, _run_parser(sub))
     finetune_parser(sub)
+    export_parsers(sub)
     p_verify = sub.add_parser(
         "verify", help="re-run a manifest on its data and compare the final checkpoint", description=VERIFY_EXITS
     )

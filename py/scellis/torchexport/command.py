@@ -1,0 +1,185 @@
+"""`scellis export torch` (a program, from the init of a seed or from a checkpoint, as a folder PyTorch runs)
+and `scellis import torch` (a checkpoint that folder's train.py wrote, into a store, to resume in Scellis)."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from scellis.levels import Level
+
+if TYPE_CHECKING:
+    from scellis.pipeline import Compiled
+    from scellis.store.tensorfile import Tensor
+    from scellis.torchexport.bundle import Start
+
+CHECKOUT = Path(__file__).resolve().parents[3]
+
+
+def expected_tensors(compiled: Compiled, level: Level) -> dict[str, tuple[str, tuple[int, ...]]]:
+    """name -> (dtype, shape) of every tensor a Scellis checkpoint of the program holds at `level`."""
+    from scellis.ir.function import input_name
+    from scellis.store.tensorfile import STORED
+    from scellis.torchexport.bundle import kept_names
+
+    model, optimizer = kept_names(compiled, level)
+    kept = set(model) | set(optimizer)
+    nodes = {input_name(n): n for n in compiled.at(level, frozenset()).step.inputs}
+    counters = [n for n in ("loop.seen", "loop.skipped", "loop.last_skipped") if n in nodes]
+    return {name: (STORED[nodes[name].dtype], nodes[name].shape) for name in [*sorted(kept), *counters]}
+
+
+async def _from_checkpoint(args: argparse.Namespace, compiled: Compiled) -> tuple[Level, dict[str, Tensor], Start]:
+    from scellis.store import DirectoryStore, load
+    from scellis.store.checkpoint import Checkpoint
+    from scellis.store.objects import settle
+    from scellis.torchexport.bundle import Start
+
+    store = DirectoryStore(args.store)
+    level = Checkpoint.from_bytes(await settle(store.get(args.checkpoint))).level
+    checkpoint = await load(
+        store, args.checkpoint, expect_program=compiled.at(level, frozenset()).key, expect_level=level
+    )
+    state = dict(checkpoint.loop["state"])
+    state["events"] = [list(e) for e in checkpoint.history.events]  # type: ignore[union-attr]
+    steps = checkpoint.tensors.get("opt.step")
+    updates = int.from_bytes(steps.data, "little", signed=True) if steps is not None else 0
+    start = Start(
+        seed=checkpoint.rng.seed,
+        step=checkpoint.step,
+        epoch=checkpoint.epoch,
+        cursor=checkpoint.cursor,
+        updates=updates,
+        positions=dict(checkpoint.rng.positions),
+        loop=state,
+        checkpoint=args.checkpoint,
+    )
+    return level, dict(checkpoint.tensors), start
+
+
+async def _from_init(
+    args: argparse.Namespace, device: Any, program: dict[str, Any], data: tuple[Any, Any], model: dict[str, bytes]
+) -> tuple[dict[str, Tensor], Start]:
+    """The parameters and states a fresh run of `program` starts from with --seed, initialised on `device`."""
+    from scellis.session import Session
+    from scellis.torchexport.bundle import Start
+
+    level, (train, test) = Level(args.determinism), data
+    weights = model.get("model.safetensors") if "weights" in program else None
+    session = Session(program, device, seed=args.seed, level=level, eval_rows=test.n, examples=train.n, weights=weights)
+    await session.start(train)
+    forward = session.compiled.forward
+    names = [s.name for s in forward.params if not s.init.nf4] + [s.name for s in forward.states]
+    return await session.tensors(names), Start(seed=args.seed)
+
+
+def _pretrained(compiled: Compiled, model: dict[str, bytes], program: dict[str, Any]) -> dict[str, Tensor]:
+    """The frozen pretrained parameters a checkpoint leaves out, from the weights file the program pins."""
+    from scellis.models.weights import bind
+    from scellis.store.tensorfile import Tensor
+
+    if "weights" not in program:
+        return {}
+    shapes = {s.name: s.shape for s in compiled.forward.params}
+    views = bind(compiled.program, compiled.forward.params, model["model.safetensors"])
+    return {name: Tensor("F32", shapes[name], bytes(view)) for name, view in views.items()}
+
+
+def export_cmd(args: argparse.Namespace) -> int:
+    """Write the export folder (exit 2 when the program, its data or the checkpoint cannot be read, or the
+    program cannot be exported)."""
+    from scellis.cli import _data_for, _device, _load_program, _read_program_json
+    from scellis.manifest import installed_engine
+    from scellis.models.commands import model_files
+    from scellis.store import ResumeError, StoreError
+    from scellis.torchexport.bundle import ExportError, export_files
+
+    raw = _read_program_json(args.program, "export")
+    model = None if raw is None else model_files(args, raw, "export")
+    data = None if raw is None or model is None else _data_for(args.data, raw, "export", args.program, args)
+    loaded = None if data is None else _load_program(args.program, None, "export", data[0].n)
+    if model is None or data is None or loaded is None:
+        return 2
+    (program, compiled), (train, test) = loaded, data
+    try:
+        if args.checkpoint is not None:
+            level, tensors, start = asyncio.run(_from_checkpoint(args, compiled))
+            tensors = {**_pretrained(compiled, model, program), **tensors}
+        else:
+            level = Level(args.determinism)
+            device = _device(args.device)
+            tensors, start = asyncio.run(_from_init(args, device, program, (train, test), model))
+        files = export_files(
+            program, compiled, level=level, tensors=tensors, start=start, train=train, test=test,
+            engine=installed_engine(CHECKOUT / "dist" / "build.json"),
+        )  # fmt: skip
+    except (ResumeError, StoreError, ExportError, ValueError) as err:
+        print(f"scellis export: {args.program}: {err}", file=sys.stderr)
+        return 2
+    out = Path(args.out)
+    for name, content in files.items():
+        (out / name).parent.mkdir(parents=True, exist_ok=True)
+        (out / name).write_bytes(content)
+    source = f"checkpoint {args.checkpoint}" if args.checkpoint else f"the init of seed {args.seed}"
+    print(f"exported {compiled.program.name} ({source}, level {level.value}) to {out}/")
+    print(f"  python {out}/train.py    or    torchrun --nproc_per_node=N {out}/train.py --strategy ddp|fsdp")
+    return 0
+
+
+def import_cmd(args: argparse.Namespace) -> int:
+    """Store a train.py checkpoint as a Scellis checkpoint; print its key (exit 2 when it does not fit)."""
+    from scellis.cli import _read_json
+    from scellis.jsontext import JsonTextError
+    from scellis.pipeline import compile_program
+    from scellis.store import DirectoryStore, save
+    from scellis.torchexport.imported import TorchCheckpointError, from_torch
+
+    try:
+        manifest = _read_json(str(Path(args.export) / "manifest.json"))
+        program = manifest["program"]
+        level = Level(program["level"])
+        compiled = compile_program(program["json"])
+        checkpoint = from_torch(
+            Path(args.checkpoint).read_bytes(), program=program["key"], level=level,
+            expect=expected_tensors(compiled, level),
+        )  # fmt: skip
+    except (OSError, JsonTextError, KeyError, TypeError, ValueError) as err:
+        kind = "" if isinstance(err, TorchCheckpointError) else f"{type(err).__name__}: "
+        print(f"scellis import: {args.checkpoint}: {kind}{err}", file=sys.stderr)
+        return 2
+    if compiled.at(level, frozenset()).key != program["key"]:
+        print(f"scellis import: {args.export}: this engine compiles the program to another key", file=sys.stderr)
+        return 2
+    key = asyncio.run(save(DirectoryStore(args.store), checkpoint))
+    print(f"imported step {checkpoint.step} of {compiled.program.name} as checkpoint {key} in {args.store}")
+    print(f"  scellis run PROGRAM --resume {key} --store {args.store} --determinism {level.value} ...")
+    return 0
+
+
+def parsers(sub: Any) -> None:
+    from scellis.cli import DATA_HELP
+    from scellis.models.commands import text_arguments
+
+    p = sub.add_parser("export", help="hand a program to PyTorch: model.py, train.py, weights, data, orders")
+    p.add_argument("target", choices=["torch"], help="what to export for")
+    p.add_argument("program", help="program JSON (format scellis.program/1)")
+    p.add_argument("-o", "--out", required=True, help="the folder to write")
+    p.add_argument("--data", default=None, help=DATA_HELP)
+    p.add_argument("--checkpoint", default=None, help="start from this checkpoint (its key in --store)")
+    p.add_argument("--store", default="scellis-store", help="object store folder of --checkpoint")
+    p.add_argument("--seed", type=int, default=0, help="without --checkpoint: the seed of the init (default 0)")
+    levels = [level.value for level in Level]
+    why = "without --checkpoint: the level a resumed Scellis run continues at (default prod)"
+    p.add_argument("--determinism", choices=levels, default=Level.PROD.value, help=why)
+    p.add_argument("--device", choices=["cpu", "webgpu"], default="cpu", help="where the init is computed")
+    text_arguments(p)
+    p.set_defaults(func=export_cmd)
+    q = sub.add_parser("import", help="store a checkpoint an exported train.py wrote, to resume it in Scellis")
+    q.add_argument("target", choices=["torch"], help="what the checkpoint comes from")
+    q.add_argument("checkpoint", help="the .safetensors file train.py wrote")
+    q.add_argument("--export", required=True, help="the export folder (its manifest.json names the program)")
+    q.add_argument("--store", default="scellis-store", help="object store folder to put it in")
+    q.set_defaults(func=import_cmd)
