@@ -30,6 +30,7 @@ TOP = {
     "datafit",
     "rerunstorage",
     "models",
+    "torchexport",
 }  # above every stage
 # The browser's: Pyodide's, and the engine worker's host module (app/src/enginehost.js).
 BROWSER_MODULES = {"js", "pyodide", "scellis_host"}

@@ -434,6 +434,21 @@ def run_cmd(args: argparse.Namespace) -> int:
     return 0
 
 
+def export_cmd(args: argparse.Namespace) -> int:
+    """`export torch`: the program, its data and model files read as `run` reads them, then the export folder
+    written (scellis.torchexport.command); exit 2 when anything cannot be read or exported."""
+    from scellis.torchexport.command import export_folder
+
+    raw = _read_program_json(args.program, "export")
+    model = None if raw is None else model_files(args, raw, "export")
+    data = None if raw is None or model is None else _data_for(args.data, raw, "export", args.program, args)
+    loaded = None if data is None else _load_program(args.program, None, "export", data[0].n)
+    if model is None or data is None or loaded is None:
+        return 2
+    args.open_device = lambda: _device(args.device)
+    return export_folder(args, loaded, data, model)
+
+
 def _read_pinned(source: str) -> Any:
     """The run a `verify` argument pins: a share link (text with '#run='), or a manifest file's path."""
     from scellis.manifest import read_manifest, read_share_link
@@ -672,7 +687,7 @@ def main(argv: list[str] | None = None) -> int:
     p_plan.set_defaults(func=plan_cmd)
     _store_commands(sub, _run_parser(sub))
     finetune_parser(sub)
-    export_parsers(sub)
+    export_parsers(sub, export_cmd, DATA_HELP)
     p_verify = sub.add_parser(
         "verify", help="re-run a manifest on its data and compare the final checkpoint", description=VERIFY_EXITS
     )

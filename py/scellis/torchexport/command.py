@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -88,21 +89,15 @@ def _pretrained(compiled: Compiled, model: dict[str, bytes], program: dict[str, 
     return {name: Tensor("F32", shapes[name], bytes(view)) for name, view in views.items()}
 
 
-def export_cmd(args: argparse.Namespace) -> int:
-    """Write the export folder (exit 2 when the program, its data or the checkpoint cannot be read, or the
-    program cannot be exported)."""
-    from scellis.cli import _data_for, _device, _load_program, _read_program_json
+def export_folder(
+    args: argparse.Namespace, loaded: tuple[dict[str, Any], Compiled], data: tuple[Any, Any], model: dict[str, bytes]
+) -> int:
+    """Write the export folder of the read program, data and model files (exit 2 when the checkpoint cannot
+    be read or the program cannot be exported)."""
     from scellis.manifest import installed_engine
-    from scellis.models.commands import model_files
     from scellis.store import ResumeError, StoreError
     from scellis.torchexport.bundle import ExportError, export_files
 
-    raw = _read_program_json(args.program, "export")
-    model = None if raw is None else model_files(args, raw, "export")
-    data = None if raw is None or model is None else _data_for(args.data, raw, "export", args.program, args)
-    loaded = None if data is None else _load_program(args.program, None, "export", data[0].n)
-    if model is None or data is None or loaded is None:
-        return 2
     (program, compiled), (train, test) = loaded, data
     try:
         if args.checkpoint is not None:
@@ -110,8 +105,7 @@ def export_cmd(args: argparse.Namespace) -> int:
             tensors = {**_pretrained(compiled, model, program), **tensors}
         else:
             level = Level(args.determinism)
-            device = _device(args.device)
-            tensors, start = asyncio.run(_from_init(args, device, program, (train, test), model))
+            tensors, start = asyncio.run(_from_init(args, args.open_device(), program, (train, test), model))
         files = export_files(
             program, compiled, level=level, tensors=tensors, start=start, train=train, test=test,
             engine=installed_engine(CHECKOUT / "dist" / "build.json"),
@@ -131,14 +125,14 @@ def export_cmd(args: argparse.Namespace) -> int:
 
 def import_cmd(args: argparse.Namespace) -> int:
     """Store a train.py checkpoint as a Scellis checkpoint; print its key (exit 2 when it does not fit)."""
-    from scellis.cli import _read_json
-    from scellis.jsontext import JsonTextError
+    from scellis.jsontext import JsonTextError, parse
     from scellis.pipeline import compile_program
     from scellis.store import DirectoryStore, save
     from scellis.torchexport.imported import TorchCheckpointError, from_torch
 
     try:
-        manifest = _read_json(str(Path(args.export) / "manifest.json"))
+        where = Path(args.export) / "manifest.json"
+        manifest = parse(where.read_bytes(), what=str(where))
         program = manifest["program"]
         level = Level(program["level"])
         compiled = compile_program(program["json"])
@@ -159,15 +153,16 @@ def import_cmd(args: argparse.Namespace) -> int:
     return 0
 
 
-def parsers(sub: Any) -> None:
-    from scellis.cli import DATA_HELP
+def parsers(sub: Any, export: Callable[[argparse.Namespace], int], data_help: str) -> None:
+    """The `export` and `import` commands; `export`: the command reading the program, its data and model
+    files the way `run` does, then calling export_folder."""
     from scellis.models.commands import text_arguments
 
     p = sub.add_parser("export", help="hand a program to PyTorch: model.py, train.py, weights, data, orders")
     p.add_argument("target", choices=["torch"], help="what to export for")
     p.add_argument("program", help="program JSON (format scellis.program/1)")
     p.add_argument("-o", "--out", required=True, help="the folder to write")
-    p.add_argument("--data", default=None, help=DATA_HELP)
+    p.add_argument("--data", default=None, help=data_help)
     p.add_argument("--checkpoint", default=None, help="start from this checkpoint (its key in --store)")
     p.add_argument("--store", default="scellis-store", help="object store folder of --checkpoint")
     p.add_argument("--seed", type=int, default=0, help="without --checkpoint: the seed of the init (default 0)")
@@ -176,7 +171,7 @@ def parsers(sub: Any) -> None:
     p.add_argument("--determinism", choices=levels, default=Level.PROD.value, help=why)
     p.add_argument("--device", choices=["cpu", "webgpu"], default="cpu", help="where the init is computed")
     text_arguments(p)
-    p.set_defaults(func=export_cmd)
+    p.set_defaults(func=export)
     q = sub.add_parser("import", help="store a checkpoint an exported train.py wrote, to resume it in Scellis")
     q.add_argument("target", choices=["torch"], help="what the checkpoint comes from")
     q.add_argument("checkpoint", help="the .safetensors file train.py wrote")
