@@ -31,12 +31,14 @@ import {
   LAST_RUN,
   lastRun,
   manifestName,
+  trains,
   weightsName,
 } from "./runmodel.js";
 import {
   download,
   setRunPhase,
   showExports,
+  showImported,
   showLastKey,
   showLink,
   showPinnedStatus,
@@ -99,7 +101,11 @@ export class RunControl {
       onWeights: guarded(() => this.downloadWeights()),
       onExport: (what) => guarded(() => this.downloadExport(what))(),
     });
-    wireResume((text) => this.resume(text), null);
+    wireResume(
+      (text) => this.resume(text),
+      null,
+      (file) => this.importTorch(file),
+    );
     setRunPhase("idle");
     return this.offerLast().catch((error) => console.warn(error));
   }
@@ -199,7 +205,7 @@ export class RunControl {
     }
     const where = settings.kind === "cpu" ? "CPU path (WebAssembly)" : "WebGPU";
     showRunStart({ where, level: settings.level, seed: settings.seed, resume: settings.resume });
-    showExports(...finetuned(settings.program));
+    showExports(...finetuned(settings.program), trains(settings.program));
     this.current = { run: opened, settings, rows: [], driver: null, log, pinning: null };
     this.current.driver = new Driver(opened, { onState: (state) => this.onState(state) });
     this.onState(opened.first);
@@ -248,19 +254,35 @@ export class RunControl {
     showPinnedStatus(`weights downloaded as ${name} (${bytes.byteLength.toLocaleString("en")} bytes, safetensors)`);
   }
 
-  // A fine-tuned model's files for the Hugging Face tools, as one ZIP: the PEFT adapter and the head
-  // (`adapter`), or the merged model with its config and tokenizer and the head (`model`).
+  // One ZIP: a fine-tuned model's files for the Hugging Face tools, the PEFT adapter and the head
+  // (`adapter`) or the merged model with its config and tokenizer and the head (`model`); or the run as it
+  // stands for PyTorch (`torch`: model.py, train.py, weights, data, epoch orders; saved as a checkpoint first).
   async downloadExport(what) {
     const { run, settings } = this.current;
-    showPinnedStatus(`exporting the ${what === "adapter" ? "adapter" : "model"}…`);
+    const label = { adapter: "the LoRA adapter (PEFT)", model: "the model", torch: "the run for PyTorch" }[what];
+    showPinnedStatus(`exporting ${label}…`);
     const bytes = await run.export(what);
     const name = exportName(JSON.parse(settings.program).name, what, this.current.step ?? 0);
     download(name, bytes, "application/zip");
     const size = bytes.byteLength.toLocaleString("en");
     byId("run").dataset.exported = what;
-    showPinnedStatus(
-      `${what === "adapter" ? "the LoRA adapter (PEFT)" : "the model"} downloaded as ${name} (${size} bytes)`,
-    );
+    const then = what === "torch" ? ": unzip it, then python train.py or torchrun … train.py --strategy ddp|fsdp" : "";
+    showPinnedStatus(`${label} downloaded as ${name} (${size} bytes)${then}`);
+  }
+
+  // A checkpoint an exported train.py wrote, stored as the page's program's checkpoint at the level it
+  // continues (the engine refuses another program's by name); its key, level and seed go into the forms.
+  async importTorch(file) {
+    const page = this.controller.current();
+    try {
+      const checkpoint = new Uint8Array(await file.arrayBuffer());
+      const args = { data: page.source ?? "site", program: page.program, checkpoint };
+      const imported = JSON.parse(await this.engine.call("importTorch", args));
+      setRunSettings({ level: imported.level, seed: imported.seed, epochs: fieldValue("train-epochs") });
+      showImported({ imported });
+    } catch (error) {
+      showImported({ error: errorText(error) });
+    }
   }
 
   async copyLink() {

@@ -208,7 +208,8 @@ export function weightsName(program, step) {
 
 // A fine-tuning export's file name: the program's, what it holds and the step's.
 export function exportName(program, what, step) {
-  return `${fileStem(program)}-${what === "adapter" ? "peft-adapter" : "model"}-step${step}.zip`;
+  const kind = { adapter: "peft-adapter", torch: "pytorch" }[what] ?? "model";
+  return `${fileStem(program)}-${kind}-step${step}.zip`;
 }
 
 // [whether the program (JSON text) starts from a pretrained model's weights, whether it has LoRA adapters].

@@ -71,14 +71,16 @@ export function setRunPhase(phase) {
   byId("run-weights").disabled = !allowed.pinned;
   byId("run-export-adapter").disabled = !allowed.pinned;
   byId("run-export-model").disabled = !allowed.pinned;
+  byId("run-export-torch").disabled = !allowed.pinned;
   byId("resume-button").disabled = !allowed.resume;
 }
 
 // The fine-tuning exports, offered for a program that starts from a pretrained model (the adapter only
-// when it has LoRA adapters).
-export function showExports(pretrained, adapters) {
+// when it has LoRA adapters); the PyTorch export for a program that trains.
+export function showExports(pretrained, adapters, training) {
   byId("run-export-adapter").hidden = !(pretrained && adapters);
   byId("run-export-model").hidden = !pretrained;
+  byId("run-export-torch").hidden = !training;
 }
 
 export function showPinnedStatus(text) {
@@ -102,6 +104,7 @@ export function wireRunControls(handlers) {
     "run-weights": handlers.onWeights,
     "run-export-adapter": () => handlers.onExport("adapter"),
     "run-export-model": () => handlers.onExport("model"),
+    "run-export-torch": () => handlers.onExport("torch"),
   })) {
     byId(id).onclick = handler;
   }
@@ -119,13 +122,37 @@ export function showLastKey(last) {
 }
 
 // The resume form; `onResume(text)` on submit. `last` (runmodel.lastRun) prefills the key.
-export function wireResume(onResume, last) {
+// The resume form: a key to resume from (`onResume(text)`), or a train.py checkpoint file to take back
+// first (`onImport(file)`, which fills the key in).
+export function wireResume(onResume, last, onImport) {
   const form = byId("resume-form");
   showLastKey(last);
   form.onsubmit = (event) => {
     event.preventDefault();
     onResume(byId("resume-key").value);
   };
+  const file = byId("resume-torch");
+  file.onchange = () => {
+    const chosen = file.files?.[0];
+    file.value = "";
+    if (chosen) onImport(chosen);
+  };
+}
+
+// What taking back a train.py checkpoint did: `imported` ({key, level, seed, step, by}) into the form, or
+// `error`; the form says which (data-imported: the key, or "failed").
+export function showImported({ imported = null, error = null }) {
+  const form = byId("resume-form");
+  if (imported) {
+    byId("resume-key").value = imported.key;
+    byId("resume-torch-status").textContent =
+      `took back step ${imported.step} of ${imported.by} as ${imported.key}: Resume goes on from it at level ${imported.level}`;
+    showResumeError("");
+  } else {
+    byId("resume-torch-status").textContent = "";
+    showResumeError(`Cannot take back that checkpoint: ${error}`);
+  }
+  form.dataset.imported = imported ? imported.key : "failed";
 }
 
 export function showResumeError(text) {

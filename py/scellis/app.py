@@ -46,6 +46,7 @@ from scellis.rerunstorage import rerun_storage
 from scellis.runtime.device import CompiledStep, Device
 from scellis.runtime.host import pyodide_version
 from scellis.session import PlanRefused
+from scellis.store.checkpoint import save
 from scellis.store.objects import Store, check_key
 from scellis.store.retention import KEEP
 
@@ -375,6 +376,28 @@ async def open_run(
     except PlanRefused as refused:
         return _refusal(refused)
     return Driven(run)
+
+
+async def import_torch(
+    source: str, files: dict[str, bytes], program: str, checkpoint: Any, store: Store | None = None
+) -> str:
+    """`checkpoint` (the bytes of a checkpoint an exported train.py wrote) stored in the page's store as a
+    Scellis checkpoint of `program` (JSON) on the page's data, at the level train.py continued
+    (scellis.torchexport): {key, level, seed, step, epoch, by} as JSON; TorchCheckpointError names what does
+    not fit (another program or level, other tensors, a file train.py did not write)."""
+    from scellis.torchexport.command import expected_tensors
+    from scellis.torchexport.imported import from_torch
+    from scellis.torchexport.page import checkpoint_level
+
+    data = bytes(checkpoint.to_py()) if hasattr(checkpoint, "to_py") else bytes(checkpoint)
+    train, test, _ = load_data(source, files)
+    compiled = session_program(json.loads(program), train, test)
+    level = checkpoint_level(data)
+    key = compiled.at(level, frozenset()).key
+    imported = from_torch(data, program=key, level=level, expect=expected_tensors(compiled, level))
+    stored = await save(await _store(store), imported)
+    found = {"step": imported.step, "epoch": imported.epoch, "by": imported.device}
+    return json.dumps({"key": stored, "level": level.value, "seed": imported.rng.seed, **found})
 
 
 def running_engine() -> Engine:

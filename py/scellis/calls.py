@@ -52,6 +52,8 @@ CALLS: dict[str, str] = {
     "openRun": "scellis.app:open_run",
     # (source, files, href, page_kind, build, cap, browser) -> (a Driven or the refusal, a note or None)
     "openReplay": "scellis.app:open_replay",
+    # (source, files, program, checkpoint) -> a train.py checkpoint stored to resume: {key, level, seed, ...}
+    "importTorch": "scellis.app:import_torch",
 }
 
 

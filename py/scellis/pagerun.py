@@ -30,6 +30,7 @@ from scellis.store.checkpoint import load, save
 from scellis.store.objects import Store, settle
 from scellis.store.retention import KEEP
 from scellis.store.tensorfile import encode
+from scellis.torchexport.page import export_zip
 
 WEIGHTS_FORMAT = "scellis.weights/1"
 RATE_WINDOW_S = 3.0  # steps/s is measured over about the last few seconds of running (pauses excluded)
@@ -279,7 +280,15 @@ class PageRun:
         return encode({name: tensors[name] for name in s.carried}, metadata)
 
     async def export(self, what: str) -> bytes:
-        """The fine-tuned model's files as it is now, as a ZIP (scellis.models.finetune.exported's `what`)."""
+        """As a ZIP: the run handed to PyTorch as it is now (`torch`: scellis.torchexport, the state saved as a
+        checkpoint first), or the fine-tuned model's files (scellis.models.finetune.exported's `what`)."""
+        if what == "torch":
+            weights = None if self.model is None else self.model["model.safetensors"]
+            async with self.busy:
+                data = (self.train, self.test)
+                return await export_zip(
+                    self.session, self.program, data, engine=self.engine, store=self.store, weights=weights
+                )
         if self.model is None:
             raise ValueError("this run starts from no pretrained model: there is no fine-tuned model to export")
         async with self.busy:

@@ -29,9 +29,12 @@ from scellis.graph.settings import optimizer_json
 from scellis.ir.function import input_name, input_role
 from scellis.manifest.pins import Engine, data_json, data_versions
 from scellis.models.safetensors import write_safetensors
+from scellis.models.weights import bind
 from scellis.ops.defs import Role
 from scellis.pipeline import Compiled
 from scellis.rng import permutation, position_substream
+from scellis.store.checkpoint import Checkpoint
+from scellis.store.history import History
 from scellis.store.tensorfile import Tensor
 from scellis.torchexport.model import Unsupported, model_source
 
@@ -66,6 +69,34 @@ class Start:
             "positions": dict(self.positions),
             "loop": self.loop,
         }
+
+
+def start_of(checkpoint: Checkpoint, key: str) -> Start:
+    """Where a run goes on from `checkpoint` (stored under `key`), its decision log in the loop's state."""
+    state = dict(checkpoint.loop["state"])
+    history = checkpoint.history
+    state["events"] = [list(e) for e in history.events] if isinstance(history, History) else []
+    steps = checkpoint.tensors.get("opt.step")
+    return Start(
+        seed=checkpoint.rng.seed,
+        step=checkpoint.step,
+        epoch=checkpoint.epoch,
+        cursor=checkpoint.cursor,
+        updates=int.from_bytes(steps.data, "little", signed=True) if steps is not None else 0,
+        positions=dict(checkpoint.rng.positions),
+        loop=state,
+        checkpoint=key,
+    )
+
+
+def pretrained_tensors(compiled: Compiled, weights: bytes | None) -> dict[str, Tensor]:
+    """The frozen pretrained parameters a checkpoint leaves out, from the weights file the program pins
+    (`weights`: its bytes; None for a program without one)."""
+    if weights is None or compiled.program.weights is None:
+        return {}
+    shapes = {s.name: s.shape for s in compiled.forward.params}
+    views = bind(compiled.program, compiled.forward.params, weights)
+    return {name: Tensor("F32", shapes[name], bytes(view)) for name, view in views.items()}
 
 
 def _rule_json(rule: Rule) -> dict[str, Any]:

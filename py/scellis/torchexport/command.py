@@ -37,28 +37,14 @@ async def _from_checkpoint(args: argparse.Namespace, compiled: Compiled) -> tupl
     from scellis.store import DirectoryStore, load
     from scellis.store.checkpoint import Checkpoint
     from scellis.store.objects import settle
-    from scellis.torchexport.bundle import Start
+    from scellis.torchexport.bundle import start_of
 
     store = DirectoryStore(args.store)
     level = Checkpoint.from_bytes(await settle(store.get(args.checkpoint))).level
     checkpoint = await load(
         store, args.checkpoint, expect_program=compiled.at(level, frozenset()).key, expect_level=level
     )
-    state = dict(checkpoint.loop["state"])
-    state["events"] = [list(e) for e in checkpoint.history.events]  # type: ignore[union-attr]
-    steps = checkpoint.tensors.get("opt.step")
-    updates = int.from_bytes(steps.data, "little", signed=True) if steps is not None else 0
-    start = Start(
-        seed=checkpoint.rng.seed,
-        step=checkpoint.step,
-        epoch=checkpoint.epoch,
-        cursor=checkpoint.cursor,
-        updates=updates,
-        positions=dict(checkpoint.rng.positions),
-        loop=state,
-        checkpoint=args.checkpoint,
-    )
-    return level, dict(checkpoint.tensors), start
+    return level, dict(checkpoint.tensors), start_of(checkpoint, args.checkpoint)
 
 
 async def _from_init(
@@ -77,18 +63,6 @@ async def _from_init(
     return await session.tensors(names), Start(seed=args.seed)
 
 
-def _pretrained(compiled: Compiled, model: dict[str, bytes], program: dict[str, Any]) -> dict[str, Tensor]:
-    """The frozen pretrained parameters a checkpoint leaves out, from the weights file the program pins."""
-    from scellis.models.weights import bind
-    from scellis.store.tensorfile import Tensor
-
-    if "weights" not in program:
-        return {}
-    shapes = {s.name: s.shape for s in compiled.forward.params}
-    views = bind(compiled.program, compiled.forward.params, model["model.safetensors"])
-    return {name: Tensor("F32", shapes[name], bytes(view)) for name, view in views.items()}
-
-
 def export_folder(
     args: argparse.Namespace, loaded: tuple[dict[str, Any], Compiled], data: tuple[Any, Any], model: dict[str, bytes]
 ) -> int:
@@ -96,13 +70,13 @@ def export_folder(
     be read or the program cannot be exported)."""
     from scellis.manifest import installed_engine
     from scellis.store import ResumeError, StoreError
-    from scellis.torchexport.bundle import ExportError, export_files
+    from scellis.torchexport.bundle import ExportError, export_files, pretrained_tensors
 
     (program, compiled), (train, test) = loaded, data
     try:
         if args.checkpoint is not None:
             level, tensors, start = asyncio.run(_from_checkpoint(args, compiled))
-            tensors = {**_pretrained(compiled, model, program), **tensors}
+            tensors = {**pretrained_tensors(compiled, model.get("model.safetensors")), **tensors}
         else:
             level = Level(args.determinism)
             tensors, start = asyncio.run(_from_init(args, args.open_device(), program, (train, test), model))

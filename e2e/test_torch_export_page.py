@@ -1,0 +1,85 @@
+"""A run handed to PyTorch from the page and taken back, on WebGPU (SwiftShader) and on the CPU path: the
+digits CNN is paused mid-run, "Export for PyTorch" downloads a ZIP (model.py, train.py, weights, data, epoch
+orders, manifest naming the checkpoint the page saved), train.py goes on in one process and under
+`torchrun --nproc_per_node=2 --strategy fsdp`, and the FSDP run's checkpoint, chosen in the resume form, is
+taken back into the page's store and resumed to the end of the run."""
+
+from __future__ import annotations
+
+import io
+import json
+import zipfile
+from pathlib import Path
+
+import pytest
+from appdriver import RUN_MS, LoadedApp, start_and_pause
+from playwright.sync_api import Page
+
+from scellis.examples import digits_cnn
+from tests.torchexport.cases import run_train
+
+pytest.importorskip("torch", reason="PyTorch is not installed: scripts/setup installs it from requirements-dev.txt")
+
+EPOCHS = 2  # 44 steps
+
+
+def open_cnn(page: Page, folder: Path) -> None:
+    program = digits_cnn()
+    path = folder / "digits-cnn.json"
+    path.write_text(json.dumps(program))
+    page.set_input_files(".editor-toolbar input[type=file]", str(path))
+    page.wait_for_selector(".editor-notice:text-is('Opened digits-cnn.json.')")
+    page.wait_for_selector(".editor[data-checked=yes]")
+    page.select_option("#train-level", "debug")
+    page.wait_for_function(
+        "() => document.getElementById('plan').dataset.state === 'shown'"
+        " && document.getElementById('plan-program').textContent.includes('digits-cnn')"
+    )
+
+
+def test_export_train_with_torchrun_and_take_back(loaded: LoadedApp, tmp_path: Path) -> None:
+    page = loaded.page
+    open_cnn(page, tmp_path)
+    start_and_pause(page, EPOCHS, "4")
+    page.wait_for_selector("#run[data-phase=paused], #run[data-phase=done]", timeout=RUN_MS)
+    paused = int(page.get_attribute("#run", "data-step") or 0)
+    assert page.get_attribute("#run", "data-phase") == "paused" and 0 < paused < 44
+    assert page.is_visible("#run-export-torch")
+    with page.expect_download(timeout=RUN_MS) as download:
+        page.click("#run-export-torch")
+    assert download.value.suggested_filename == f"digits-cnn-pytorch-step{paused}.zip"
+    page.wait_for_selector("#run[data-exported=torch]")
+    with zipfile.ZipFile(io.BytesIO(Path(download.value.path()).read_bytes())) as archive:
+        archive.extractall(tmp_path)
+    folder = tmp_path / "digits-cnn-torch"
+    manifest = json.loads((folder / "manifest.json").read_text())
+    assert manifest["source"]["step"] == paused and manifest["source"]["checkpoint"].startswith("sha256:")
+    assert manifest["program"]["level"] == "debug"
+
+    alone = run_train(folder, "--steps", "6", out="alone")
+    assert alone.checkpoint.name == f"step-{paused + 6:08d}.safetensors"
+    sharded = run_train(folder, "--steps", "6", "--strategy", "fsdp", processes=2, out="fsdp")
+    assert sharded.checkpoint.name == alone.checkpoint.name
+
+    page.set_input_files("#resume-torch", str(sharded.checkpoint))
+    page.wait_for_selector("#resume-form[data-imported]", timeout=RUN_MS)
+    key = page.get_attribute("#resume-form", "data-imported")
+    assert key is not None and key.startswith("sha256:"), page.text_content("#resume-error")
+    status = page.text_content("#resume-torch-status") or ""
+    assert f"took back step {paused + 6} of PyTorch" in status and "fsdp x 2" in status
+    assert page.input_value("#resume-key") == key and page.input_value("#train-level") == "debug"
+    page.click("#resume-button")
+    page.wait_for_selector("#run[data-phase=done], #run[data-phase=failed]", timeout=RUN_MS)
+    assert page.get_attribute("#run", "data-phase") == "done", page.text_content("#train-status")
+    assert page.get_attribute("#run", "data-step") == str(EPOCHS * 22)
+    events = page.eval_on_selector_all("#run-events li", "(items) => items.map((li) => li.textContent)")
+    assert any("imported from a checkpoint of PyTorch" in e and "fsdp x 2" in e for e in events), events
+
+
+def test_a_file_train_py_did_not_write_is_refused(loaded: LoadedApp, tmp_path: Path) -> None:
+    page = loaded.page
+    other = tmp_path / "other.safetensors"
+    other.write_bytes(b"\x08\0\0\0\0\0\0\0{}      ")
+    page.set_input_files("#resume-torch", str(other))
+    page.wait_for_selector("#resume-form[data-imported=failed]", timeout=RUN_MS)
+    assert "has no scellis.torch metadata" in (page.text_content("#resume-error") or "")
