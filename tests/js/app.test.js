@@ -373,6 +373,10 @@ test("keys, data files and file names are checked", () => {
     [runs.weightsName("digits mlp/v2", 88), runs.weightsName(undefined, 0)],
     ["digits-mlp-v2-step88.safetensors", "run-step0.safetensors"],
   );
+  assert.deepEqual(
+    ["adapter", "model", "torch"].map((what) => runs.exportName("digits cnn", what, 12)),
+    ["digits-cnn-peft-adapter-step12.zip", "digits-cnn-model-step12.zip", "digits-cnn-pytorch-step12.zip"],
+  );
 });
 
 test("calls, events and errors cross a message port", async () => {
