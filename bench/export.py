@@ -30,9 +30,7 @@ import asyncio
 import importlib.util
 import json
 import math
-import random
 import statistics
-import struct
 import sys
 import tempfile
 import time
@@ -43,6 +41,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "py"), str(ROOT)]
 
+import numpy as np  # noqa: E402
 import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 from torch import nn  # noqa: E402
@@ -71,22 +70,21 @@ DEVICE = "cuda" if torch.cuda.is_available() else "cpu"  # the CPU only for a lo
 
 
 def random_split(rows: int, width: int, classes: int, ints: int | None = None, seed: int = 0) -> Split:
-    rnd = random.Random(seed)
+    rng = np.random.default_rng(seed)
     if ints is None:
-        features = struct.pack(f"<{rows * width}f", *(rnd.random() for _ in range(rows * width)))
+        features = rng.random((rows, width), dtype=np.float32).astype("<f4").tobytes()
     else:
-        features = struct.pack(f"<{rows * width}i", *(rnd.randrange(ints) for _ in range(rows * width)))
-    return Split(features, struct.pack(f"<{rows}i", *(rnd.randrange(classes) for _ in range(rows))), width)
+        features = rng.integers(0, ints, (rows, width)).astype("<i4").tobytes()
+    return Split(features, rng.integers(0, classes, rows).astype("<i4").tobytes(), width)
 
 
 def token_split(rows: int, seed: int = 0) -> Split:
     """Token ids then an all-ones mask, per row (the encoder programs' int32 [2, length] features)."""
-    rnd = random.Random(seed)
-    values: list[int] = []
-    for _ in range(rows):
-        values += [101, *(rnd.randrange(1000, 30000) for _ in range(LENGTH - 2)), 102] + [1] * LENGTH
-    labels = struct.pack(f"<{rows}i", *(rnd.randrange(2) for _ in range(rows)))
-    return Split(struct.pack(f"<{len(values)}i", *values), labels, 2 * LENGTH)
+    rng = np.random.default_rng(seed)
+    ids = rng.integers(1000, 30000, (rows, LENGTH))
+    ids[:, 0], ids[:, -1] = 101, 102
+    features = np.concatenate([ids, np.ones((rows, LENGTH), np.int64)], axis=1).astype("<i4").tobytes()
+    return Split(features, rng.integers(0, 2, rows).astype("<i4").tobytes(), 2 * LENGTH)
 
 
 class HandMlp(nn.Module):
@@ -161,7 +159,7 @@ def hand_encoder() -> nn.Module:
 
 def encoder_program() -> tuple[dict[str, Any], bytes]:
     config = BertConfig.read(MINILM)
-    rng = __import__("numpy").random.default_rng(0)
+    rng = np.random.default_rng(0)
     tensors = {}
     for key, shape in encoder_tensors(config).items():
         values = rng.standard_normal(shape).astype("<f4") * 0.05
@@ -177,25 +175,26 @@ def encoder_program() -> tuple[dict[str, Any], bytes]:
 
 WORKLOADS: dict[str, tuple[str, Callable[[], Any]]] = {
     "mlp784": ("MLP 784-512-512-10, batch 256", lambda: (mlp(784, [512, 512], 10, 256), None,
-               random_split(256 * 8, 784, 10), random_split(256, 784, 10, seed=1), HandMlp)),
-    "cnn": ("digits CNN, batch 64", lambda: (digits_cnn(), None, random_split(64 * 8, 64, 10),
+               random_split(256 * 120, 784, 10), random_split(256, 784, 10, seed=1), HandMlp)),
+    "cnn": ("digits CNN, batch 64", lambda: (digits_cnn(), None, random_split(64 * 120, 64, 10),
             random_split(64, 64, 10, seed=1), HandCnn)),
-    "chars": ("char transformer, batch 32", lambda: (char_transformer(), None, random_split(32 * 8, 16, 32, ints=32),
+    "chars": ("char transformer, batch 32", lambda: (char_transformer(), None, random_split(32 * 120, 16, 32, ints=32),
               random_split(32, 16, 32, ints=32, seed=1), HandCharTransformer)),
     "encoder": ("MiniLM-shaped encoder, LoRA r8 q,v, 128 tokens, batch 32", lambda: (*encoder_program(),
-                token_split(TEXT_BATCH * 4), token_split(TEXT_BATCH, seed=1), hand_encoder)),
+                token_split(TEXT_BATCH * 120), token_split(TEXT_BATCH, seed=1), hand_encoder)),
 }  # fmt: skip
 
 
 # -- timing ---------------------------------------------------------------------------------------------------
 
 
-def torch_batch(split: Split, rows: int, ints: bool) -> tuple[torch.Tensor, torch.Tensor]:
-    n = rows * split.width
-    fmt = "i" if ints else "f"
-    x = torch.tensor(struct.unpack_from(f"<{n}{fmt}", split.features), device=DEVICE)
-    y = torch.tensor(struct.unpack_from(f"<{rows}i", split.labels), device=DEVICE).long()
-    return (x.long() if ints else x).view(rows, -1), y
+def torch_batch(split: Split, rows: int, shape: tuple[int, ...], ints: bool) -> tuple[torch.Tensor, torch.Tensor]:
+    """The first `rows` examples on the device, features of `shape` each (the program's input's)."""
+    x = np.frombuffer(split.features, "<i4" if ints else "<f4")[: rows * split.width].reshape(rows, *shape)
+    y = np.frombuffer(split.labels, "<i4")[:rows]
+    return torch.tensor(x, device=DEVICE).long() if ints else torch.tensor(x, device=DEVICE), torch.tensor(
+        y, device=DEVICE
+    ).long()
 
 
 def torch_steps(
@@ -264,7 +263,10 @@ def measure(name: str, steps: int, rounds: int) -> dict[str, Any]:
         (folder / file).parent.mkdir(parents=True, exist_ok=True)
         (folder / file).write_bytes(content)
     ints = name in ("chars", "encoder")
-    x, y = torch_batch(train, session.batch, ints)
+    shape = next(
+        n["params"]["shape"] for n in program["nodes"] if n["op"] == "input" and n["params"].get("role") != "labels"
+    )
+    x, y = torch_batch(train, session.batch, tuple(shape), ints)
     exported = load_exported(folder).Model().to(DEVICE)
     mine = [p for p in exported.parameters() if p.requires_grad]
     exported_opt = optimizer_for(program, mine)
@@ -336,7 +338,7 @@ def memory(program: dict[str, Any], session: Session, model: nn.Module, x: Any, 
     peak = torch.cuda.max_memory_allocated() - base + params  # the model's own bytes were there before `base`
     rest = peak - params - grads - state
     plan = session.plan
-    totals = plan.step.totals
+    totals = plan.step.bytes
     held = ("parameters", "running statistics", "gradients", "optimizer state")
     planned = {
         "parameters": totals.get("parameters", 0) + totals.get("running statistics", 0),
@@ -371,8 +373,8 @@ def main() -> None:
     for workload in args.workloads.split(","):
         results[workload] = measure(workload, args.steps, args.rounds)
         print(json.dumps({workload: results[workload]}, indent=1), flush=True)
-    if args.json:
-        Path(args.json).write_text(json.dumps(results, indent=1))
+        if args.json:
+            Path(args.json).write_text(json.dumps(results, indent=1))
 
 
 if __name__ == "__main__":

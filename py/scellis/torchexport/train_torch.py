@@ -311,6 +311,8 @@ class Run:
         self.losses: list[list[float]] = []  # [step, loss] of each step, read back
         self.pending: list[tuple[int, torch.Tensor]] = []  # the steps' losses, not read back yet
         self.per_epoch = self.data["train"]["labels"].shape[0] // CONFIG["batch"]
+        self.clock = (time.perf_counter(), self.step)  # when the timed steps began, and the step then
+        self.warm = False  # whether this process has run a step
 
     def split(self, name: str) -> dict[str, torch.Tensor]:
         tensors, _ = read_tensors(HERE / "data" / f"{name}.safetensors")
@@ -427,7 +429,7 @@ class Run:
     def run(self) -> None:
         epochs, every = CONFIG["epochs"], CONFIG["evaluate_every"]
         left = self.args.steps
-        began, steps = time.perf_counter(), self.step
+        self.clock = (time.perf_counter(), self.step)
         while self.epoch < epochs and not self.loop.stopped:
             left = self.steps_of_epoch(left)
             if self.cursor < self.per_epoch:
@@ -443,11 +445,12 @@ class Run:
             for action in self.loop.at_end(self.step, self.epoch):
                 self.checkpoint(action)
         self.flush()
-        seconds, done = time.perf_counter() - began, self.step - steps
+        began, first = self.clock
+        seconds, done = time.perf_counter() - began, self.step - first
         final = self.checkpoint("final")
         if WORLD.main:
             rate = done / seconds if seconds > 0 else 0.0
-            print(f"{done} steps in {seconds:.2f} s ({rate:.1f} steps/s); final checkpoint {final}")
+            print(f"{done} steps in {seconds:.2f} s after the first ({rate:.1f} steps/s); final checkpoint {final}")
             log = Path(self.args.out) / "losses.json"
             log.write_text(json.dumps({"losses": self.losses, "metrics": self.metrics, "steps_per_s": rate}))
 
@@ -461,6 +464,8 @@ class Run:
             start = self.cursor * batch
             due = self.loop.after_step(self.step + 1, self.epoch + 1)  # logged before the step, as Scellis does
             self.train_step(order[start : start + batch])
+            if not self.warm:  # the rate is timed from here: the first step warms the device up
+                self.clock, self.warm = (time.perf_counter(), self.step), True
             self.cursor += 1
             left = None if left is None else left - 1
             if every and self.step % every == 0:
