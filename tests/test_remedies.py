@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from pathlib import Path
 
 import pytest
@@ -14,7 +15,7 @@ from scellis.examples import deep_chain, digits_cnn
 from scellis.levels import Level
 from scellis.pipeline import compile_program, planner
 from scellis.plan.budget import GREEN_SHARE, Budget, DeviceLimits
-from scellis.plan.remedies import Judge, Target, advise, apply, capacity, device_judge, smaller_batch
+from scellis.plan.remedies import Judge, Target, advise, apply, capacity, device_judge, fsdp_bytes, smaller_batch
 
 LIMITS = DeviceLimits(1 << 30, 1 << 30, 32)
 
@@ -64,7 +65,14 @@ def test_capacity_when_no_batch_can_fit() -> None:
         f"more than the budget of {fixed_bytes - 1:,}"
     )
     assert lines[1].startswith("QLoRA-style adapters") and "sharded over 2 devices" in lines[2]
-    assert "each device still needs all of the above" in lines[3]
+    found = re.match(
+        r"fully sharded \(FSDP\) over (\d+) devices, each taking 1/\1 of a batch: about ([\d,]+) bytes", lines[3]
+    )
+    assert found is not None, lines[3]
+    devices, each = int(found[1]), int(found[2].replace(",", ""))
+    assert each == fsdp_bytes(plan, devices) <= fixed_bytes - 1 < fsdp_bytes(plan, devices - 1)
+    assert fsdp_bytes(plan, 4) < fsdp_bytes(plan, 2) < plan.total
+    assert "each device still needs all of the above" in lines[4]
     assert smaller_batch(digits_cnn(), 64, target(fixed_bytes - 1)) is None
 
 

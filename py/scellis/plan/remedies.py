@@ -7,7 +7,8 @@ batch whose plan is green); float16 storage where the device has shader-f16; for
 trained whole, LoRA adapters on its frozen linears, and QLoRA (the same on a 4-bit NF4 base). Each is a
 change to the program JSON (`apply`), so applying one is one call and its plan is exactly what was promised. Capacity:
 when parameters, gradients and optimizer state alone exceed the budget, no batch size fits; the figures
-for QLoRA-style adapters, optimizer-state sharding and pooling devices follow.
+for QLoRA-style adapters, optimizer-state sharding, full sharding (FSDP, as an exported run uses it: the
+fewest devices it fits on) and pooling devices follow.
 
 Expects the program's plan and a planner (`Target.plan_of`: program JSON -> its plan at the same level,
 features and sizes; the pipeline supplies it), so the remedies never compile anything themselves."""
@@ -29,6 +30,7 @@ from scellis.plan.program import ProgramPlan, judge
 FIXED = ("parameters", "gradients", "optimizer state", "mixed-precision master copy")
 LORA_RANK = 8
 QUANT_BLOCK = 64  # 4-bit weights in blocks of 64 with one float16 scale each
+MAX_DEVICES = 1024  # the most devices the fully sharded figure considers
 
 
 CHANGES = {  # a remedy's change -> where it goes in the program JSON
@@ -165,5 +167,28 @@ def capacity(plan: ProgramPlan, budget: Budget) -> list[str]:
         lines.append(f"optimizer state sharded over {shards} devices: {fixed - state + state // shards:,} bytes each")
     else:
         lines.append("sharding the optimizer state cannot help: parameters and gradients alone exceed the budget")
+    lines.append(fully_sharded(plan, budget.bytes, fixed))
     lines.append("pooling N devices multiplies throughput by about N; each device still needs all of the above")
     return lines
+
+
+def fsdp_bytes(plan: ProgramPlan, devices: int) -> int:
+    """About what each of `devices` holds when the run is fully sharded (PyTorch's FSDP, as an exported
+    train.py runs it under torchrun): parameters, gradients and optimizer state split evenly, each device
+    taking 1/N of every batch (so 1/N of the activations), and the largest parameter whole while it is
+    gathered for its layer."""
+    fixed = sum(plan.totals.get(name, 0) for name in FIXED)
+    rest = max(plan.total - fixed, 0)
+    largest = max((4 * math.prod(s) for s in plan.parameters), default=0)
+    return -(-fixed // devices) + -(-rest // devices) + (largest if devices > 1 else 0)
+
+
+def fully_sharded(plan: ProgramPlan, budget: int, fixed: int) -> str:
+    """The fewest devices a fully sharded run fits on (up to MAX_DEVICES), and its bytes on each."""
+    for devices in range(2, MAX_DEVICES + 1):
+        each = fsdp_bytes(plan, devices)
+        if each <= budget:
+            how = "scellis export torch, then torchrun --nproc_per_node=N train.py --strategy fsdp"
+            share = f"each taking 1/{devices} of a batch"
+            return f"fully sharded (FSDP) over {devices} devices, {share}: about {each:,} bytes each ({how})"
+    return f"fully sharded (FSDP) over {MAX_DEVICES} devices still needs {fsdp_bytes(plan, MAX_DEVICES):,} bytes each"
