@@ -6,7 +6,8 @@ torch_layers.py), then `class Model(torch.nn.Module)` with one attribute per nod
 running statistics, registered under the node's id, so `state_dict()` names are the program's parameter and
 state names (`conv1.weight`, `norm1.running_mean`) with the program's shapes; `forward` takes the program's
 input nodes (features, then labels) as keyword arguments and computes the nodes the loss, the metrics and
-the state updates reach, in program order, one line each, returning {"loss": ..., "<metric id>": ...}.
+the state updates reach, in program order, one line each (a chain PyTorch has one call for, attention or
+an affine layer norm, is that call: scellis.torchexport.fusion), returning {"loss": ..., "<metric id>": ...}.
 Integer inputs are expected as int64 (torch's index type); floats in torch's default dtype. Dropout uses
 torch's generator, not Scellis's Philox substream: masks differ by design, in distribution they are the
 same. A node whose op has no torch lowering here raises Unsupported naming the node and the op: nothing is
@@ -27,6 +28,7 @@ from typing import Any
 from scellis.graph import ValidProgram
 from scellis.graph.validate import ValidNode
 from scellis.ops import DType, Node
+from scellis.torchexport.fusion import AffineNorm, Fusion, find_fusions
 
 LAYERS_FILE = "torch_layers.py"
 # names nn.Module already has: a node with one of these ids is registered by add_module and read by getattr
@@ -462,6 +464,21 @@ LOWERINGS: dict[str, Lowering] = {
 }
 
 
+def _fused(fusion: Fusion, out: dict[str, Value]) -> str:
+    """The one call that computes a chain of nodes (scellis.torchexport.fusion)."""
+    if isinstance(fusion, AffineNorm):
+        x, w, b = out[fusion.x].expr, out[fusion.weight].expr, out[fusion.bias].expr
+        return f"F.layer_norm({x}, {fusion.shape}, {w}, {b}, eps={_float(fusion.eps)})"
+    k = out[fusion.k].expr + (".transpose(-1, -2)" if fusion.k_transposed else "")
+    args = [out[fusion.q].expr, k, out[fusion.v].expr]
+    if fusion.mask is not None:
+        args.append(f"attn_mask={_tensor(out[fusion.mask])}")
+    if fusion.dropout:
+        args.append(f"dropout_p={_float(fusion.dropout)} if self.training else 0.0")
+    args.append(f"scale={_float(fusion.scale)}")
+    return f"F.scaled_dot_product_attention({', '.join(args)})"
+
+
 def unsupported(program: ValidProgram) -> list[tuple[str, str]]:
     """(node id, op) of every node whose op has no torch lowering, in program order."""
     return [(n.id, n.op) for n in program.nodes if n.op != "input" and n.op not in LOWERINGS]
@@ -503,11 +520,20 @@ def model_source(program: ValidProgram, header: str) -> str:
     out: dict[str, Value] = {}
     for n in inputs:
         out[n.id] = Value(e.local(n.id))
+    fused = find_fusions(program, reached)
+    absorbed = {nid for f in fused.values() for nid in f.absorbed}
     for node in program.nodes:
         if node.op == "input" or node.id not in reached:
             continue
-        args = {port: [out[s] for s in sources] for port, sources in node.inputs.items()}
-        got = LOWERINGS[node.op](e, node, args)
+        if node.id in absorbed:
+            if node.op == "parameter":  # read by a fused call as its value: registered all the same
+                out[node.id] = Value(f"{_parameter(e, node, {}).removesuffix('()')}.value")  # type: ignore[union-attr]
+            continue
+        if node.id in fused:
+            got: Value | str = _fused(fused[node.id], out)
+        else:
+            args = {port: [out[s] for s in sources] for port, sources in node.inputs.items()}
+            got = LOWERINGS[node.op](e, node, args)
         if isinstance(got, Value) and (got.scalar or got.expr in e.locals):
             out[node.id] = got
             continue
