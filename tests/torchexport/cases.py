@@ -48,14 +48,15 @@ def chars() -> Splits:
     return train, test
 
 
-def tiny_encoder() -> tuple[dict[str, Any], Splits, bytes]:
-    """The small BERT model with LoRA adapters on every linear, batch 4, dropout off; its texts; its weights."""
+def tiny_encoder(way: str = "lora") -> tuple[dict[str, Any], Splits, bytes]:
+    """The small BERT model with LoRA adapters (`lora`, or `qlora`: on an NF4 base), batch 4, dropout off;
+    its texts; its weights."""
     files = tiny_bert_files()
     raw = files["model.safetensors"]
     config = BertConfig.read(CONFIG)
     keys = bert_tensors(config, read_safetensors(raw))
     settings = TextSettings("tiny", length=8, batch=4, epochs=3)
-    program = next(p for c, _, p in programs(config, keys, pin_of(raw), settings, 2) if c == "lora")
+    program = next(p for c, _, p in programs(config, keys, pin_of(raw), settings, 2) if c == way)
     train, test, _ = text_data({**files, "texts.csv": tiny_texts_csv(), "text.json": settings.to_bytes()})
     return without_dropout(program), (train, test), raw
 
@@ -74,6 +75,12 @@ CASES = {
     "char transformer": Case("char transformer", char_transformer, chars),
     "pretrained encoder": Case(
         "pretrained encoder", lambda: tiny_encoder()[0], lambda: tiny_encoder()[1], lambda: tiny_encoder()[2]
+    ),
+    "pretrained encoder, NF4 base": Case(
+        "pretrained encoder, NF4 base",
+        lambda: tiny_encoder("qlora")[0],
+        lambda: tiny_encoder("qlora")[1],
+        lambda: tiny_encoder("qlora")[2],
     ),
 }
 

@@ -105,3 +105,19 @@ def test_a_checkpoint_of_another_export_is_refused(tmp_path: Path, capsys: pytes
     assert "it is a checkpoint of program sha256:" in capsys.readouterr().err
     assert cli.main([*argv[:2], str(tmp_path / "a" / "model.py"), *argv[3:]]) == 2
     assert "not a safetensors file" in capsys.readouterr().err
+
+
+def test_nf4_words_packed_here_are_the_devices(tmp_path: Path) -> None:
+    """A checkpoint leaves the frozen NF4 base out: the export packs it again from the weights file, to the
+    words the device packed at start."""
+    from scellis.levels import Level
+    from scellis.runtime.reference.device import ReferenceDevice
+    from scellis.torchexport.bundle import pretrained_tensors
+    from tests.torchexport.cases import scellis_run, tiny_encoder
+
+    program, data, raw = tiny_encoder("qlora")
+    run = scellis_run(program, ReferenceDevice(), data, steps=0, seed=1, level=Level.PROD, weights=raw)
+    here = pretrained_tensors(run.session.compiled, raw)
+    words = {name: t for name, t in here.items() if t.dtype == "U32"}
+    assert len(words) == 12  # six linears a layer, two layers
+    assert words == {name: run.start[name] for name in words}

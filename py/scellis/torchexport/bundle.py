@@ -30,6 +30,7 @@ from scellis.ir.function import input_name, input_role
 from scellis.manifest.pins import Engine, data_json, data_versions
 from scellis.models.safetensors import write_safetensors
 from scellis.models.weights import bind
+from scellis.ops import nf4
 from scellis.ops.defs import Role
 from scellis.pipeline import Compiled
 from scellis.rng import permutation, position_substream
@@ -89,14 +90,28 @@ def start_of(checkpoint: Checkpoint, key: str) -> Start:
     )
 
 
-def pretrained_tensors(compiled: Compiled, weights: bytes | None) -> dict[str, Tensor]:
+def pretrained_tensors(
+    compiled: Compiled, weights: bytes | None, packed: dict[str, Tensor] | None = None
+) -> dict[str, Tensor]:
     """The frozen pretrained parameters a checkpoint leaves out, from the weights file the program pins
-    (`weights`: its bytes; None for a program without one)."""
+    (`weights`: its bytes; None for a program without one); one kept as NF4 words as its words: from
+    `packed` (a session's, read from its device) or packed here (scellis.ops.nf4, pure Python: seconds per
+    million weights)."""
     if weights is None or compiled.program.weights is None:
         return {}
-    shapes = {s.name: s.shape for s in compiled.forward.params}
-    views = bind(compiled.program, compiled.forward.params, weights)
-    return {name: Tensor("F32", shapes[name], bytes(view)) for name, view in views.items()}
+    slots = {s.name: s for s in compiled.forward.params}
+    out = {}
+    for name, view in bind(compiled.program, compiled.forward.params, weights).items():
+        slot = slots[name]
+        if not slot.init.nf4:
+            out[name] = Tensor("F32", slot.shape, bytes(view))
+        elif packed is not None and name in packed:
+            out[name] = packed[name]
+        else:
+            rows, cols = slot.init.nf4
+            words = nf4.quantize(list(struct.unpack(f"<{rows * cols}f", view)), rows, cols)
+            out[name] = Tensor("U32", slot.shape, struct.pack(f"<{len(words)}I", *words))
+    return out
 
 
 def _rule_json(rule: Rule) -> dict[str, Any]:

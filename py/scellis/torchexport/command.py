@@ -59,7 +59,7 @@ async def _from_init(
     session = Session(program, device, seed=args.seed, level=level, eval_rows=test.n, examples=train.n, weights=weights)
     await session.start(train)
     forward = session.compiled.forward
-    names = [s.name for s in forward.params if not s.init.nf4] + [s.name for s in forward.states]
+    names = [s.name for s in forward.params] + [s.name for s in forward.states]  # NF4 ones as their words
     return await session.tensors(names), Start(seed=args.seed)
 
 

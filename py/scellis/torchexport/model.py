@@ -27,7 +27,7 @@ from typing import Any
 
 from scellis.graph import ValidProgram
 from scellis.graph.validate import ValidNode
-from scellis.ops import DType, Node
+from scellis.ops import DType, Node, nf4
 from scellis.torchexport.fusion import AffineNorm, Fusion, find_fusions
 
 LAYERS_FILE = "torch_layers.py"
@@ -195,9 +195,11 @@ def _linear(e: Emitter, node: ValidNode, x: dict[str, list[Value]]) -> Value | s
 
 def _pretrained_linear(e: Emitter, node: ValidNode, x: dict[str, list[Value]]) -> Value | str:
     p = node.params
-    if p["storage"] != "float32":
-        raise Unsupported(node.id, node.op, "NF4 storage is not exported yet; export the float32 program")
     fan_in = e.shapes[node.inputs["x"][0]][-1]
+    if p["storage"] == "nf4":
+        e.layers.add("Nf4Linear")
+        ref = e.module(node.id, f"Nf4Linear({fan_in}, {p['features']})")
+        return f"{ref}({x['x'][0].expr})"
     ref = e.module(node.id, f"nn.Linear({fan_in}, {p['features']}, bias=False)")
     if not p["trainable"]:
         e.modules.append(f"{ref}.weight.requires_grad_(False)")
@@ -504,22 +506,10 @@ def layer_classes(names: set[str]) -> str:
     return "\n\n".join(f"class {c.rstrip()}\n" for c in chunks[1:] if c.split("(", 1)[0] in names)
 
 
-def model_source(program: ValidProgram, header: str) -> str:
-    """model.py for `program` (module docstring above); `header`: the docstring's lines about the source."""
-    missing = unsupported(program)
-    if missing:
-        nid, op = missing[0]
-        raise Unsupported(nid, op)
-    if program.built is None:
-        raise ValueError(f"{program.name} was not built: validate it first")
-    values: dict[str, Node] = program.built.values
-    e = Emitter(program, {k: v.shape for k, v in values.items()}, {k: v.dtype for k, v in values.items()})
+def _forward_lines(e: Emitter, program: ValidProgram, inputs: list[ValidNode]) -> dict[str, Value]:
+    """Each reached node's line in forward (e.lines), in program order; every node's value."""
     reached = _reached(program)
-    inputs = [n for n in program.nodes if n.op == "input"]
-    inputs.sort(key=lambda n: n.params["role"] == "labels")  # features first
-    out: dict[str, Value] = {}
-    for n in inputs:
-        out[n.id] = Value(e.local(n.id))
+    out = {n.id: Value(e.local(n.id)) for n in inputs}
     fused = find_fusions(program, reached)
     absorbed = {nid for f in fused.values() for nid in f.absorbed}
     for node in program.nodes:
@@ -527,7 +517,7 @@ def model_source(program: ValidProgram, header: str) -> str:
             continue
         if node.id in absorbed:
             if node.op == "parameter":  # read by a fused call as its value: registered all the same
-                out[node.id] = Value(f"{_parameter(e, node, {}).removesuffix('()')}.value")  # type: ignore[union-attr]
+                out[node.id] = Value(f"{str(_parameter(e, node, {})).removesuffix('()')}.value")
             continue
         if node.id in fused:
             got: Value | str = _fused(fused[node.id], out)
@@ -540,15 +530,27 @@ def model_source(program: ValidProgram, header: str) -> str:
         name = e.local(node.id)
         e.lines.append(f"{name} = {got.expr if isinstance(got, Value) else got}")
         out[node.id] = Value(name)
+    return out
+
+
+def model_source(program: ValidProgram, header: str) -> str:
+    """model.py for `program` (module docstring above); `header`: the docstring's lines about the source."""
+    missing = unsupported(program)
+    if missing:
+        nid, op = missing[0]
+        raise Unsupported(nid, op)
+    if program.built is None:
+        raise ValueError(f"{program.name} was not built: validate it first")
+    values: dict[str, Node] = program.built.values
+    e = Emitter(program, {k: v.shape for k, v in values.items()}, {k: v.dtype for k, v in values.items()})
+    inputs = sorted((n for n in program.nodes if n.op == "input"), key=lambda n: n.params["role"] == "labels")
+    out = _forward_lines(e, program, inputs)
     results = [("loss", out[program.loss].expr)] if program.loss else []
     results += [(m, out[m].expr) for m in program.metrics]
     arguments = ", ".join(out[n.id].expr for n in inputs)
-    anchor = out[inputs[0].id].expr if inputs else None
-    forward = [
-        f"def forward(self, {arguments}) -> dict[str, torch.Tensor]:",
-        "    dtype = torch.get_default_dtype()",
-    ]
-    if anchor is not None:
+    forward = [f"def forward(self, {arguments}) -> dict[str, torch.Tensor]:", "    dtype = torch.get_default_dtype()"]
+    if inputs:
+        anchor = out[inputs[0].id].expr
         forward.append(f"    batch, device = {anchor}.shape[0], {anchor}.device")
     forward += [f"    {line}" for line in e.lines]
     forward.append("    return {" + ", ".join(f"{k!r}: {v}" for k, v in results) + "}")
@@ -560,6 +562,8 @@ def model_source(program: ValidProgram, header: str) -> str:
         "import torch\nimport torch.nn.functional as F  # noqa: N812\nfrom torch import nn"
         + ("\nimport torch.distributed as dist" if "BatchNorm" in e.layers else ""),
     ]
+    if "Nf4Linear" in e.layers:
+        parts.append(f"NF4_LEVELS = {nf4.LEVELS32!r}  # scellis.ops.nf4's levels, float32 values")
     if e.layers:
         parts.append(layer_classes(e.layers).rstrip())
     body = [

@@ -37,7 +37,9 @@ async def export_zip(
 ) -> bytes:
     checkpoint = await session.checkpoint()
     key = await save(store, checkpoint)
-    tensors = {**pretrained_tensors(session.compiled, weights), **checkpoint.tensors}
+    words = [s.name for s in session.compiled.forward.params if s.init.nf4]
+    packed = await session.tensors(words) if words else {}
+    tensors = {**pretrained_tensors(session.compiled, weights, packed), **checkpoint.tensors}
     files = export_files(
         program, session.compiled, level=session.level, tensors=tensors, start=start_of(checkpoint, key),
         train=data[0], test=data[1], engine=engine,

@@ -9,6 +9,8 @@ import torch.distributed as dist
 import torch.nn.functional as F
 from torch import nn
 
+NF4_LEVELS: tuple[float, ...] = ()  # the 16 NF4 levels, written into model.py from scellis.ops.nf4
+
 
 class Dense(nn.Module):
     """x @ weight + bias with weight [in, out], as Scellis's linear keeps it (torch.nn.Linear keeps [out, in])."""
@@ -74,3 +76,32 @@ class BatchNorm(nn.Module):
         if self.weight is not None and self.bias is not None:
             out = out * self.weight.view(shape) + self.bias.view(shape)
         return out
+
+
+class Nf4Linear(nn.Module):
+    """x W^T for a frozen W [features, in] kept as NF4 words in the engine's layout (scellis.ops.nf4: codes 8
+    a word, then float16 block scales 2 a word), decoded once, exactly, to torch's default dtype (each value
+    LEVELS[code] * scale, one rounded product): the weights the Scellis run trained against. The decoded
+    copy takes 4 bytes a weight; it is not part of the state."""
+
+    def __init__(self, fan_in: int, features: int) -> None:
+        super().__init__()
+        self.rows, self.cols = features, fan_in
+        blocks = features * fan_in // 64
+        self.weight: torch.Tensor
+        self.register_buffer("weight", torch.zeros(features * fan_in // 8 + (blocks + 1) // 2, dtype=torch.int32))
+        self.decoded: torch.Tensor | None = None
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        dtype = torch.get_default_dtype()
+        if self.decoded is None or self.decoded.device != x.device or self.decoded.dtype != dtype:
+            n = self.rows * self.cols
+            words = self.weight.to(torch.int64) & 0xFFFFFFFF
+            i = torch.arange(n, device=words.device)
+            codes = (words[i // 8] >> (4 * (i % 8))) & 0xF
+            blocks = torch.arange(n // 64, device=words.device)
+            halves = (words[n // 8 + blocks // 2] >> (16 * (blocks % 2))) & 0xFFFF
+            scales = halves.to(torch.int16).view(torch.float16).to(dtype)
+            levels = torch.tensor(NF4_LEVELS, dtype=dtype, device=words.device)[codes]
+            self.decoded = (levels.view(-1, 64) * scales[:, None]).view(self.rows, self.cols)
+        return F.linear(x, self.decoded)

@@ -35,8 +35,9 @@ from model import Model  # type: ignore[import-not-found]  # the export's model.
 CONFIG: dict[str, Any] = {}  # the run's settings, written by `scellis export torch`
 
 HERE = Path(__file__).resolve().parent
-DTYPES = {"F32": torch.float32, "F64": torch.float64, "I32": torch.int32, "I64": torch.int64, "U32": torch.uint32}
-NAMES = {v: k for k, v in DTYPES.items()}
+# U32 (NF4 words) is read as int32 of the same bits: torch's uint32 has few operations
+DTYPES = {"F32": torch.float32, "F64": torch.float64, "I32": torch.int32, "I64": torch.int64, "U32": torch.int32}
+NAMES = {torch.float32: "F32", torch.float64: "F64", torch.int32: "I32", torch.int64: "I64"}
 TORCH_STATE = {"opt.m": "exp_avg", "opt.v": "exp_avg_sq", "opt.velocity": "momentum_buffer"}
 
 
