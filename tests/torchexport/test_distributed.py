@@ -43,3 +43,20 @@ def test_a_batch_that_does_not_split_is_refused(exported: tuple[Path, str]) -> N
     folder, _ = exported
     with pytest.raises(AssertionError, match="does not split into 3 equal parts"):
         run_train(folder, "--steps", "1", "--strategy", "ddp", processes=3, out="three")
+
+
+@pytest.mark.parametrize("strategy", ["none", "fsdp"])
+def test_resuming_train_py_goes_on_as_an_unbroken_run(exported: tuple[Path, str], strategy: str) -> None:
+    """train.py --resume from its own checkpoint: parameters, optimizer state and place as an unbroken run's,
+    in one process or sharded by FSDP (the full tensors loaded, then sharded)."""
+    folder, dtype = exported
+    unbroken = run_train(folder, "--steps", str(2 * STEPS), "--dtype", dtype, out=f"unbroken-{dtype}")
+    half = run_train(folder, "--steps", str(STEPS), "--dtype", dtype, out=f"half-{dtype}")
+    more = ("--strategy", strategy) if strategy != "none" else ()
+    rest = run_train(
+        folder, "--steps", str(STEPS), "--dtype", dtype, "--resume", str(half.checkpoint), *more,
+        processes=2 if more else 1, out=f"rest-{strategy}-{dtype}",
+    )  # fmt: skip
+    assert rest.checkpoint.name == unbroken.checkpoint.name
+    err, where = worst(unbroken.end, rest.end)
+    assert err < (2e-5 if dtype == "float32" else 1e-6), f"{where} differs by {err:.3g}"
