@@ -451,7 +451,8 @@ class Run:
         final = self.checkpoint("final")
         if WORLD.main:
             rate = done / seconds if seconds > 0 else 0.0
-            print(f"{done} steps in {seconds:.2f} s after the first ({rate:.1f} steps/s); final checkpoint {final}")
+            timed = f"{done} step{'' if done == 1 else 's'} in {seconds:.2f} s after the first ({rate:.1f} steps/s)"
+            print(f"{timed}; final checkpoint {final}")
             log = Path(self.args.out) / "losses.json"
             log.write_text(json.dumps({"losses": self.losses, "metrics": self.metrics, "steps_per_s": rate}))
 
@@ -562,9 +563,17 @@ def check_data() -> None:
             raise SystemExit(f"{name} has SHA-256 {got}, the export pinned {digest}: the data changed")
 
 
+def positive(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"must be a whole number from 1, got {text!r}")
+    return int(text)
+
+
 def arguments(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=f"Train {CONFIG['program']['name']} as Scellis would, with PyTorch.")
-    parser.add_argument("--steps", type=int, default=None, help="stop after this many steps (default: every epoch)")
+    parser.add_argument(
+        "--steps", type=positive, default=None, help="stop after this many steps (default: every epoch)"
+    )
     parser.add_argument("--dtype", choices=["float32", "float64"], default="float32")
     parser.add_argument("--device", choices=["cpu", "cuda"], default="cuda" if torch.cuda.is_available() else "cpu")
     parser.add_argument("--strategy", choices=["none", "ddp", "fsdp"], default="none", help="under torchrun")
