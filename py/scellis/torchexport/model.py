@@ -383,7 +383,7 @@ def _slice(e: Emitter, node: ValidNode, x: dict[str, list[Value]]) -> Value | st
 def _reduction(e: Emitter, node: ValidNode, x: dict[str, list[Value]]) -> Value | str:
     p, v, rank = node.params, x["x"][0].expr, _rank(e, node)
     name = {"sum": "sum", "mean": "mean", "max": "amax", "var": "var"}[node.op]
-    axes = tuple(range(rank)) if p["axes"] is None else tuple(sorted(_axis(a, rank) for a in p["axes"]))
+    axes = _reduce_axes(e, node)
     args = []
     if axes != tuple(range(rank)) or p["keepdims"]:
         args.append(f"dim={axes if len(axes) != 1 else axes[0]}")
@@ -426,6 +426,50 @@ def _element(e: Emitter, node: ValidNode, x: dict[str, list[Value]]) -> Value | 
     return f"{x['x'][0].expr}[{index}]"
 
 
+def _roll(e: Emitter, node: ValidNode, x: dict[str, list[Value]]) -> Value | str:
+    axis = _axis(node.params["axis"], _rank(e, node))
+    return f"torch.roll({x['x'][0].expr}, {node.params['shift']}, dims={axis})"
+
+
+def _reduce_axes(e: Emitter, node: ValidNode) -> tuple[int, ...]:
+    rank = _rank(e, node)
+    return (
+        tuple(range(rank))
+        if node.params["axes"] is None
+        else tuple(sorted(_axis(a, rank) for a in node.params["axes"]))
+    )
+
+
+def _std_error(e: Emitter, node: ValidNode, x: dict[str, list[Value]]) -> Value | str:
+    axes = _reduce_axes(e, node)
+    count = math.prod(e.shapes[node.inputs["x"][0]][a] for a in axes)
+    keep = ", keepdim=True" if node.params["keepdims"] else ""
+    return f"torch.sqrt({x['x'][0].expr}.var(dim={axes}, correction=1{keep}) * {_float(1 / count)})"
+
+
+def _sort(e: Emitter, node: ValidNode, x: dict[str, list[Value]]) -> Value | str:
+    return f"torch.sort({x['x'][0].expr}, dim={_axis(node.params['axis'], _rank(e, node))}).values"
+
+
+def _quantile(e: Emitter, node: ValidNode, x: dict[str, list[Value]]) -> Value | str:
+    axis = _axis(node.params["axis"], _rank(e, node))
+    return f"torch.quantile({x['x'][0].expr}, {_float(node.params['q'])}, dim={axis})"
+
+
+def _linalg(name: str) -> Lowering:
+    def lower(e: Emitter, node: ValidNode, x: dict[str, list[Value]]) -> Value | str:
+        args = ", ".join(x[port][0].expr for port in ("a", "b", "x") if port in x)
+        return f"torch.{name}({args})"
+
+    return lower
+
+
+def _checkerboard(e: Emitter, node: ValidNode, x: dict[str, list[Value]]) -> Value | str:
+    height, width = _pairs(node.params["shape"])
+    rows, cols = f"torch.arange({height}, device=device)[:, None]", f"torch.arange({width}, device=device)"
+    return f"(({rows} + {cols}) % 2 == {node.params['parity']}).to(dtype)[None]"
+
+
 LOWERINGS: dict[str, Lowering] = {
     "constant": _constant,
     "parameter": _parameter,
@@ -463,6 +507,14 @@ LOWERINGS: dict[str, Lowering] = {
     "accuracy": _accuracy,
     "float": _to_float,
     "element": _element,
+    "roll": _roll,
+    "std_error": _std_error,
+    "sort": _sort,
+    "quantile": _quantile,
+    "solve": _linalg("linalg.solve"),
+    "inverse": _linalg("linalg.inv"),
+    "diagonal": lambda e, node, x: f"torch.diagonal({x['x'][0].expr}, dim1=-2, dim2=-1)",
+    "checkerboard": _checkerboard,
 }
 
 
