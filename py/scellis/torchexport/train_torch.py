@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import ctypes
+import gc
 import hashlib
 import json
 import math
@@ -114,9 +115,13 @@ class World:
         return bool(t.item() > 0)
 
     def close(self) -> None:
+        """Every rank done, then the process group destroyed while Python is whole: collective work the run's
+        objects still hold is freed first (freed during interpreter shutdown instead, gloo aborts)."""
         if self.size > 1:
+            gc.collect()
             dist.barrier()
             dist.destroy_process_group()
+            gc.collect()
 
 
 def wrap(model: torch.nn.Module, strategy: str, world: World) -> torch.nn.Module:
@@ -591,5 +596,7 @@ if __name__ == "__main__":
     if CONFIG["batch"] % WORLD.size:
         raise SystemExit(f"the batch of {CONFIG['batch']} does not split into {WORLD.size} equal parts")
     check_data()
-    Run(ARGS).run()
+    RUN = Run(ARGS)
+    RUN.run()
+    del RUN  # the model and optimizer go before the process group does
     WORLD.close()
