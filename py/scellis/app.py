@@ -385,19 +385,14 @@ async def import_torch(
     Scellis checkpoint of `program` (JSON) on the page's data, at the level train.py continued
     (scellis.torchexport): {key, level, seed, step, epoch, by} as JSON; TorchCheckpointError names what does
     not fit (another program or level, other tensors, a file train.py did not write)."""
-    from scellis.torchexport.command import expected_tensors
-    from scellis.torchexport.imported import from_torch
-    from scellis.torchexport.page import checkpoint_level
+    from scellis.torchexport.imported import take_back
 
     data = bytes(checkpoint.to_py()) if hasattr(checkpoint, "to_py") else bytes(checkpoint)
     train, test, _ = load_data(source, files)
-    compiled = session_program(json.loads(program), train, test)
-    level = checkpoint_level(data)
-    key = compiled.at(level, frozenset()).key
-    imported = from_torch(data, program=key, level=level, expect=expected_tensors(compiled, level))
+    imported = take_back(data, session_program(json.loads(program), train, test))
     stored = await save(await _store(store), imported)
     found = {"step": imported.step, "epoch": imported.epoch, "by": imported.device}
-    return json.dumps({"key": stored, "level": level.value, "seed": imported.rng.seed, **found})
+    return json.dumps({"key": stored, "level": imported.level.value, "seed": imported.rng.seed, **found})
 
 
 def running_engine() -> Engine:

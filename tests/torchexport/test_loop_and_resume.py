@@ -27,8 +27,7 @@ from scellis.rng import permutation
 from scellis.runtime.reference.device import ReferenceDevice
 from scellis.session import Session, checkpoints_to
 from scellis.store.directory import DirectoryStore
-from scellis.torchexport.command import expected_tensors
-from scellis.torchexport.imported import TorchCheckpointError, from_torch
+from scellis.torchexport.imported import TorchCheckpointError, expected_tensors, from_torch
 from tests.torchexport.cases import arrays, digits, export, run_train, scellis_run, worst
 
 RULES = [

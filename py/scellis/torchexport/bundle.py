@@ -186,16 +186,14 @@ def export_files(
     valid = compiled.program
     if not valid.trains:
         raise ExportError(f"{valid.name} has no loss: only training programs are exported to PyTorch")
+    at = compiled.at(level, frozenset())
     try:
-        model = model_source(
-            valid, f"{valid.name}, exported from Scellis (program {compiled.at(level, frozenset()).key})."
-        )
+        model = model_source(valid, f"{valid.name}, exported from Scellis (program {at.key}).")
     except Unsupported as err:
         raise ExportError(str(err)) from None
     batch = valid.loop.batch_size
     if train.n < batch:
         raise ExportError(f"the training split has {train.n} examples, fewer than one batch of {batch}")
-    at = compiled.at(level, frozenset())
     model_names, optimizer_names = kept_names(compiled, level)
     state_names = [s.name for s in compiled.forward.params] + [s.name for s in compiled.forward.states]
     missing = [name for name in state_names if name not in tensors]

@@ -20,19 +20,6 @@ if TYPE_CHECKING:
 CHECKOUT = Path(__file__).resolve().parents[3]
 
 
-def expected_tensors(compiled: Compiled, level: Level) -> dict[str, tuple[str, tuple[int, ...]]]:
-    """name -> (dtype, shape) of every tensor a Scellis checkpoint of the program holds at `level`."""
-    from scellis.ir.function import input_name
-    from scellis.store.tensorfile import STORED
-    from scellis.torchexport.bundle import kept_names
-
-    model, optimizer = kept_names(compiled, level)
-    kept = set(model) | set(optimizer)
-    nodes = {input_name(n): n for n in compiled.at(level, frozenset()).step.inputs}
-    counters = [n for n in ("loop.seen", "loop.skipped", "loop.last_skipped") if n in nodes]
-    return {name: (STORED[nodes[name].dtype], nodes[name].shape) for name in [*sorted(kept), *counters]}
-
-
 async def _from_checkpoint(args: argparse.Namespace, compiled: Compiled) -> tuple[Level, dict[str, Tensor], Start]:
     from scellis.store import DirectoryStore, load
     from scellis.store.checkpoint import Checkpoint
@@ -102,7 +89,7 @@ def import_cmd(args: argparse.Namespace) -> int:
     from scellis.jsontext import JsonTextError, parse
     from scellis.pipeline import compile_program
     from scellis.store import DirectoryStore, save
-    from scellis.torchexport.imported import TorchCheckpointError, from_torch
+    from scellis.torchexport.imported import TorchCheckpointError, take_back
 
     try:
         where = Path(args.export) / "manifest.json"
@@ -110,16 +97,13 @@ def import_cmd(args: argparse.Namespace) -> int:
         program = manifest["program"]
         level = Level(program["level"])
         compiled = compile_program(program["json"])
-        checkpoint = from_torch(
-            Path(args.checkpoint).read_bytes(), program=program["key"], level=level,
-            expect=expected_tensors(compiled, level),
-        )  # fmt: skip
+        if compiled.at(level, frozenset()).key != program["key"]:
+            print(f"scellis import: {args.export}: this engine compiles the program to another key", file=sys.stderr)
+            return 2
+        checkpoint = take_back(Path(args.checkpoint).read_bytes(), compiled, level)
     except (OSError, JsonTextError, KeyError, TypeError, ValueError) as err:
         kind = "" if isinstance(err, TorchCheckpointError) else f"{type(err).__name__}: "
         print(f"scellis import: {args.checkpoint}: {kind}{err}", file=sys.stderr)
-        return 2
-    if compiled.at(level, frozenset()).key != program["key"]:
-        print(f"scellis import: {args.export}: this engine compiles the program to another key", file=sys.stderr)
         return 2
     key = asyncio.run(save(DirectoryStore(args.store), checkpoint))
     print(f"imported step {checkpoint.step} of {compiled.program.name} as checkpoint {key} in {args.store}")

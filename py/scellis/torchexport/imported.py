@@ -6,7 +6,8 @@ names, metadata `scellis.torch` with the run's place) and the export's program k
 checkpoint of the program holds (float32 parameters and state, int32 counters), the step, epoch, cursor,
 RNG positions and loop state train.py reached, and the decision log it kept with a last entry naming the
 PyTorch run; anything else raises TorchCheckpointError naming the tensor or field at fault. `Session.resume` then
-goes on from it as from a checkpoint of its own (another device: the log says so).
+goes on from it as from a checkpoint of its own (another device: the log says so). `take_back` does it for a
+compiled program, at the level given or the one the checkpoint names.
 """
 
 from __future__ import annotations
@@ -14,12 +15,15 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from scellis.ir.function import input_name
 from scellis.levels import Level
 from scellis.models.safetensors import SafetensorsError, read_safetensors
+from scellis.pipeline import Compiled
 from scellis.rng import RngState
 from scellis.store.checkpoint import Checkpoint
 from scellis.store.history import History
-from scellis.store.tensorfile import Tensor
+from scellis.store.tensorfile import STORED, Tensor
+from scellis.torchexport.bundle import kept_names
 
 FORMAT = "scellis.torch-checkpoint/1"
 COUNTERS = ("opt.step", "loop.seen", "loop.skipped", "loop.last_skipped")
@@ -79,3 +83,32 @@ def from_torch(
     scellis_loop = {"state": loop, "order_drawn": cursor > 0, "by_rule": False, "best": None, "loss": loss}
     rng = RngState(_field(state, "seed", int), {str(k): int(v) for k, v in positions.items()})
     return Checkpoint(program, level, by, step, epoch, cursor, rng, scellis_loop, out, History(events=tuple(events)))
+
+
+def expected_tensors(compiled: Compiled, level: Level) -> dict[str, tuple[str, tuple[int, ...]]]:
+    """name -> (dtype, shape) of every tensor a Scellis checkpoint of the program holds at `level`."""
+    model, optimizer = kept_names(compiled, level)
+    kept = set(model) | set(optimizer)
+    nodes = {input_name(n): n for n in compiled.at(level, frozenset()).step.inputs}
+    counters = [n for n in ("loop.seen", "loop.skipped", "loop.last_skipped") if n in nodes]
+    return {name: (STORED[nodes[name].dtype], nodes[name].shape) for name in [*sorted(kept), *counters]}
+
+
+def checkpoint_level(data: bytes) -> Level:
+    """The level a train.py checkpoint continues a run at (its metadata says); TorchCheckpointError otherwise."""
+    try:
+        raw = read_safetensors(data).metadata.get("scellis.torch")
+    except SafetensorsError as err:
+        raise TorchCheckpointError(f"not a safetensors file: {err}") from None
+    try:
+        return Level(json.loads(raw or "{}").get("level"))
+    except ValueError:
+        raise TorchCheckpointError(
+            "it has no scellis.torch metadata naming a level: was it written by train.py?"
+        ) from None
+
+
+def take_back(data: bytes, compiled: Compiled, level: Level | None = None) -> Checkpoint:
+    """`from_torch` for the compiled program at `level` (None: the level the checkpoint's metadata names)."""
+    at = checkpoint_level(data) if level is None else level
+    return from_torch(data, program=compiled.at(at, frozenset()).key, level=at, expect=expected_tensors(compiled, at))

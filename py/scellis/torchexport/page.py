@@ -4,26 +4,21 @@ an exported train.py wrote, taken into the page's store to resume.
 Expects a started session (its data, the pretrained weights of a program that starts from them, the page's
 store), or a train.py checkpoint's bytes. Guarantees: `export_zip` saves the session's state as a checkpoint
 first (the export's manifest names it, and the page keeps it) and returns a ZIP of
-scellis.torchexport.bundle's files under one folder; `checkpoint_level` is the level a train.py checkpoint
-continues its run at (scellis.app.import_torch stores it as a Scellis checkpoint at that level).
+scellis.torchexport.bundle's files under one folder.
 """
 
 from __future__ import annotations
 
 import io
-import json
 import zipfile
 from typing import Any
 
 from scellis.datasets import Split
-from scellis.levels import Level
 from scellis.manifest.pins import Engine
-from scellis.models.safetensors import SafetensorsError, read_safetensors
 from scellis.session import Session
 from scellis.store.checkpoint import save
 from scellis.store.objects import Store
 from scellis.torchexport.bundle import export_files, pretrained_tensors, start_of
-from scellis.torchexport.imported import TorchCheckpointError
 
 
 async def export_zip(
@@ -50,17 +45,3 @@ async def export_zip(
         for name, content in files.items():
             archive.writestr(f"{folder}/{name}", content)
     return out.getvalue()
-
-
-def checkpoint_level(data: bytes) -> Level:
-    """The level a train.py checkpoint continues a run at (its metadata says); TorchCheckpointError otherwise."""
-    try:
-        raw = read_safetensors(data).metadata.get("scellis.torch")
-    except SafetensorsError as err:
-        raise TorchCheckpointError(f"not a safetensors file: {err}") from None
-    try:
-        return Level(json.loads(raw or "{}").get("level"))
-    except ValueError:
-        raise TorchCheckpointError(
-            "it has no scellis.torch metadata naming a level: was it written by train.py?"
-        ) from None
