@@ -2,7 +2,8 @@
 digits CNN is paused mid-run, "Export for PyTorch" downloads a ZIP (model.py, train.py, weights, data, epoch
 orders, manifest naming the checkpoint the page saved), train.py goes on in one process and under
 `torchrun --nproc_per_node=2 --strategy fsdp`, and the FSDP run's checkpoint, chosen in the resume form, is
-taken back into the page's store and resumed to the end of the run."""
+taken back into the page's store and resumed to the end of the run. A simulation (the Ising model) is
+exported the same way: its states and its draws, no data, a train.py that computes its results."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ import pytest
 from appdriver import RUN_MS, LoadedApp, start_and_pause
 from playwright.sync_api import Page
 
-from scellis.examples import digits_cnn
+from scellis.examples import digits_cnn, ising
 from tests.torchexport.cases import run_train
 
 pytest.importorskip("torch", reason="PyTorch is not installed: scripts/setup installs it from requirements-dev.txt")
@@ -23,35 +24,40 @@ pytest.importorskip("torch", reason="PyTorch is not installed: scripts/setup ins
 EPOCHS = 2  # 44 steps
 
 
-def open_cnn(page: Page, folder: Path) -> None:
-    program = digits_cnn()
-    path = folder / "digits-cnn.json"
+def open_program(page: Page, folder: Path, program: dict[str, object]) -> None:
+    path = folder / f"{program['name']}.json"
     path.write_text(json.dumps(program))
     page.set_input_files(".editor-toolbar input[type=file]", str(path))
-    page.wait_for_selector(".editor-notice:text-is('Opened digits-cnn.json.')")
+    page.wait_for_selector(f".editor-notice:text-is('Opened {path.name}.')")
     page.wait_for_selector(".editor[data-checked=yes]")
     page.select_option("#train-level", "debug")
     page.wait_for_function(
-        "() => document.getElementById('plan').dataset.state === 'shown'"
-        " && document.getElementById('plan-program').textContent.includes('digits-cnn')"
+        "(name) => document.getElementById('plan').dataset.state === 'shown'"
+        " && document.getElementById('plan-program').textContent.includes(name)",
+        arg=program["name"],
     )
+
+
+def exported_zip(page: Page, name: str, step: int, into: Path) -> Path:
+    """Export for PyTorch pressed: the ZIP's name, and its folder unpacked under `into`."""
+    assert page.is_visible("#run-export-torch")
+    with page.expect_download(timeout=RUN_MS) as download:
+        page.click("#run-export-torch")
+    assert download.value.suggested_filename == f"{name}-pytorch-step{step}.zip"
+    page.wait_for_selector("#run[data-exported=torch]")
+    with zipfile.ZipFile(io.BytesIO(Path(download.value.path()).read_bytes())) as archive:
+        archive.extractall(into)
+    return into / f"{name}-torch"
 
 
 def test_export_train_with_torchrun_and_take_back(loaded: LoadedApp, tmp_path: Path) -> None:
     page = loaded.page
-    open_cnn(page, tmp_path)
+    open_program(page, tmp_path, digits_cnn())
     start_and_pause(page, EPOCHS, "4")
     page.wait_for_selector("#run[data-phase=paused], #run[data-phase=done]", timeout=RUN_MS)
     paused = int(page.get_attribute("#run", "data-step") or 0)
     assert page.get_attribute("#run", "data-phase") == "paused" and 0 < paused < 44
-    assert page.is_visible("#run-export-torch")
-    with page.expect_download(timeout=RUN_MS) as download:
-        page.click("#run-export-torch")
-    assert download.value.suggested_filename == f"digits-cnn-pytorch-step{paused}.zip"
-    page.wait_for_selector("#run[data-exported=torch]")
-    with zipfile.ZipFile(io.BytesIO(Path(download.value.path()).read_bytes())) as archive:
-        archive.extractall(tmp_path)
-    folder = tmp_path / "digits-cnn-torch"
+    folder = exported_zip(page, "digits-cnn", paused, tmp_path)
     manifest = json.loads((folder / "manifest.json").read_text())
     assert manifest["source"]["step"] == paused and manifest["source"]["checkpoint"].startswith("sha256:")
     assert manifest["program"]["level"] == "debug"
@@ -83,3 +89,20 @@ def test_a_file_train_py_did_not_write_is_refused(loaded: LoadedApp, tmp_path: P
     page.set_input_files("#resume-torch", str(other))
     page.wait_for_selector("#resume-form[data-imported=failed]", timeout=RUN_MS)
     assert "has no scellis.torch metadata" in (page.text_content("#resume-error") or "")
+
+
+def test_a_simulation_is_exported_and_taken_back(loaded: LoadedApp, tmp_path: Path) -> None:
+    page = loaded.page
+    open_program(page, tmp_path, ising(2.2, size=8, chains=6, sweeps=4, epochs=50))
+    start_and_pause(page, 50, "3")  # 200 sweeps: paused long before the end
+    page.wait_for_selector("#run[data-phase=paused], #run[data-phase=done]", timeout=RUN_MS)
+    paused = int(page.get_attribute("#run", "data-step") or 0)
+    assert page.get_attribute("#run", "data-phase") == "paused" and 0 < paused < 200
+    folder = exported_zip(page, "ising", paused, tmp_path)
+    assert not (folder / "data").exists() and json.loads((folder / "manifest.json").read_text())["data"] == []
+    more = run_train(folder, "--steps", "8", out="more")
+    assert more.checkpoint.name == f"step-{paused + 8:08d}.safetensors" and "results: abs_magnetisation" in more.output
+    page.set_input_files("#resume-torch", str(more.checkpoint))
+    page.wait_for_selector("#resume-form[data-imported]", timeout=RUN_MS)
+    assert (page.get_attribute("#resume-form", "data-imported") or "").startswith("sha256:")
+    assert f"took back step {paused + 8} of PyTorch" in (page.text_content("#resume-torch-status") or "")

@@ -31,7 +31,6 @@ import {
   LAST_RUN,
   lastRun,
   manifestName,
-  trains,
   weightsName,
 } from "./runmodel.js";
 import {
@@ -205,7 +204,7 @@ export class RunControl {
     }
     const where = settings.kind === "cpu" ? "CPU path (WebAssembly)" : "WebGPU";
     showRunStart({ where, level: settings.level, seed: settings.seed, resume: settings.resume });
-    showExports(...finetuned(settings.program), trains(settings.program));
+    showExports(...finetuned(settings.program));
     this.current = { run: opened, settings, rows: [], driver: null, log, pinning: null };
     this.current.driver = new Driver(opened, { onState: (state) => this.onState(state) });
     this.onState(opened.first);

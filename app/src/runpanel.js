@@ -76,11 +76,11 @@ export function setRunPhase(phase) {
 }
 
 // The fine-tuning exports, offered for a program that starts from a pretrained model (the adapter only
-// when it has LoRA adapters); the PyTorch export for a program that trains.
-export function showExports(pretrained, adapters, training) {
+// when it has LoRA adapters); the PyTorch export for every program.
+export function showExports(pretrained, adapters) {
   byId("run-export-adapter").hidden = !(pretrained && adapters);
   byId("run-export-model").hidden = !pretrained;
-  byId("run-export-torch").hidden = !training;
+  byId("run-export-torch").hidden = false;
 }
 
 export function showPinnedStatus(text) {

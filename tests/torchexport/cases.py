@@ -39,6 +39,23 @@ def without_dropout(program: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def augmented(program: dict[str, Any], after: str) -> dict[str, Any]:
+    """The program with a random crop (1 pixel), a random flip and Gaussian noise after node `after`: draws
+    from the `augment` substream, which the export reproduces."""
+    out = json.loads(json.dumps(program))
+    chain = [("crop", "random_crop", {"padding": 1}), ("flip", "random_flip", {"p": 0.5}),
+             ("noise", "gaussian_noise", {"std": 0.05})]  # fmt: skip
+    for edge in out["edges"]:
+        if edge["from"]["node"] == after:
+            edge["from"]["node"] = chain[-1][0]
+    source = after
+    for node, op, params in chain:
+        out["nodes"].append({"id": node, "op": op, "params": params})
+        out["edges"].append({"from": {"node": source, "port": "out"}, "to": {"node": node, "port": "x"}})
+        source = node
+    return out
+
+
 def digits() -> Splits:
     return read_digits(digits_csv().read_bytes())
 
@@ -72,6 +89,9 @@ class Case:
 CASES = {
     "digits MLP": Case("digits MLP", digits_mlp, digits),
     "digits CNN": Case("digits CNN", lambda: without_dropout(digits_cnn()), digits),
+    "digits CNN, augmented": Case(
+        "digits CNN, augmented", lambda: augmented(without_dropout(digits_cnn()), "image"), digits
+    ),
     "char transformer": Case("char transformer", char_transformer, chars),
     "pretrained encoder": Case(
         "pretrained encoder", lambda: tiny_encoder()[0], lambda: tiny_encoder()[1], lambda: tiny_encoder()[2]

@@ -60,3 +60,17 @@ def test_resuming_train_py_goes_on_as_an_unbroken_run(exported: tuple[Path, str]
     assert rest.checkpoint.name == unbroken.checkpoint.name
     err, where = worst(unbroken.end, rest.end)
     assert err < (2e-5 if dtype == "float32" else 1e-6), f"{where} differs by {err:.3g}"
+
+
+def test_augmented_batches_are_drawn_by_rows_of_the_global_batch(tmp_path: Path) -> None:
+    """Random crop, flip and noise under DDP: each rank draws the numbers its rows get in the whole batch's
+    draws (Scellis's substream), so two processes train as one does."""
+    case = CASES["digits CNN, augmented"]
+    program, data = case.program(), case.data()
+    ours = scellis_run(program, ReferenceDevice(), data, steps=0, seed=3, level=Level.PROD, weights=None)
+    folder = export(program, ours, data, seed=3, level=Level.PROD, into=tmp_path)
+    args = ("--steps", "4", "--dtype", "float64")
+    one = run_train(folder, *args, out="one")
+    two = run_train(folder, *args, "--strategy", "ddp", processes=2, out="ddp")
+    err, where = worst(one.end, two.end)
+    assert err < 1e-6, f"{where} differs by {err:.3g}"

@@ -3,14 +3,16 @@ page writes the same zip the CLI writes a folder of.
 
 Expects the program JSON, its Compiled form at the level the run continues at, the tensors it starts from
 (every parameter and state by its program name, float32; optionally the optimizer's `opt.*` state and the
-loop counters of a checkpoint), the train and test splits, and where it starts (`Start`: step 0 of a fresh
-run, or a checkpoint's place). Guarantees: `export_files` returns model.py (scellis.torchexport.model),
-train.py (train_torch.py with its CONFIG), weights.safetensors, data/train.safetensors and
-data/test.safetensors (features and labels as the engine reads them), data/orders.safetensors (each
-epoch's order of training examples from the `shuffle` substream, when the loop shuffles) and
-manifest.json (program key, level, source checkpoint, data versions, the SHA-256 of every file, engine).
-A program that cannot be exported raises ExportError naming why (an op without a torch lowering, a
-program without a loss, a batch the data cannot fill).
+loop counters of a checkpoint), the train and test splits (empty for a program without input nodes), and
+where it starts (`Start`: step 0 of a fresh run, or a checkpoint's place). Guarantees: `export_files`
+returns model.py (scellis.torchexport.model), train.py (train_torch.py with its CONFIG),
+weights.safetensors, for a program that reads data data/train.safetensors and data/test.safetensors
+(features and labels as the engine reads them) and data/orders.safetensors (each epoch's order of
+training examples from the `shuffle` substream, when the loop shuffles), and manifest.json (program key,
+level, source checkpoint, data versions, the SHA-256 of every file, engine). A program without a loss (a
+simulation, an analysis) is exported with its states and draws; its train.py runs in one process. A program
+that cannot be exported raises ExportError naming why (an op without a torch lowering, a batch the data
+cannot fill).
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ from scellis.rng import permutation, position_substream
 from scellis.store.checkpoint import Checkpoint
 from scellis.store.history import History
 from scellis.store.tensorfile import Tensor
-from scellis.torchexport.model import Unsupported, model_source
+from scellis.torchexport.model import Unsupported, generate
 
 FORMAT = "scellis.torch-export/1"
 TRAIN_FILE = "train_torch.py"
@@ -144,14 +146,16 @@ def _tensor_bytes(tensors: dict[str, Tensor]) -> bytes:
     return write_safetensors({name: (t.dtype, t.shape, t.data) for name, t in tensors.items()}, {})
 
 
-def _split_file(split: Split, features: tuple[int, ...], features_dtype: str, labels: tuple[int, ...]) -> bytes:
-    n = split.n
-    return _tensor_bytes(
-        {
-            "features": Tensor(features_dtype, (n, *features), split.features),
-            "labels": Tensor("I32", (n, *labels), split.labels),
-        }
-    )
+def _split_file(split: Split, inputs: list[Any]) -> bytes:
+    """A split's columns for the program's input nodes (features, then labels), as the engine reads them."""
+    out = {}
+    for node in inputs:
+        shape, role = (split.n, *node.params["shape"]), node.params["role"]
+        if role == "labels":
+            out["labels"] = Tensor("I32", shape, split.labels)
+        else:
+            out["features"] = Tensor("F32" if node.params["dtype"] == "float32" else "I32", shape, split.features)
+    return _tensor_bytes(out)
 
 
 def _orders(n: int, seed: int, epochs: int) -> bytes:
@@ -184,15 +188,13 @@ def export_files(
     engine: Engine,
 ) -> dict[str, bytes]:
     valid = compiled.program
-    if not valid.trains:
-        raise ExportError(f"{valid.name} has no loss: only training programs are exported to PyTorch")
     at = compiled.at(level, frozenset())
     try:
-        model = model_source(valid, f"{valid.name}, exported from Scellis (program {at.key}).")
+        model = generate(valid, f"{valid.name}, exported from Scellis (program {at.key}).")
     except Unsupported as err:
         raise ExportError(str(err)) from None
     batch = valid.loop.batch_size
-    if train.n < batch:
+    if valid.has_data and train.n < batch:
         raise ExportError(f"the training split has {train.n} examples, fewer than one batch of {batch}")
     model_names, optimizer_names = kept_names(compiled, level)
     state_names = [s.name for s in compiled.forward.params] + [s.name for s in compiled.forward.states]
@@ -202,29 +204,22 @@ def export_files(
     weights = {name: tensors[name] for name in state_names}
     weights.update({name: t for name, t in tensors.items() if name.startswith("opt.") and name != "opt.step"})
     inputs = sorted((n for n in valid.nodes if n.op == "input"), key=lambda n: n.params["role"] == "labels")
-    features = next(n for n in inputs if n.params["role"] != "labels")
-    labels = next(n for n in inputs if n.params["role"] == "labels")
-    dtype = "F32" if features.params["dtype"] == "float32" else "I32"
-    files = {
-        "model.py": model.encode(),
-        "weights.safetensors": _tensor_bytes(weights),
-        "data/train.safetensors": _split_file(
-            train, tuple(features.params["shape"]), dtype, tuple(labels.params["shape"])
-        ),
-        "data/test.safetensors": _split_file(
-            test, tuple(features.params["shape"]), dtype, tuple(labels.params["shape"])
-        ),
-    }
+    files = {"model.py": model.text.encode(), "weights.safetensors": _tensor_bytes(weights)}
+    if inputs:
+        files["data/train.safetensors"] = _split_file(train, inputs)
+        files["data/test.safetensors"] = _split_file(test, inputs)
     loop = valid.loop
-    if loop.shuffle:
+    if loop.shuffle and inputs:
         files["data/orders.safetensors"] = _orders(train.n, start.seed, loop.epochs)
     digests = {name: hashlib.sha256(data).hexdigest() for name, data in files.items() if name.startswith("data/")}
     substreams = sorted(s for s in (position_substream(input_name(n)) for n in at.step.inputs) if s is not None)
     config = {
         "program": {"name": valid.name, "key": at.key, "level": level.value},
         "seed": start.seed,
-        "optimizer": optimizer_json(valid.optimizer),
+        "trains": valid.trains,
+        "optimizer": optimizer_json(valid.optimizer) if valid.trains else None,
         "epochs": loop.epochs,
+        "steps": loop.steps or 1,  # steps an epoch of a program without data
         "batch": batch,
         "eval_batch": batch,
         "shuffle": loop.shuffle,
@@ -233,6 +228,7 @@ def export_files(
         "inputs": ["labels" if n.params["role"] == "labels" else "features" for n in inputs],
         "loss_reduction": _loss_reduction(compiled),
         "per_step_substreams": substreams,
+        "draws": model.draws,  # whether Model takes the seed, and forward the positions
         "checkpoint": {"model": model_names, "optimizer": optimizer_names},
         "start": start.to_json(),
         "files": digests,
@@ -242,9 +238,10 @@ def export_files(
         "format": FORMAT,
         "program": {"name": valid.name, "key": at.key, "level": level.value, "json": program_json},
         "source": {"checkpoint": start.checkpoint, "seed": start.seed, "step": start.step},
-        "data": [data_json(v) for v in data_versions(train, test)],
+        "data": [data_json(v) for v in data_versions(train, test)] if inputs else [],
         "files": {name: hashlib.sha256(data).hexdigest() for name, data in sorted(files.items())},
         "engine": engine.to_json(),
+        "draws": "Scellis's Philox substreams, reproduced (model.py's Philox)",
         "dropout": "torch's generator (Scellis's Philox masks are not reproduced)",
     }
     files["manifest.json"] = (json.dumps(manifest, indent=1) + "\n").encode()

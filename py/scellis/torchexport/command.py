@@ -80,7 +80,10 @@ def export_folder(
         (out / name).write_bytes(content)
     source = f"checkpoint {args.checkpoint}" if args.checkpoint else f"the init of seed {args.seed}"
     print(f"exported {compiled.program.name} ({source}, level {level.value}) to {out}/")
-    print(f"  python {out}/train.py    or    torchrun --nproc_per_node=N {out}/train.py --strategy ddp|fsdp")
+    if compiled.program.trains:
+        print(f"  python {out}/train.py    or    torchrun --nproc_per_node=N {out}/train.py --strategy ddp|fsdp")
+    else:
+        print(f"  python {out}/train.py    (in one process: the program has no loss, so no gradients to average)")
     return 0
 
 

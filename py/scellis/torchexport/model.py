@@ -4,90 +4,33 @@ Expects a ValidProgram (its nodes in topological order, built at its batch size,
 dtype are known). Guarantees: `model_source` returns readable Python: the layer classes it needs (from
 torch_layers.py), then `class Model(torch.nn.Module)` with one attribute per node that has parameters or
 running statistics, registered under the node's id, so `state_dict()` names are the program's parameter and
-state names (`conv1.weight`, `norm1.running_mean`) with the program's shapes; `forward` takes the program's
-input nodes (features, then labels) as keyword arguments and computes the nodes the loss, the metrics and
-the state updates reach, in program order, one line each (a chain PyTorch has one call for, attention or
-an affine layer norm, is that call: scellis.torchexport.fusion), returning {"loss": ..., "<metric id>": ...}.
-Integer inputs are expected as int64 (torch's index type); floats in torch's default dtype. Dropout uses
-torch's generator, not Scellis's Philox substream: masks differ by design, in distribution they are the
-same. A node whose op has no torch lowering here raises Unsupported naming the node and the op: nothing is
+state names (`conv1.weight`, `norm1.running_mean`, `spins.value`) with the program's shapes; `forward` takes
+the program's input nodes (features, then labels) as arguments and computes the nodes the loss, the metrics
+and the state updates reach, in program order, one line each (a chain PyTorch has one call for, attention
+or an affine layer norm, is that call: scellis.torchexport.fusion), returning {"loss": ..., "<metric id>":
+...}; in training it then sets each state's next value. Integer inputs are expected as int64 (torch's index
+type); floats in torch's default dtype. Random nodes, bootstraps and augmentations draw Scellis's Philox
+numbers (torch_layers.Philox: Model takes the run's seed, forward each substream's position); dropout uses
+torch's generator, not Scellis's substream: masks differ by design, in distribution they are the same. A
+node whose op has no torch lowering here raises Unsupported naming the node and the op: nothing is
 approximated.
 """
 
 from __future__ import annotations
 
-import builtins
-import keyword
 import math
 import re
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from importlib import resources
-from typing import Any
 
 from scellis.graph import ValidProgram
 from scellis.graph.validate import ValidNode
 from scellis.ops import DType, Node, nf4
+from scellis.torchexport.emit import Emitter, Lowering, Value, as_tensor, axis_of, literal, pair, rank_of
 from scellis.torchexport.fusion import AffineNorm, Fusion, find_fusions
+from scellis.torchexport.stochastic import STOCHASTIC
 
 LAYERS_FILE = "torch_layers.py"
-# names nn.Module already has: a node with one of these ids is registered by add_module and read by getattr
-MODULE_NAMES = frozenset(
-    (
-        "T_destination",
-        "add_module",
-        "apply",
-        "bfloat16",
-        "buffers",
-        "call_super_init",
-        "children",
-        "compile",
-        "cpu",
-        "cuda",
-        "double",
-        "dump_patches",
-        "eval",
-        "extra_repr",
-        "float",
-        "forward",
-        "get_buffer",
-        "get_extra_state",
-        "get_parameter",
-        "get_submodule",
-        "half",
-        "ipu",
-        "load_state_dict",
-        "modules",
-        "mtia",
-        "named_buffers",
-        "named_children",
-        "named_modules",
-        "named_parameters",
-        "parameters",
-        "register_backward_hook",
-        "register_buffer",
-        "register_forward_hook",
-        "register_forward_pre_hook",
-        "register_full_backward_hook",
-        "register_module",
-        "register_parameter",
-        "requires_grad_",
-        "set_extra_state",
-        "set_submodule",
-        "share_memory",
-        "state_dict",
-        "to",
-        "to_empty",
-        "train",
-        "training",
-        "type",
-        "xpu",
-        "zero_grad",
-        "inputs",
-        "outputs",
-    )
-)
-RESERVED = frozenset({"self", "torch", "nn", "F", "dist", "dtype", "device", "batch", *dir(builtins)})
 
 
 class Unsupported(ValueError):
@@ -96,69 +39,6 @@ class Unsupported(ValueError):
     def __init__(self, node: str, op: str, why: str = "") -> None:
         super().__init__(f"node {node!r}: op {op!r} has no PyTorch lowering{': ' + why if why else ''}")
         self.node, self.op = node, op
-
-
-@dataclass
-class Value:
-    """A node's value in forward: an expression (a local's name, or a literal for a scalar constant)."""
-
-    expr: str
-    scalar: bool = False  # a Python float literal, not a tensor
-
-
-@dataclass
-class Emitter:
-    program: ValidProgram
-    shapes: dict[str, tuple[int, ...]]
-    dtypes: dict[str, DType]
-    modules: list[str] = field(default_factory=list)  # __init__ lines
-    lines: list[str] = field(default_factory=list)  # forward lines
-    layers: set[str] = field(default_factory=set)  # torch_layers classes used
-    locals: set[str] = field(default_factory=set)
-
-    def local(self, node_id: str) -> str:
-        name = re.sub(r"\W", "_", node_id)
-        if keyword.iskeyword(name) or name in RESERVED or name[0].isdigit():
-            name = f"{name}_"
-        base, n = name, 2
-        while name in self.locals:
-            name, n = f"{base}_{n}", n + 1
-        self.locals.add(name)
-        return name
-
-    def module(self, node_id: str, constructor: str) -> str:
-        """Register a module under the node's id; the expression that reads it in forward."""
-        if node_id.isidentifier() and not keyword.iskeyword(node_id) and node_id not in MODULE_NAMES:
-            self.modules.append(f"self.{node_id} = {constructor}")
-            return f"self.{node_id}"
-        self.modules.append(f"self.add_module({node_id!r}, {constructor})")
-        return f"getattr(self, {node_id!r})"
-
-
-Lowering = Callable[[Emitter, ValidNode, dict[str, list[Value]]], Value | str]
-
-
-def _rank(e: Emitter, node: ValidNode, port: str = "x") -> int:
-    return len(e.shapes[node.inputs[port][0]])
-
-
-def _axis(axis: int, rank: int) -> int:
-    return axis % rank
-
-
-def _float(value: float) -> str:
-    if math.isnan(value) or math.isinf(value):
-        return f"float({str(value)!r})"
-    return repr(float(value))
-
-
-def _tensor(v: Value) -> str:
-    """`v` as a tensor expression (a scalar literal becomes a tensor of the forward's dtype and device)."""
-    return f"torch.tensor({v.expr}, dtype=dtype, device=device)" if v.scalar else v.expr
-
-
-def _pairs(value: Any) -> tuple[int, int]:
-    return (value, value) if isinstance(value, int) else (int(value[0]), int(value[1]))
 
 
 # -- lowerings: each returns the forward expression of the node (or a Value for scalars) ------------------
@@ -171,9 +51,9 @@ def _input(e: Emitter, node: ValidNode, x: dict[str, list[Value]]) -> Value | st
 def _constant(e: Emitter, node: ValidNode, x: dict[str, list[Value]]) -> Value | str:
     p = node.params
     if not p["shape"] and not p["batched"]:
-        return Value(_float(p["value"]), scalar=True)
+        return Value(literal(p["value"]), scalar=True)
     dims = ", ".join([*(["batch"] if p["batched"] else []), *map(str, p["shape"])])
-    return f"torch.full(({dims},), {_float(p['value'])}, dtype=dtype, device=device)"
+    return f"torch.full(({dims},), {literal(p['value'])}, dtype=dtype, device=device)"
 
 
 def _parameter(e: Emitter, node: ValidNode, x: dict[str, list[Value]]) -> Value | str:
@@ -218,10 +98,10 @@ def _matmul(e: Emitter, node: ValidNode, x: dict[str, list[Value]]) -> Value | s
 def _conv2d(e: Emitter, node: ValidNode, x: dict[str, list[Value]]) -> Value | str:
     p = node.params
     channels = e.shapes[node.inputs["x"][0]][1]
-    args = [str(channels), str(p["out_channels"]), f"kernel_size={_pairs(p['kernel'])}"]
+    args = [str(channels), str(p["out_channels"]), f"kernel_size={pair(p['kernel'])}"]
     for name, default in (("stride", 1), ("padding", 0), ("dilation", 1)):
-        if _pairs(p[name]) != (default, default):
-            args.append(f"{name}={_pairs(p[name])}")
+        if pair(p[name]) != (default, default):
+            args.append(f"{name}={pair(p[name])}")
     if p["groups"] != 1:
         args.append(f"groups={p['groups']}")
     if not p["bias"]:
@@ -235,9 +115,9 @@ def _conv2d(e: Emitter, node: ValidNode, x: dict[str, list[Value]]) -> Value | s
 def _pool(name: str) -> Lowering:
     def lower(e: Emitter, node: ValidNode, x: dict[str, list[Value]]) -> Value | str:
         p = node.params
-        kernel = _pairs(p["kernel"])
-        stride = kernel if p["stride"] is None else _pairs(p["stride"])
-        padding = _pairs(p["padding"])
+        kernel = pair(p["kernel"])
+        stride = kernel if p["stride"] is None else pair(p["stride"])
+        padding = pair(p["padding"])
         more = "" if padding == (0, 0) else f", padding={padding}"
         return f"F.{name}({x['x'][0].expr}, {kernel}, stride={stride}{more})"
 
@@ -269,7 +149,7 @@ def _extreme(e: Emitter, node: ValidNode, x: dict[str, list[Value]]) -> Value | 
 
 def _where(e: Emitter, node: ValidNode, x: dict[str, list[Value]]) -> Value | str:
     cond, a, b = x["cond"][0], x["a"][0], x["b"][0]
-    return f"torch.where({cond.expr}, {_tensor(a) if a.scalar and b.scalar else a.expr}, {b.expr})"
+    return f"torch.where({cond.expr}, {as_tensor(a) if a.scalar and b.scalar else a.expr}, {b.expr})"
 
 
 UNARY = {
@@ -287,11 +167,11 @@ UNARY = {
 
 def _unary(e: Emitter, node: ValidNode, x: dict[str, list[Value]]) -> Value | str:
     v = x["x"][0]
-    return UNARY[node.op].format(_tensor(v))
+    return UNARY[node.op].format(as_tensor(v))
 
 
 def _leaky_relu(e: Emitter, node: ValidNode, x: dict[str, list[Value]]) -> Value | str:
-    return f"F.leaky_relu({x['x'][0].expr}, {_float(node.params['alpha'])})"
+    return f"F.leaky_relu({x['x'][0].expr}, {literal(node.params['alpha'])})"
 
 
 def _gelu(e: Emitter, node: ValidNode, x: dict[str, list[Value]]) -> Value | str:
@@ -299,14 +179,14 @@ def _gelu(e: Emitter, node: ValidNode, x: dict[str, list[Value]]) -> Value | str
 
 
 def _softmax(e: Emitter, node: ValidNode, x: dict[str, list[Value]]) -> Value | str:
-    axis = _axis(node.params["axis"], _rank(e, node))
+    axis = axis_of(node.params["axis"], rank_of(e, node))
     return f"torch.{node.op}({x['x'][0].expr}, dim={axis})"
 
 
 def _layer_norm(e: Emitter, node: ValidNode, x: dict[str, list[Value]]) -> Value | str:
     p = node.params
     shape = e.shapes[node.inputs["x"][0]][-p["normalized_dims"] :]
-    eps = _float(p["eps"])
+    eps = literal(p["eps"])
     if not p["affine"]:
         return f"F.layer_norm({x['x'][0].expr}, {tuple(shape)}, eps={eps})"
     ref = e.module(node.id, f"nn.LayerNorm({tuple(shape)}, eps={eps})")
@@ -320,14 +200,14 @@ def _batch_norm(e: Emitter, node: ValidNode, x: dict[str, list[Value]]) -> Value
     channels = e.shapes[node.inputs["x"][0]][1]
     e.layers.add("BatchNorm")
     extra = ("" if p["affine"] else ", affine=False") + ("" if p["trainable"] else ", trainable=False")
-    ref = e.module(node.id, f"BatchNorm({channels}, momentum={_float(p['momentum'])}, eps={_float(p['eps'])}{extra})")
+    ref = e.module(node.id, f"BatchNorm({channels}, momentum={literal(p['momentum'])}, eps={literal(p['eps'])}{extra})")
     return f"{ref}({x['x'][0].expr})"
 
 
 def _dropout(e: Emitter, node: ValidNode, x: dict[str, list[Value]]) -> Value | str:
     if node.params["p"] == 0:
         return x["x"][0]
-    return f"F.dropout({x['x'][0].expr}, {_float(node.params['p'])}, self.training)"
+    return f"F.dropout({x['x'][0].expr}, {literal(node.params['p'])}, self.training)"
 
 
 def _gather(e: Emitter, node: ValidNode, x: dict[str, list[Value]]) -> Value | str:
@@ -358,8 +238,8 @@ def _permute(e: Emitter, node: ValidNode, x: dict[str, list[Value]]) -> Value | 
 
 
 def _concat(e: Emitter, node: ValidNode, x: dict[str, list[Value]]) -> Value | str:
-    axis = _axis(node.params["axis"], len(e.shapes[node.id]))
-    parts = ", ".join(_tensor(v) for v in x["xs"])
+    axis = axis_of(node.params["axis"], len(e.shapes[node.id]))
+    parts = ", ".join(as_tensor(v) for v in x["xs"])
     return f"torch.cat([{parts}], dim={axis})"
 
 
@@ -381,7 +261,7 @@ def _slice(e: Emitter, node: ValidNode, x: dict[str, list[Value]]) -> Value | st
 
 
 def _reduction(e: Emitter, node: ValidNode, x: dict[str, list[Value]]) -> Value | str:
-    p, v, rank = node.params, x["x"][0].expr, _rank(e, node)
+    p, v, rank = node.params, x["x"][0].expr, rank_of(e, node)
     name = {"sum": "sum", "mean": "mean", "max": "amax", "var": "var"}[node.op]
     axes = _reduce_axes(e, node)
     args = []
@@ -427,16 +307,16 @@ def _element(e: Emitter, node: ValidNode, x: dict[str, list[Value]]) -> Value | 
 
 
 def _roll(e: Emitter, node: ValidNode, x: dict[str, list[Value]]) -> Value | str:
-    axis = _axis(node.params["axis"], _rank(e, node))
+    axis = axis_of(node.params["axis"], rank_of(e, node))
     return f"torch.roll({x['x'][0].expr}, {node.params['shift']}, dims={axis})"
 
 
 def _reduce_axes(e: Emitter, node: ValidNode) -> tuple[int, ...]:
-    rank = _rank(e, node)
+    rank = rank_of(e, node)
     return (
         tuple(range(rank))
         if node.params["axes"] is None
-        else tuple(sorted(_axis(a, rank) for a in node.params["axes"]))
+        else tuple(sorted(axis_of(a, rank) for a in node.params["axes"]))
     )
 
 
@@ -444,16 +324,16 @@ def _std_error(e: Emitter, node: ValidNode, x: dict[str, list[Value]]) -> Value 
     axes = _reduce_axes(e, node)
     count = math.prod(e.shapes[node.inputs["x"][0]][a] for a in axes)
     keep = ", keepdim=True" if node.params["keepdims"] else ""
-    return f"torch.sqrt({x['x'][0].expr}.var(dim={axes}, correction=1{keep}) * {_float(1 / count)})"
+    return f"torch.sqrt({x['x'][0].expr}.var(dim={axes}, correction=1{keep}) * {literal(1 / count)})"
 
 
 def _sort(e: Emitter, node: ValidNode, x: dict[str, list[Value]]) -> Value | str:
-    return f"torch.sort({x['x'][0].expr}, dim={_axis(node.params['axis'], _rank(e, node))}).values"
+    return f"torch.sort({x['x'][0].expr}, dim={axis_of(node.params['axis'], rank_of(e, node))}).values"
 
 
 def _quantile(e: Emitter, node: ValidNode, x: dict[str, list[Value]]) -> Value | str:
-    axis = _axis(node.params["axis"], _rank(e, node))
-    return f"torch.quantile({x['x'][0].expr}, {_float(node.params['q'])}, dim={axis})"
+    axis = axis_of(node.params["axis"], rank_of(e, node))
+    return f"torch.quantile({x['x'][0].expr}, {literal(node.params['q'])}, dim={axis})"
 
 
 def _linalg(name: str) -> Lowering:
@@ -465,7 +345,7 @@ def _linalg(name: str) -> Lowering:
 
 
 def _checkerboard(e: Emitter, node: ValidNode, x: dict[str, list[Value]]) -> Value | str:
-    height, width = _pairs(node.params["shape"])
+    height, width = pair(node.params["shape"])
     rows, cols = f"torch.arange({height}, device=device)[:, None]", f"torch.arange({width}, device=device)"
     return f"(({rows} + {cols}) % 2 == {node.params['parity']}).to(dtype)[None]"
 
@@ -515,6 +395,7 @@ LOWERINGS: dict[str, Lowering] = {
     "inverse": _linalg("linalg.inv"),
     "diagonal": lambda e, node, x: f"torch.diagonal({x['x'][0].expr}, dim1=-2, dim2=-1)",
     "checkerboard": _checkerboard,
+    **STOCHASTIC,
 }
 
 
@@ -522,14 +403,14 @@ def _fused(fusion: Fusion, out: dict[str, Value]) -> str:
     """The one call that computes a chain of nodes (scellis.torchexport.fusion)."""
     if isinstance(fusion, AffineNorm):
         x, w, b = out[fusion.x].expr, out[fusion.weight].expr, out[fusion.bias].expr
-        return f"F.layer_norm({x}, {fusion.shape}, {w}, {b}, eps={_float(fusion.eps)})"
+        return f"F.layer_norm({x}, {fusion.shape}, {w}, {b}, eps={literal(fusion.eps)})"
     k = out[fusion.k].expr + (".transpose(-1, -2)" if fusion.k_transposed else "")
     args = [out[fusion.q].expr, k, out[fusion.v].expr]
     if fusion.mask is not None:
-        args.append(f"attn_mask={_tensor(out[fusion.mask])}")
+        args.append(f"attn_mask={as_tensor(out[fusion.mask])}")
     if fusion.dropout:
-        args.append(f"dropout_p={_float(fusion.dropout)} if self.training else 0.0")
-    args.append(f"scale={_float(fusion.scale)}")
+        args.append(f"dropout_p={literal(fusion.dropout)} if self.training else 0.0")
+    args.append(f"scale={literal(fusion.scale)}")
     return f"F.scaled_dot_product_attention({', '.join(args)})"
 
 
@@ -539,9 +420,13 @@ def unsupported(program: ValidProgram) -> list[tuple[str, str]]:
 
 
 def _reached(program: ValidProgram) -> set[str]:
-    """The nodes the loss and the metrics reach, through their inputs."""
+    """The nodes the loss, the metrics and the state updates reach, through their inputs."""
     by_id = {n.id: n for n in program.nodes}
-    todo = [*([program.loss] if program.loss else []), *program.metrics]
+    todo = [
+        *([program.loss] if program.loss else []),
+        *program.metrics,
+        *(n.id for n in program.nodes if n.op == "update"),
+    ]
     seen: set[str] = set()
     while todo:
         nid = todo.pop()
@@ -555,7 +440,7 @@ def layer_classes(names: set[str]) -> str:
     """The source of the named classes of torch_layers.py, in the file's order."""
     text = resources.files("scellis.torchexport").joinpath(LAYERS_FILE).read_text(encoding="utf-8")
     chunks = text.split("\n\n\nclass ")
-    return "\n\n".join(f"class {c.rstrip()}\n" for c in chunks[1:] if c.split("(", 1)[0] in names)
+    return "\n\n".join(f"class {c.rstrip()}\n" for c in chunks[1:] if re.split(r"\W", c, maxsplit=1)[0] in names)
 
 
 def _forward_lines(e: Emitter, program: ValidProgram, inputs: list[ValidNode]) -> dict[str, Value]:
@@ -585,8 +470,22 @@ def _forward_lines(e: Emitter, program: ValidProgram, inputs: list[ValidNode]) -
     return out
 
 
+@dataclass(frozen=True)
+class ModelSource:
+    """model.py's text, and whether its Model draws (then Model takes the run's seed, and forward each
+    substream's position and the first row of the batch it computes)."""
+
+    text: str
+    draws: bool
+
+
 def model_source(program: ValidProgram, header: str) -> str:
     """model.py for `program` (module docstring above); `header`: the docstring's lines about the source."""
+    return generate(program, header).text
+
+
+def generate(program: ValidProgram, header: str) -> ModelSource:
+    """model.py for `program` and what its Model takes."""
     missing = unsupported(program)
     if missing:
         nid, op = missing[0]
@@ -599,19 +498,40 @@ def model_source(program: ValidProgram, header: str) -> str:
     out = _forward_lines(e, program, inputs)
     results = [("loss", out[program.loss].expr)] if program.loss else []
     results += [(m, out[m].expr) for m in program.metrics]
-    arguments = ", ".join(out[n.id].expr for n in inputs)
-    forward = [f"def forward(self, {arguments}) -> dict[str, torch.Tensor]:", "    dtype = torch.get_default_dtype()"]
+    arguments = [out[n.id].expr for n in inputs]
+    if "Philox" in e.layers:
+        arguments += ["positions: dict[str, int] | None = None", "first_row: int = 0"]
+    forward = [
+        f"def forward(self, {', '.join(arguments)}) -> dict[str, torch.Tensor]:",
+        "    dtype = torch.get_default_dtype()",
+    ]
     if inputs:
         anchor = out[inputs[0].id].expr
         forward.append(f"    batch, device = {anchor}.shape[0], {anchor}.device")
+    else:
+        forward.append(f"    batch, device = {program.loop.batch_size}, self.device_anchor.device")
+    if e.substreams:
+        forward.append(f"    positions = positions or dict.fromkeys({sorted(e.substreams)!r}, 0)")
     forward += [f"    {line}" for line in e.lines]
+    if e.updates:
+        forward.append("    if self.training:  # the states' next values (evaluation changes nothing)")
+        forward += [f"        {ref}.value = {value}.detach()" for ref, value in e.updates]
     forward.append("    return {" + ", ".join(f"{k!r}: {v}" for k, v in results) + "}")
-    init = ["def __init__(self) -> None:", "    super().__init__()", *(f"    {m}" for m in e.modules)]
+    init = [
+        f"def __init__(self{', seed: int = 0' if 'Philox' in e.layers else ''}) -> None:",
+        "    super().__init__()",
+        *(f"    {m}" for m in e.modules),
+    ]
+    if not inputs:
+        init.append('    self.register_buffer("device_anchor", torch.empty(0), persistent=False)  # forward\'s device')
+    if "Philox" in e.layers:
+        init.append("    self.philox = Philox(seed)  # the run's substreams, as Scellis draws them")
     names = ", ".join(repr(n.id) for n in inputs)
     parts = [
         f'"""{header}\n\n{_DOC}"""',
         "from __future__ import annotations",
-        "import torch\nimport torch.nn.functional as F  # noqa: N812\nfrom torch import nn"
+        ("import hashlib\n\n" if "Philox" in e.layers else "")
+        + "import torch\nimport torch.nn.functional as F  # noqa: N812\nfrom torch import nn"
         + ("\nimport torch.distributed as dist" if "BatchNorm" in e.layers else ""),
     ]
     if "Nf4Linear" in e.layers:
@@ -628,13 +548,15 @@ def model_source(program: ValidProgram, header: str) -> str:
         *(f"    {line}" if line else "" for line in forward),
     ]
     parts.append("\n".join(body))
-    return "\n\n\n".join(p.replace("\n\n\n", "\n\n") if p.startswith('"""') else p for p in parts) + "\n"
+    text = "\n\n\n".join(p.replace("\n\n\n", "\n\n") if p.startswith('"""') else p for p in parts) + "\n"
+    return ModelSource(text, "Philox" in e.layers)
 
 
 _DOC = """\
 One attribute per node with parameters, registered under the node's id: state_dict() names are the
 program's (`<node id>.<name>`) with the program's shapes. forward computes the nodes in program order
-and returns the loss and the metrics. Integer inputs are int64; floats are torch's default dtype.
-Dropout draws its masks from torch's generator (Scellis draws them from its Philox substream): the same
-distribution, other masks.
+and returns the loss and the metrics; in training it then sets each state's next value. Integer inputs
+are int64; floats are torch's default dtype. Random draws, bootstraps and augmentations are Scellis's
+(Philox, from the run's seed, at each substream's position): the same numbers. Dropout draws its masks
+from torch's generator (Scellis draws them from its Philox substream): the same distribution, other masks.
 """

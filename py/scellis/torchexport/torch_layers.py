@@ -4,6 +4,8 @@ reads this file as text; Scellis itself never imports it, so the browser's Pytho
 
 from __future__ import annotations
 
+import hashlib
+
 import torch
 import torch.distributed as dist
 import torch.nn.functional as F
@@ -105,3 +107,111 @@ class Nf4Linear(nn.Module):
             levels = torch.tensor(NF4_LEVELS, dtype=dtype, device=words.device)[codes]
             self.decoded = (levels.view(-1, 64) * scales[:, None]).view(self.rows, self.cols)
         return F.linear(x, self.decoded)
+
+
+class State(nn.Module):
+    """A tensor the loop carries from step to step (a program's state node, `<id>.value`): not trained; an
+    update node gives its next value, which forward sets in training (evaluation changes nothing)."""
+
+    def __init__(self, *shape: int) -> None:
+        super().__init__()
+        self.value: torch.Tensor
+        self.register_buffer("value", torch.zeros(shape))
+
+
+class Philox:
+    """Scellis's counter-based draws (scellis.rng), reproduced: element i of a draw site is Philox4x32-10 of
+    the counter (i mod 2**32, site, position, i div 2**32) under the substream's key, the first 8 bytes of
+    SHA-256("scellis.rng/1", seed, name). The words are Scellis's bit for bit (32-bit products are taken in
+    16-bit halves, so int64 never overflows); uniform, Bernoulli and integer draws are exactly Scellis's,
+    normal ones are Box-Muller in float64, rounded once to torch's default dtype (Scellis's devices agree
+    with that within float32 rounding). `first` and `count` pick elements first..first+count-1 of a site:
+    a rank's rows of a batched draw are the ones the whole batch would give them."""
+
+    MASK = 0xFFFFFFFF
+    M = (0xD2511F53, 0xCD9E8D57)
+    W = (0x9E3779B9, 0xBB67AE85)
+
+    def __init__(self, seed: int) -> None:
+        self.seed = seed
+        self.keys: dict[str, tuple[int, int]] = {}
+
+    def key(self, substream: str) -> tuple[int, int]:
+        if substream not in self.keys:
+            digest = hashlib.sha256(f"scellis.rng/1\0{self.seed}\0{substream}".encode()).digest()
+            self.keys[substream] = (int.from_bytes(digest[0:4], "little"), int.from_bytes(digest[4:8], "little"))
+        return self.keys[substream]
+
+    @staticmethod
+    def _product(a: torch.Tensor, b: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """(high, low) 32-bit words of a * b, for 32-bit a (in int64) and b."""
+        low, high = (a & 0xFFFF) * b, (a >> 16) * b
+        return (high + (low >> 16)) >> 16, (((high & 0xFFFF) << 16) + low) & Philox.MASK
+
+    def words(self, substream: str, counters: list[torch.Tensor]) -> list[torch.Tensor]:
+        (c0, c1, c2, c3), (k0, k1) = counters, self.key(substream)
+        for r in range(10):
+            if r:
+                k0, k1 = (k0 + self.W[0]) & self.MASK, (k1 + self.W[1]) & self.MASK
+            high0, low0 = self._product(c0, self.M[0])
+            high1, low1 = self._product(c2, self.M[1])
+            c0, c1, c2, c3 = high1 ^ c1 ^ k0, low1, high0 ^ c3 ^ k1, low0
+        return [c0, c1, c2, c3]
+
+    def counters(self, site: int, position: int, first: int, count: int, device: torch.device) -> list[torch.Tensor]:
+        i = torch.arange(first, first + count, dtype=torch.int64, device=device)
+        return [i & self.MASK, torch.full_like(i, site), torch.full_like(i, position), i >> 32]
+
+    def draw(
+        self, kind: str, substream: str, site: int, position: int, shape: tuple[int, ...], *, first: int = 0,
+        p: float = 0.0, n: int = 0, device: torch.device | None = None,
+    ) -> torch.Tensor:  # fmt: skip
+        """Elements first.. of the site's draws, `shape` of them: "uniform" floats in [0, 1), "normal",
+        "bernoulli" (True with probability 1 - p), "integer" in [0, n) (int64)."""
+        count = 1
+        for size in shape:
+            count *= size
+        counters = self.counters(site, position, first, count, device or torch.device("cpu"))
+        if kind == "integer":
+            return self._integers(substream, counters, n).view(shape)
+        w = self.words(substream, counters)
+        u = (w[0] >> 8).to(torch.float64) * 2.0**-24
+        if kind == "bernoulli":
+            return (u >= p).view(shape)
+        if kind == "normal":
+            u1 = ((w[0] >> 8).to(torch.float64) + 1) * 2.0**-24
+            u2 = (w[1] >> 8).to(torch.float64) * 2.0**-24
+            u = torch.sqrt(-2 * torch.log(u1)) * torch.cos(2 * torch.pi * u2)
+        return u.to(torch.get_default_dtype()).view(shape)
+
+    def _integers(self, substream: str, counters: list[torch.Tensor], n: int) -> torch.Tensor:
+        """Each element's first word of four below 2**32 - (2**32 mod n), mod n; where all four are rejected,
+        the draw goes on at counter word 3 + 1 (scellis.rng.integer)."""
+        limit = 2**32 - 2**32 % n
+        out = torch.zeros_like(counters[0])
+        todo = torch.arange(out.numel(), device=out.device)
+        while todo.numel():
+            words = torch.stack(self.words(substream, [c[todo] for c in counters]))
+            accepted = words < limit
+            done = accepted.any(dim=0)
+            first = accepted.to(torch.int8).argmax(dim=0, keepdim=True)
+            out[todo[done]] = (words.gather(0, first)[0] % n)[done]
+            todo = todo[~done]
+            counters[3][todo] = (counters[3][todo] + 1) & self.MASK
+        return out
+
+
+class Shift2d:
+    """Each example moved by its own shift, zeros filling in (random_crop's same-size crop of the zero-padded
+    image, Scellis's SHIFT2D): out[n, ..., i, j] = x[n, ..., i + rows[n], j + cols[n]] where that lies inside,
+    for shifts within `pads` (height, width)."""
+
+    @staticmethod
+    def apply(x: torch.Tensor, rows: torch.Tensor, cols: torch.Tensor, pads: tuple[int, int]) -> torch.Tensor:
+        n, height, width = x.shape[0], x.shape[-2], x.shape[-1]
+        padded = F.pad(x.reshape(n, -1, height, width), (pads[1], pads[1], pads[0], pads[0]))
+        r = pads[0] + rows.view(n, 1) + torch.arange(height, device=x.device)
+        c = pads[1] + cols.view(n, 1) + torch.arange(width, device=x.device)
+        examples = torch.arange(n, device=x.device)[:, None, None]
+        moved = padded[examples, :, r[:, :, None], c[:, None, :]]  # [n, height, width, channels]
+        return moved.permute(0, 3, 1, 2).reshape(x.shape)

@@ -1,7 +1,9 @@
 """Train the exported program with PyTorch, as Scellis's loop program would: the same batches in the same
 order (the epoch orders Scellis drew from its `shuffle` substream), the same optimizer, schedule, clipping
 and rules (skip a non-finite batch, learning rate on a plateau, stop, checkpoint), evaluation on the
-held-out split at the same cadence.
+held-out split at the same cadence. A program without a loss (a simulation, an analysis) runs its steps
+the same way, carrying its states, and computes its results where Scellis would; its draws (and a training
+program's augmentations) are Scellis's Philox draws, the same numbers.
 
     python train.py [--steps N] [--dtype float32|float64] [--device cpu|cuda] [--resume CHECKPOINT]
     torchrun --nproc_per_node=N train.py --strategy ddp|fsdp [...]
@@ -288,11 +290,13 @@ class Run:
         self.dtype = torch.float64 if args.dtype == "float64" else torch.float32
         torch.set_default_dtype(self.dtype)
         torch.manual_seed(args.seed + WORLD.rank)
-        self.data = {split: self.split(split) for split in ("train", "test")}
-        self.orders = read_tensors(HERE / "data" / "orders.safetensors")[0]["orders"] if CONFIG["shuffle"] else None
-        model = Model()
+        self.trains = CONFIG["trains"]
+        self.data = {split: self.split(split) for split in ("train", "test")} if CONFIG["inputs"] else {}
+        shuffled = CONFIG["shuffle"] and CONFIG["inputs"]
+        self.orders = read_tensors(HERE / "data" / "orders.safetensors")[0]["orders"] if shuffled else None
+        model = Model(seed=CONFIG["seed"]) if CONFIG["draws"] else Model()
         weights, _ = read_tensors(HERE / "weights.safetensors")
-        self.names = [name for name, p in model.named_parameters() if p.requires_grad]
+        self.names = [name for name, p in model.named_parameters() if p.requires_grad] if self.trains else []
         resumed: dict[str, Any] = {}
         if args.resume:
             tensors, metadata = read_tensors(Path(args.resume))
@@ -303,7 +307,7 @@ class Run:
         self.load(model, weights)
         self.model = wrap(model.to(WORLD.device), args.strategy, WORLD)
         self.params = dict(model.named_parameters())  # by the program's names (DDP's wrapper adds "module.")
-        self.optimizer = make_optimizer([self.params[n] for n in self.names])
+        self.optimizer = make_optimizer([self.params[n] for n in self.names]) if self.trains else None
         at = resumed or CONFIG["start"]
         self.step, self.epoch, self.cursor = at["step"], at["epoch"], at["cursor"]
         self.updates = at["updates"]  # the optimizer's step counter (skipped steps do not count)
@@ -315,10 +319,14 @@ class Run:
             self.load_optimizer(weights)
         self.written: list[list[Any]] = list(at.get("written", []))
         self.losses: list[list[float]] = []  # [step, loss] of each step, read back
+        self.results: list[list[Any]] = []  # [step, results] of each evaluation of a program without a loss
         self.pending: list[tuple[int, torch.Tensor]] = []  # the steps' losses, not read back yet
-        self.per_epoch = self.data["train"]["labels"].shape[0] // CONFIG["batch"]
+        self.per_epoch = self.examples() // CONFIG["batch"] if self.data else CONFIG["steps"]
         self.clock = (time.perf_counter(), self.step)  # when the timed steps began, and the step then
         self.warm = False  # whether this process has run a step
+
+    def examples(self, split: str = "train") -> int:
+        return next(iter(self.data[split].values())).shape[0]
 
     def split(self, name: str) -> dict[str, torch.Tensor]:
         tensors, _ = read_tensors(HERE / "data" / f"{name}.safetensors")
@@ -339,6 +347,7 @@ class Run:
         """The optimizer's state from a checkpoint's opt.* tensors (full tensors; sharded by FSDP here)."""
         from torch.distributed.checkpoint.state_dict import StateDictOptions, set_optimizer_state_dict
 
+        assert self.optimizer is not None, "a program without a loss has no optimizer state"
         kind = CONFIG["optimizer"]["kind"]
         state: dict[str, dict[str, torch.Tensor]] = {}
         for name in self.names:
@@ -361,8 +370,10 @@ class Run:
         data = self.data[split]
         return [data[key].index_select(0, rows) for key in CONFIG["inputs"]]
 
-    def order(self) -> torch.Tensor:
-        n = self.data["train"]["labels"].shape[0]
+    def order(self) -> torch.Tensor | None:
+        if not self.data:
+            return None
+        n = self.examples()
         if self.orders is None:
             return torch.arange(n, device=WORLD.device)
         if self.epoch >= self.orders.shape[0]:
@@ -371,12 +382,39 @@ class Run:
             )
         return self.orders[self.epoch].to(WORLD.device).long()
 
-    def train_step(self, rows: torch.Tensor) -> None:
+    def draws(self, latest: bool = False, first_row: int = 0) -> dict[str, Any]:
+        """forward's arguments for the draws of a step: each substream's position for it (`latest`: the last
+        step's, which a program without a loss computes its results with), this rank's first row."""
+        if not CONFIG["draws"]:
+            return {}
+        at = {s: self.positions.get(s, 0) for s in CONFIG["per_step_substreams"]}
+        if latest:
+            at = {s: max(p - 1, 0) for s, p in at.items()}
+        return {"positions": at, "first_row": first_row}
+
+    def advance(self) -> None:
+        """The step is taken: each substream it draws from moves on by one."""
+        self.step += 1
+        for substream in CONFIG["per_step_substreams"]:
+            self.positions[substream] = self.positions.get(substream, 0) + 1
+
+    @torch.no_grad()
+    def simulate_step(self, rows: torch.Tensor | None) -> None:
+        """A step of a program without a loss: forward in training mode sets the states' next values."""
+        self.model.train()
+        self.model(*(self.batch("train", rows) if rows is not None else []), **self.draws())
+        self.seen += 1
+        self.advance()
+
+    def train_step(self, rows: torch.Tensor | None) -> None:
+        if not self.trains:
+            return self.simulate_step(rows)
+        assert rows is not None and self.optimizer is not None
         batch = CONFIG["batch"]
         share = batch // WORLD.size
         mine = rows[WORLD.rank * share : (WORLD.rank + 1) * share]
         self.model.train()
-        out = self.model(*self.batch("train", mine))
+        out = self.model(*self.batch("train", mine), **self.draws(first_row=WORLD.rank * share))
         loss = out["loss"]
         sums = CONFIG["loss_reduction"] == "sum"  # ranks' gradients are averaged: a sum needs them added
         scaled = loss * WORLD.size if sums else loss
@@ -402,15 +440,20 @@ class Run:
             self.skipped, self.last_skipped = self.skipped + 1, self.seen
         self.seen += 1
         self.optimizer.zero_grad(set_to_none=True)
-        self.step += 1
-        for substream in CONFIG["per_step_substreams"]:
-            self.positions[substream] = self.positions.get(substream, 0) + 1
+        self.advance()
         self.pending.append((self.step, loss.detach()))
+        return None
 
     @torch.no_grad()
     def evaluate(self) -> dict[str, float]:
+        """Loss and metrics on the held-out split; for a program without a loss, its results from the states
+        as they are (and the first batch of its data, in order)."""
         self.model.eval()
-        n = self.data["test"]["labels"].shape[0]
+        if not self.trains:
+            rows = torch.arange(CONFIG["batch"], device=WORLD.device) if self.data else None
+            out = self.model(*(self.batch("train", rows) if rows is not None else []), **self.draws(latest=True))
+            return {f"metric/{key}": float(value) for key, value in out.items()}
+        n = self.examples("test")
         size = CONFIG["eval_batch"]
         sums: dict[str, float] = {}
         for start in range(0, n, size):
@@ -428,9 +471,14 @@ class Run:
             self.loop.note_skips(self.step, epoch, self.skipped, self.last_skipped)
         for action in self.loop.after_evaluation(self.step, epoch, self.metrics):
             self.checkpoint(action)
+        if not self.trains:
+            self.results.append([self.step, self.metrics])
         if WORLD.main:
-            shown = ", ".join(f"{k} {v:.6g}" for k, v in self.metrics.items())
-            print(f"step {self.step} (epoch {epoch}): held out: {shown}", file=sys.stderr)
+            shown = ", ".join(f"{k.removeprefix('metric/')} {v:.6g}" for k, v in self.metrics.items())
+            print(
+                f"step {self.step} (epoch {epoch}): {'held out' if self.trains else 'results'}: {shown}",
+                file=sys.stderr,
+            )
 
     def run(self) -> None:
         epochs, every = CONFIG["epochs"], CONFIG["evaluate_every"]
@@ -445,7 +493,7 @@ class Run:
             self.epoch, self.cursor = self.epoch + 1, 0
             for action in self.loop.after_epoch(self.step, self.epoch):
                 self.checkpoint(action)
-            if WORLD.main:
+            if WORLD.main and self.trains:
                 print(f"epoch {self.epoch}: loss {self.flush():.6g}", file=sys.stderr)
         if self.loop.stopped or self.epoch >= epochs:
             for action in self.loop.at_end(self.step, self.epoch):
@@ -459,7 +507,10 @@ class Run:
             timed = f"{done} step{'' if done == 1 else 's'} in {seconds:.2f} s after the first ({rate:.1f} steps/s)"
             print(f"{timed}; final checkpoint {final}")
             log = Path(self.args.out) / "losses.json"
-            log.write_text(json.dumps({"losses": self.losses, "metrics": self.metrics, "steps_per_s": rate}))
+            record = {"losses": self.losses, "metrics": self.metrics, "steps_per_s": rate}
+            if not self.trains:
+                record["results"] = self.results
+            log.write_text(json.dumps(record))
 
     def steps_of_epoch(self, left: int | None) -> int | None:
         """The epoch's remaining steps, or `left` of them (None: all); returns how many of `left` remain."""
@@ -470,7 +521,7 @@ class Run:
         while self.cursor < self.per_epoch and not self.loop.stopped and left != 0:
             start = self.cursor * batch
             due = self.loop.after_step(self.step + 1, self.epoch + 1)  # logged before the step, as Scellis does
-            self.train_step(order[start : start + batch])
+            self.train_step(order[start : start + batch] if order is not None else None)
             if not self.warm:  # the rate is timed from here: the first step warms the device up
                 self.clock, self.warm = (time.perf_counter(), self.step), True
             self.cursor += 1
@@ -505,7 +556,9 @@ class Run:
 
         options = StateDictOptions(full_state_dict=True, cpu_offload=True)
         model: dict[str, Any] = get_model_state_dict(self.model, options=options)
-        optim: Any = get_optimizer_state_dict(self.model, self.optimizer, options=options)
+        optim: Any = {}
+        if self.optimizer is not None:
+            optim = get_optimizer_state_dict(self.model, self.optimizer, options=options)
         if not WORLD.main:  # the full tensors are gathered on rank 0 only
             return {}
         kept = CONFIG["checkpoint"]
@@ -522,7 +575,8 @@ class Run:
                     if value is None:
                         value = torch.zeros_like(out.get(name, model[name]))
                     out[f"{prefix}/{name}"] = value.detach().to(torch.float32)
-        out["opt.step"] = torch.tensor(self.updates, dtype=torch.int32)
+        if "opt.step" in kept["optimizer"]:
+            out["opt.step"] = torch.tensor(self.updates, dtype=torch.int32)
         if watched():
             out["loop.seen"] = torch.tensor(self.seen, dtype=torch.int32)
             out["loop.skipped"] = torch.tensor(self.skipped, dtype=torch.int32)
@@ -590,6 +644,8 @@ def arguments(argv: list[str] | None = None) -> argparse.Namespace:
 
 if __name__ == "__main__":
     ARGS = arguments()
+    if int(os.environ.get("WORLD_SIZE", "1")) > 1 and not CONFIG["trains"]:
+        raise SystemExit("the program has no loss, so no gradients to average: run it in one process")
     WORLD = World(ARGS.strategy, ARGS.device)
     if WORLD.size > 1 and CONFIG["loss_reduction"] is None:
         raise SystemExit("the loss is neither a batch mean nor a batch sum (cross_entropy, mse): run it in one process")
