@@ -69,7 +69,9 @@ def _writer(schedule: Schedule, buffer: int, position: int) -> Kernel:
     an inner axis, is then copied into its buffer by a kernel that covers nothing), else the last to
     write the buffer."""
     computing = [k for k in schedule.kernels if position in k.covers]
-    return computing[-1] if computing else [k for k in schedule.kernels if k.out.buffer == buffer][-1]
+    if computing:
+        return computing[-1]
+    return [k for k in schedule.kernels if any(v.buffer == buffer for v in k.writes)][-1]
 
 
 # Kernels whose float outputs are copies of input values: promised bit-exact.

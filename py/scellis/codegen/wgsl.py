@@ -14,7 +14,7 @@ from scellis.lower.kernels import Kernel, Kind, Schedule
 @dataclass(frozen=True)
 class WgslKernel:
     source: str
-    bindings: tuple[int, ...]  # buffer ids in binding order (the output last)
+    bindings: tuple[int, ...]  # buffer ids in binding order (the outputs last)
     workgroups: tuple[int, int, int]
     label: str
 
@@ -54,4 +54,4 @@ def render(kernel: Kernel, schedule: Schedule) -> WgslKernel:
     if renderer is None:
         raise ValueError(f"no WGSL renderer for {kernel.kind.value} kernels")
     source, groups = renderer(kernel, schedule, bindings)
-    return WgslKernel(source, (*bindings.reads, bindings.out), groups, kernel.label)
+    return WgslKernel(source, bindings.order, groups, kernel.label)

@@ -33,10 +33,14 @@ def _loads(kernel: Kernel, schedule: Schedule, b: w.Bindings, coords: list[str],
 def _epilogue(
     kernel: Kernel, schedule: Schedule, b: w.Bindings, coords: list[str], *, acc: str | None, first: int
 ) -> list[str]:
-    """Statements that compute the kernel's expression at `coords` and store it."""
+    """Statements that compute the kernel's expression at `coords` and store it (and its stores' steps)."""
     lines, value = w.expression(kernel.expr, _loads(kernel, schedule, b, coords, first), acc, coords)
     index = w.index_expr(kernel.out, coords)
-    return [*lines, f"out[{index}] = {w.store(value, kernel.expr.dtype)};"]
+    more = [
+        f"{b.array(view.buffer)}[{w.index_expr(view, coords)}] = {w.store(f'v{step}', kernel.expr.dtypes[step])};"
+        for view, step in kernel.stores
+    ]
+    return [*lines, *more, f"out[{index}] = {w.store(value, kernel.expr.dtype)};"]
 
 
 def _header(kernel: Kernel, schedule: Schedule, b: w.Bindings) -> str:

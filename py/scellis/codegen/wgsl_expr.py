@@ -40,19 +40,25 @@ def or_blank(lines: list[str]) -> list[str]:
 
 @dataclass(frozen=True)
 class Bindings:
-    """Distinct buffers a kernel reads, in binding order; the output buffer binds last. `half`: those
-    stored as float16 (array<f16>, which needs shader-f16), converted to float32 wherever read."""
+    """Distinct buffers a kernel reads, in binding order; then the output buffer, then the buffers of its
+    stores (`more`, bound as out1, out2, ...; Kernel.stores). `half`: those stored as float16 (array<f16>,
+    which needs shader-f16), converted to float32 wherever read."""
 
     reads: tuple[int, ...]
     out: int
     half: frozenset[int] = frozenset()
+    more: tuple[int, ...] = ()
 
     def slot(self, buffer: int) -> int:
         return self.reads.index(buffer)
 
     def array(self, buffer: int) -> str:
-        """The WGSL array holding `buffer`: the output itself for a kernel that updates in place."""
-        return "out" if buffer == self.out else f"in{self.slot(buffer)}"
+        """The WGSL array holding `buffer`: an output itself for a kernel that updates in place."""
+        if buffer == self.out:
+            return "out"
+        if buffer in self.more:
+            return f"out{self.more.index(buffer) + 1}"
+        return f"in{self.slot(buffer)}"
 
     def read(self, buffer: int, index: str, vec4: bool = False) -> str:
         """WGSL reading element `index` of `buffer` as float32 (or the vec4 at `index`, for a buffer
@@ -70,18 +76,28 @@ class Bindings:
             ty = WGSL_TYPE[schedule.buffer(buffer).dtype]
             ty = f"vec4<{ty}>" if buffer in vec4 else ty
             lines.append(f"@group(0) @binding({i}) var<storage, read> in{i}: array<{ty}>;")
-        ty = WGSL_TYPE[schedule.buffer(self.out).dtype]
-        lines.append(f"@group(0) @binding({len(self.reads)}) var<storage, read_write> out: array<{ty}>;")
+        for i, buffer in enumerate((self.out, *self.more)):
+            ty = WGSL_TYPE[schedule.buffer(buffer).dtype]
+            name = f"out{i}" if i else "out"
+            lines.append(f"@group(0) @binding({len(self.reads) + i}) var<storage, read_write> {name}: array<{ty}>;")
         return "\n".join(lines)
+
+    @property
+    def order(self) -> tuple[int, ...]:
+        """The buffers in binding order."""
+        return (*self.reads, self.out, *self.more)
 
 
 def bindings_of(kernel: Kernel, schedule: Schedule) -> Bindings:
+    """A buffer the kernel writes binds once, writable, even where it reads it too (WebGPU refuses a buffer
+    bound both read-only and writable in one dispatch)."""
+    written = [view.buffer for view in kernel.writes]
     reads: list[int] = []
     for view in kernel.inputs:
-        if view.buffer not in reads and view.buffer != kernel.out.buffer:
+        if view.buffer not in reads and view.buffer not in written:
             reads.append(view.buffer)
-    half = frozenset(b for b in (*reads, kernel.out.buffer) if schedule.buffer(b).dtype is DType.F16)
-    return Bindings(tuple(reads), kernel.out.buffer, half)
+    half = frozenset(b for b in (*reads, *written) if schedule.buffer(b).dtype is DType.F16)
+    return Bindings(tuple(reads), kernel.out.buffer, half, tuple(dict.fromkeys(written[1:])))
 
 
 def literal(value: float, dtype: DType) -> str:

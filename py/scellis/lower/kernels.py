@@ -177,7 +177,9 @@ ACC = Expr((Acc(),), (DType.F32,))
 class Kind(enum.Enum):
     """What a kernel computes. Iteration shapes and input views:
 
-    ELEMENTWISE    over out.shape; inputs have out.shape; value = expr
+    ELEMENTWISE    over out.shape; inputs have out.shape; value = expr; each of `stores` (view, step) also
+                   writes that step of expr through its view (of out.shape): producers merged into their
+                   consumer (lower.merge), one kernel writing several buffers
     MATMUL         inputs a [..., M, K], b [..., K, N] (already transposed by strides), out [..., M, N];
                    batch axes share out's batch shape; value = expr of Acc (the dot product)
     REDUCE         input [*out.shape, *reduced] (the reduced axes moved last); value = expr of Acc where
@@ -266,6 +268,7 @@ class Kernel:
     expr: Expr = ACC  # the value written: for ELEMENTWISE over Loads, otherwise over Acc
     variant: str = "default"  # the determinism levels choose here
     covers: tuple[int, ...] = ()  # positions (in the function's node order) of the IR nodes it computes
+    stores: tuple[tuple[View, int], ...] = ()  # ELEMENTWISE: more outputs, each a step of expr (see Kind)
 
     def __init__(  # noqa: PLR0917 - the fields, in order
         self,
@@ -276,6 +279,7 @@ class Kernel:
         expr: Expr = ACC,
         variant: str = "default",
         covers: tuple[int, ...] = (),
+        stores: tuple[tuple[View, int], ...] = (),
     ) -> None:
         _set_kind(self, kind)
         _set_out(self, out)
@@ -284,10 +288,20 @@ class Kernel:
         _set_expr(self, expr)
         _set_variant(self, variant)
         _set_covers(self, covers)
+        _set_stores(self, stores)
 
     def with_variant(self, variant: str) -> Kernel:
         """This kernel implemented as `variant` (dataclasses.replace, without its generic field walk)."""
-        return Kernel(self.kind, self.out, self.inputs, self.arg, self.expr, variant, self.covers)
+        return Kernel(self.kind, self.out, self.inputs, self.arg, self.expr, variant, self.covers, self.stores)
+
+    def with_views(self, out: View, inputs: tuple[View, ...], stores: tuple[tuple[View, int], ...]) -> Kernel:
+        """This kernel reading `inputs` and writing `out` and `stores` instead."""
+        return Kernel(self.kind, out, inputs, self.arg, self.expr, self.variant, self.covers, stores)
+
+    @property
+    def writes(self) -> tuple[View, ...]:
+        """Every view the kernel writes: its output, then its stores'."""
+        return (self.out, *(view for view, _ in self.stores)) if self.stores else (self.out,)
 
     @property
     def label(self) -> str:
@@ -295,8 +309,8 @@ class Kernel:
         return f"{self.kind.value}{f'+{fused}' if fused and self.kind is not Kind.ELEMENTWISE else ''}"
 
 
-_set_kind, _set_out, _set_inputs, _set_arg, _set_expr, _set_variant, _set_covers = (
-    getattr(Kernel, name).__set__ for name in ("kind", "out", "inputs", "arg", "expr", "variant", "covers")
+_set_kind, _set_out, _set_inputs, _set_arg, _set_expr, _set_variant, _set_covers, _set_stores = (
+    getattr(Kernel, name).__set__ for name in ("kind", "out", "inputs", "arg", "expr", "variant", "covers", "stores")
 )
 
 

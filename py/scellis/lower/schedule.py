@@ -51,6 +51,7 @@ from scellis.lower.kernels import (
     Step,
     View,
 )
+from scellis.lower.merge import merged
 from scellis.lower.variants import notes, with_variants
 from scellis.ops import DType, Node, Op
 from scellis.ops import defs as d
@@ -476,7 +477,9 @@ def lower(fn: Function, level: Level, features: frozenset[str] = frozenset()) ->
         for name, buffer in outputs
         if "/" in name and name.split("/", 1)[0] in ("param", "state") and name.split("/", 1)[1] in by_name
     )
-    kernels = with_variants(low.kernels, level, features)
+    named = {b for _, b in (*inputs, *outputs)}
+    kept = merged(low.kernels, low.buffers, named, {c.src: c.dst for c in carry})
+    kernels = with_variants(kept, level, features)
     return Schedule(
         fn.name, tuple(low.buffers), kernels, tuple(inputs), outputs, carry, notes(kernels, level, features)
     )

@@ -22,7 +22,8 @@ def kernel_line(index: int, kernel: Kernel, schedule: Schedule) -> str:
     covers = " ".join(f"%{c - len(schedule.inputs)}" for c in kernel.covers)
     variant = f" [{kernel.variant}]" if kernel.variant != "default" else ""
     head = f"k{index}: {kernel.kind.value}{variant}{fusion}"
-    return f"{head} -> {_view(kernel.out, schedule)} <- ({inputs})  covers {covers}"
+    also = "".join(f", {_view(v, schedule)} = v{step}" for v, step in kernel.stores)
+    return f"{head} -> {_view(kernel.out, schedule)}{also} <- ({inputs})  covers {covers}"
 
 
 def schedule_text(schedule: Schedule) -> str:

@@ -5,7 +5,7 @@ by shape."""
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from scellis.levels import Level
@@ -174,7 +174,7 @@ def float16_roundings(kernel: Kernel, schedule: Schedule) -> int:
     """How many float16 roundings `kernel`'s error may carry: one if it loads float16 storage, one if it
     stores it."""
     half = {b.id for b in schedule.buffers if b.dtype is DType.F16}
-    return int(any(v.buffer in half for v in kernel.inputs)) + int(kernel.out.buffer in half)
+    return int(any(v.buffer in half for v in kernel.inputs)) + int(any(v.buffer in half for v in kernel.writes))
 
 
 def tolerance(kernel: Kernel, roundings: int = 0) -> float:
@@ -183,7 +183,7 @@ def tolerance(kernel: Kernel, roundings: int = 0) -> float:
     return (TOLERANCE[kernel.variant] + roundings * FLOAT16_STEP) * math.sqrt(summed_terms(kernel))
 
 
-def with_variants(kernels: list[Kernel], level: Level, features: frozenset[str]) -> tuple[Kernel, ...]:
+def with_variants(kernels: Sequence[Kernel], level: Level, features: frozenset[str]) -> tuple[Kernel, ...]:
     """`kernels`, each with the variant `level` chooses for it on a device with `features`."""
     out = []
     for k in kernels:

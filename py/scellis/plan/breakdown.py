@@ -73,7 +73,8 @@ def categories(schedule: Schedule, step: Function, forward: Function, backward: 
     named = {b: name for name, b in (*schedule.outputs, *schedule.inputs)}
     writer: dict[int, int] = {}
     for kernel in schedule.kernels:
-        writer.setdefault(kernel.out.buffer, kernel.covers[-1] if kernel.covers else -1)
+        for view in kernel.writes:
+            writer.setdefault(view.buffer, kernel.covers[-1] if kernel.covers else -1)
     backward_at = [p == "backward" for p in phase]
     in_backward = (k for k in schedule.kernels if any(map(backward_at.__getitem__, k.covers)))
     read_in_backward = {v.buffer for k in in_backward for v in k.inputs}

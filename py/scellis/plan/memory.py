@@ -27,7 +27,7 @@ import math
 from dataclasses import dataclass
 from heapq import heapify, heappop, heappush
 
-from scellis.lower.kernels import Kernel, Kind, Schedule, View, contiguous_strides, storage_bytes
+from scellis.lower.kernels import Kind, Schedule, View, contiguous_strides, storage_bytes
 
 Lifetime = tuple[int, int]  # first and last kernel index, both included
 
@@ -56,7 +56,7 @@ class MemoryPlan:
 class _Uses:
     """One pass over a schedule's kernels, per buffer id it names: the first and the last kernel that
     write it and the last that reads it (a buffer no kernel writes, or reads, is not a key there). A
-    kernel writes one buffer, so a buffer has one writer exactly when its first and last writes agree."""
+    kernel writes a buffer once, so a buffer has one writer exactly when its first and last writes agree."""
 
     first_write: dict[int, int]
     last_write: dict[int, int]
@@ -65,10 +65,10 @@ class _Uses:
 
 def _uses(schedule: Schedule) -> _Uses:
     kernels = schedule.kernels
-    outs = [kernel.out.buffer for kernel in kernels]
+    writes = [(view.buffer, i) for i, kernel in enumerate(kernels) for view in kernel.writes]
     # a dict keeps the value written last: in kernel order that is the last use, backwards the first
-    last_write = dict(zip(outs, range(len(outs)), strict=True))
-    first_write = dict(zip(reversed(outs), range(len(outs) - 1, -1, -1), strict=True))
+    last_write = dict(writes)
+    first_write = dict(reversed(writes))
     last_read = {view.buffer: i for i, kernel in enumerate(kernels) for view in kernel.inputs}
     return _Uses(first_write, last_write, last_read)
 
@@ -124,7 +124,7 @@ def in_place(schedule: Schedule, uses: _Uses | None = None) -> dict[int, int]:
         if written < 0 or last_write[src] != written:
             continue  # not written by exactly one kernel
         kernel = kernels[written]
-        view = kernel.out
+        view = next(v for v in kernel.writes if v.buffer == src)
         shape, strides = view.shape, view.strides
         if kernel.kind is not elementwise or view.offset != 0 or strides != contiguous_strides(shape):
             continue  # not elementwise, or not over all of its output
@@ -158,8 +158,8 @@ def update_in_place(schedule: Schedule, uses: _Uses | None = None) -> Schedule:
     for i in sorted(writers | readers):
         kernel = kernels[i]
         inputs = tuple(map(view, kernel.inputs)) if i in readers else kernel.inputs
-        out = view(kernel.out)
-        kernels[i] = Kernel(kernel.kind, out, inputs, kernel.arg, kernel.expr, kernel.variant, kernel.covers)
+        stores = tuple((view(v), step) for v, step in kernel.stores)
+        kernels[i] = kernel.with_views(view(kernel.out), inputs, stores)
     _merge_uses(uses, merged)
     return dataclasses.replace(
         schedule,

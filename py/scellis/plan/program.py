@@ -98,7 +98,7 @@ def plan_program(
     for i, (title, fn) in enumerate(functions):
         done = planned(step_schedule) if i == 0 and step_schedule is not None else lowered(fn, level, features)
         kernels = done.schedule.kernels
-        bindings = max((len({k.out.buffer, *(v.buffer for v in k.inputs)}) for k in kernels), default=0)
+        bindings = max((len({*(v.buffer for v in (*k.writes, *k.inputs))}) for k in kernels), default=0)
         if i and title.startswith("evaluation"):  # compiled alongside the step (planned.alongside)
             carried = [input_name(n) for n in fn.inputs if input_role(n) in (Role.PARAM, Role.STATE)]
             done = alongside(plans[0].planned, done, carried)

@@ -141,12 +141,13 @@ def kernel_owners(
     for kernel, positions in zip(schedule.kernels, computes, strict=True):
         alone = [p for p in positions if p not in inline] or positions
         who = frozenset().union(*(found[id(nodes[p])] for p in alone))
-        if not who and kernel.out.buffer in outputs:
-            who = frozenset({output_owner(outputs[kernel.out.buffer])})
+        if not who:
+            who = frozenset(output_owner(outputs[v.buffer]) for v in kernel.writes if v.buffer in outputs)
         if not who:
             read = (written.get(v.buffer) or inputs.get(v.buffer, frozenset()) for v in kernel.inputs)
             who = frozenset().union(*read) or frozenset({LOOP})
-        written[kernel.out.buffer] = who
+        for view in kernel.writes:
+            written[view.buffer] = who
         out.append(who)
     return out
 

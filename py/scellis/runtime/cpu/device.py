@@ -274,7 +274,7 @@ def _kernel_parts(kernel: Kernel, memory: _Memory, temp: int | None) -> list[Par
 
 
 def _tape(kernel: Kernel, acc: Source, memory: _Memory) -> Part:
-    words = encode(kernel.expr, kernel.inputs, acc, kernel.out, memory.address)
+    words = encode(kernel.expr, kernel.inputs, acc, kernel.out, memory.address, stores=kernel.stores)
     return Part(TAPE, tuple(words), kernel.out.size, "sc_cpu_tape_scratch_bytes")
 
 

@@ -127,14 +127,23 @@ class Source:
     position: int = 0
 
 
-def encode(expr: Expr, inputs: Sequence[View], acc: Source, out: View, address: Address) -> list[int]:
-    """The tape words of `expr` over out.shape, storing into `out`."""
-    return _Encoder(expr, inputs, acc, out, address).run()
+def encode(
+    expr: Expr, inputs: Sequence[View], acc: Source, out: View, address: Address, *, stores: Stores = ()
+) -> list[int]:
+    """The tape words of `expr` over out.shape, storing its value into `out` and each (view, step) of
+    `stores` into its view (Kernel.stores), after the block's every load."""
+    return _Encoder(expr, inputs, acc, out, address, stores).run()
+
+
+Stores = Sequence[tuple[View, int]]
 
 
 class _Encoder:
-    def __init__(self, expr: Expr, inputs: Sequence[View], acc: Source, out: View, address: Address) -> None:
+    def __init__(  # noqa: PLR0917 - encode's arguments
+        self, expr: Expr, inputs: Sequence[View], acc: Source, out: View, address: Address, stores: Stores = ()
+    ) -> None:
         self.expr, self.inputs, self.acc, self.out, self.address = expr, inputs, acc, out, address
+        self.stores = stores
         self.tape = Tape()
         self.view_index: dict[tuple[int, Shape], int] = {}
         self.invariant: list[bool] = []
@@ -142,14 +151,16 @@ class _Encoder:
             self.invariant.append(self._invariant(step))
 
     def run(self) -> list[int]:
-        live = _live(self.expr)
+        end = len(self.expr.steps)
+        stored = [end - 1, *(step for _, step in self.stores)]
+        live = _live(self.expr, stored)
         last_use = {
             src: i
             for i, step in enumerate(self.expr.steps)
             if i in live and isinstance(step, Apply)
             for src in step.src
         }
-        last_use[len(self.expr.steps) - 1] = len(self.expr.steps)  # the stored value
+        last_use.update(dict.fromkeys(stored, end))  # the stored values, live to the stores at the end
         reg: dict[int, int] = {}
         free: list[int] = []
         for i, step in enumerate(self.expr.steps):
@@ -160,7 +171,9 @@ class _Encoder:
             reg[i] = free.pop() if free and not self.invariant[i] else self._new_register()
             target = self.tape.prologue if self.invariant[i] else self.tape.body
             target.append(self._instruction(step, reg[i], [reg[s] for s in _sources(step)], self.expr.dtypes, i))
-        self.tape.body.append(self._ins("STORE", 0, self._view(self.out), reg[len(self.expr.steps) - 1]))
+        for view, at in self.stores:
+            self.tape.body.append(self._ins("STORE", 0, self._view(view), reg[at]))
+        self.tape.body.append(self._ins("STORE", 0, self._view(self.out), reg[end - 1]))
         shape, strides = merge_axes(self.out.shape, [s for _, s in self.tape.views])
         return self.tape.words(shape, strides)
 
@@ -250,9 +263,9 @@ def _sources(step: Step) -> tuple[int, ...]:
     return step.src if isinstance(step, Apply) else ()
 
 
-def _live(expr: Expr) -> set[int]:
-    """Steps the value depends on (the last step and its sources, transitively)."""
-    live, stack = set(), [len(expr.steps) - 1]
+def _live(expr: Expr, roots: list[int]) -> set[int]:
+    """Steps the stored values depend on (the roots and their sources, transitively)."""
+    live, stack = set(), list(roots)
     while stack:
         i = stack.pop()
         if i not in live:

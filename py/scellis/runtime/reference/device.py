@@ -113,15 +113,22 @@ class CompiledReference(Synchronous):
     def run(self) -> None:
         with np.errstate(over="ignore", invalid="ignore", divide="ignore"):  # IEEE results are the contract
             for kernel in self.schedule.kernels:
-                self._view(kernel.out)[...] = self._kernel(kernel)
+                results = self._kernel(kernel)  # every value computed before any is written
+                for view, value in zip(kernel.writes, results, strict=True):
+                    self._view(view)[...] = value
         for copy in self.schedule.carry:
             self.memory[copy.dst][...] = self.memory[copy.src]
 
-    def _kernel(self, kernel: Kernel) -> np.ndarray:
+    def _kernel(self, kernel: Kernel) -> list[np.ndarray]:
+        """What the kernel writes through each of its views (Kernel.writes)."""
         # float16 storage is widened on load, as every device does (stores round: numpy assigns to nearest)
         inputs = [x.astype(FLOAT) if x.dtype == np.float16 else x for x in map(self._view, kernel.inputs)]
         acc = self._accumulator(kernel, inputs)
-        return evaluate(kernel.expr, inputs, acc, kernel.out.shape)
+        values = steps(kernel.expr, inputs, acc, kernel.out.shape)
+        shape = kernel.out.shape
+        return [np.array(np.broadcast_to(values[-1], shape))] + [
+            np.array(np.broadcast_to(values[step], shape)) for _, step in kernel.stores
+        ]
 
     def _accumulator(self, kernel: Kernel, inputs: list[np.ndarray]) -> np.ndarray | None:  # noqa: PLR0911 - one branch per kind
         kind = kernel.kind
@@ -159,8 +166,9 @@ def _check_index(bound: int, indices: np.ndarray, record: np.ndarray) -> np.ndar
     return np.array([bad.size, bad[0], np.int64(flat[bad[0]]) & 0xFFFFFFFF], dtype=np.uint32)
 
 
-def evaluate(expr: Expr, inputs: list[np.ndarray], acc: np.ndarray | None, shape: tuple[int, ...]) -> np.ndarray:
-    """A fused expression over whole arrays, step by step (the same semantics as each step's IR op)."""
+def steps(expr: Expr, inputs: list[np.ndarray], acc: np.ndarray | None, shape: tuple[int, ...]) -> list[Any]:
+    """Every step's value of a fused expression over whole arrays, broadcastable to `shape` (the same
+    semantics as each step's IR op)."""
     values: list[Any] = []
     for step, dtype in zip(expr.steps, expr.dtypes, strict=True):
         value: Any
@@ -177,7 +185,7 @@ def evaluate(expr: Expr, inputs: list[np.ndarray], acc: np.ndarray | None, shape
         else:
             value = _apply(step, [values[s] for s in step.src])
         values.append(np.asarray(value).astype(ref.numpy_dtype(dtype, FLOAT), copy=False))
-    return np.broadcast_to(values[-1], shape)
+    return values
 
 
 def _apply(step: Apply, args: list[Any]) -> Any:

@@ -1,0 +1,173 @@
+"""Stage: lower. Elementwise producers merged into their elementwise consumer: one kernel computes both and
+writes both buffers (Kernel.stores), so the consumer does not read back what the producer just wrote and the
+step dispatches one kernel fewer. An optimizer's moment updates and its parameter update become one kernel
+per parameter this way.
+
+Expects a schedule's kernels in execution order (variants not chosen yet), its buffers, and the buffers the
+step names (its inputs and outputs). Guarantees: the kernels compute the same values, bit for bit. A
+producer A (ELEMENTWISE, the one writer of a float32, int32 or uint32 buffer X, all of it, contiguously) is
+merged into a later ELEMENTWISE kernel B when B reads X only through A's own view of it (element c of B's
+iteration is element c of A's), B does not write X and does not simply copy it, no kernel between them
+reads X or writes what A reads, and the merged kernel binds at most MAX_BINDINGS buffers. The merged kernel
+runs where B ran; it computes A's expression in registers where B loaded X and still writes X, unless B was
+X's only reader and the step does not name X (then X is written by nobody and gets no memory).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+
+from scellis.lower.kernels import Apply, Buffer, Expr, Kernel, Kind, Load, Step, View
+from scellis.ops import DType
+
+MAX_BINDINGS = 8  # WebGPU's default maxStorageBuffersPerShaderStage: every adapter binds at least this many
+KEPT = (DType.F32, DType.I32, DType.U32)  # stored and loaded back unchanged (bool is stored as u32 words)
+
+
+def merged(
+    kernels: Sequence[Kernel], buffers: Sequence[Buffer], named: set[int], carried: dict[int, int]
+) -> tuple[Kernel, ...]:
+    """`kernels` with every producer that can be merged into its consumer merged (module docstring);
+    `carried` maps each output the step carries to the input it becomes (Schedule.carry)."""
+    return _Merger(kernels, buffers, named, carried).run()
+
+
+class _Merger:
+    """The kernels by order key (kernel i starts at key i; a merged kernel takes a key between two), and
+    the keys at which each buffer is written and read."""
+
+    def __init__(
+        self, kernels: Sequence[Kernel], buffers: Sequence[Buffer], named: set[int], carried: dict[int, int]
+    ) -> None:
+        self.kernels: dict[float, Kernel] = {float(i): k for i, k in enumerate(kernels)}
+        self.buffers, self.named, self.carried = buffers, named, carried
+        self.writers: dict[int, list[float]] = defaultdict(list)
+        self.readers: dict[int, list[float]] = defaultdict(list)
+        for i, kernel in enumerate(kernels):
+            for view in kernel.writes:
+                self.writers[view.buffer].append(float(i))
+            for view in kernel.inputs:
+                self.readers[view.buffer].append(float(i))
+
+    def run(self) -> tuple[Kernel, ...]:
+        # the last consumers first: a parameter's update takes its moments' kernels, then their producer,
+        # which no kernel but the update reads any more then (so its buffer needs no writing)
+        for j in sorted(self.kernels, reverse=True):
+            kernel = self.kernels.get(j)
+            if kernel is not None and kernel.kind is Kind.ELEMENTWISE:
+                self.consumer(j, kernel)
+        return tuple(self.kernels[key] for key in sorted(self.kernels))
+
+    def consumer(self, j: float, b: Kernel) -> None:
+        """B at key j with every producer of what it reads merged in (a merged A's own producers too)."""
+        tried: set[int] = set()
+        while True:
+            x = next((v.buffer for v in b.inputs if v.buffer not in tried), None)
+            if x is None:
+                return
+            tried.add(x)
+            i = self.producer(x, j, b)
+            a = self.kernels.get(i) if i is not None else None
+            if i is None or a is None:
+                continue
+            keep = self.readers[x] != [j] or x in self.named
+            candidate = _merge(a, b, x, keep)
+            at = self.place(a, candidate, i, j) if candidate is not None else None
+            if candidate is None or at is None or _bindings(candidate) > MAX_BINDINGS:
+                continue
+            for v in a.inputs:
+                self.readers[v.buffer] = sorted({*(r for r in self.readers[v.buffer] if r != i), at})
+            for v in b.inputs:
+                self.readers[v.buffer] = sorted({*(r for r in self.readers[v.buffer] if r != j), at})
+            self.readers[x] = [r for r in self.readers[x] if r != at]
+            for v in candidate.writes:
+                self.writers[v.buffer] = [at]
+            if not keep:
+                self.writers[x] = []
+            del self.kernels[i], self.kernels[j]
+            self.kernels[at], b, j = candidate, candidate, at
+
+    def place(self, a: Kernel, merged: Kernel, i: float, j: float) -> float | None:
+        """The earliest key from A's (i) to B's (j) at which the merged kernel can run, or None: after what
+        it reads is written, and after every read of an input that one of its outputs is carried into (so
+        the planner can still update that input in place); before any other reader of what A wrote. Early,
+        A's inputs die sooner; late, an update stays after the last read of what it updates."""
+        after = [w for v in merged.inputs for w in self.writers[v.buffer] if w not in (i, j)]
+        for v in merged.writes:
+            after += [r for r in self.readers[v.buffer] if r < j and r not in (i, j)]
+            if v.buffer in self.carried:
+                after += [r for r in self.readers[self.carried[v.buffer]] if r < j and r not in (i, j)]
+        before = [r for v in a.writes for r in self.readers[v.buffer] if i < r < j]
+        last = max(after, default=-1.0)
+        at = i if last < i else min((k + last) / 2 for k in self.kernels if k > last)
+        return at if at <= j and all(at < r for r in before) else None
+
+    def producer(self, x: int, j: float, consumer: Kernel) -> float | None:
+        """The key of the one kernel writing buffer x, when it can be merged into the consumer at j."""
+        writers = self.writers[x]
+        i = writers[0] if len(writers) == 1 and writers[0] < j else None
+        a = self.kernels.get(i) if i is not None else None
+        if i is None or a is None or a.kind is not Kind.ELEMENTWISE or a.variant != consumer.variant:
+            return None
+        out, buffer = a.out, self.buffers[x]
+        whole = out.buffer == x and out.offset == 0 and out.is_contiguous and out.size == buffer.size
+        same = View(x, consumer.out.shape, out.strides, 0)
+        fits = (
+            whole
+            and buffer.dtype in KEPT
+            and a.expr.dtype is buffer.dtype
+            and out.shape == consumer.out.shape
+            and all(v == same for v in consumer.inputs if v.buffer == x)
+            and all(w.buffer != x for w in consumer.writes)
+            and not any(i < r < j for r in self.readers[x])
+        )
+        # and nothing A reads changes before B runs (B included)
+        unchanged = all(not any(i < w <= j for w in self.writers[v.buffer]) for v in a.inputs)
+        return i if fits and unchanged else None
+
+
+def _merge(a: Kernel, b: Kernel, x: int, keep: bool) -> Kernel | None:
+    """B computing A's expression where it loaded buffer x (A's output), and writing x too when `keep`."""
+    inputs: list[View] = []
+
+    def index(view: View) -> int:
+        if view not in inputs:
+            inputs.append(view)
+        return inputs.index(view)
+
+    steps: list[Step] = []
+    dtypes: list[DType] = []
+
+    def add(step: Step, dtype: DType) -> int:
+        steps.append(step)
+        dtypes.append(dtype)
+        return len(steps) - 1
+
+    def copy(kernel: Kernel, skip: int | None, value_of_skipped: int) -> list[int]:
+        mapped: list[int] = []
+        for step, dtype in zip(kernel.expr.steps, kernel.expr.dtypes, strict=True):
+            if isinstance(step, Load) and kernel.inputs[step.input].buffer == skip:
+                mapped.append(value_of_skipped)
+            elif isinstance(step, Load):
+                mapped.append(add(Load(index(kernel.inputs[step.input])), dtype))
+            elif isinstance(step, Apply):
+                mapped.append(add(Apply(step.op, step.arg, tuple(mapped[s] for s in step.src)), dtype))
+            else:
+                mapped.append(add(step, dtype))
+        return mapped
+
+    in_a = copy(a, None, -1)
+    in_b = copy(b, x, in_a[-1])
+    if in_b[-1] != len(steps) - 1:
+        return None  # B's value is x itself: nothing to merge into
+    stores = [(view, in_a[s]) for view, s in a.stores]
+    if keep:
+        stores.append((a.out, in_a[-1]))
+    stores += [(view, in_b[s]) for view, s in b.stores]
+    expr = Expr(tuple(steps), tuple(dtypes))
+    return Kernel(b.kind, b.out, tuple(inputs), b.arg, expr, b.variant, a.covers + b.covers, tuple(stores))
+
+
+def _bindings(kernel: Kernel) -> int:
+    return len({v.buffer for v in (*kernel.inputs, *kernel.writes)})
