@@ -57,7 +57,49 @@ class _Merger:
             kernel = self.kernels.get(j)
             if kernel is not None and kernel.kind is Kind.ELEMENTWISE:
                 self.consumer(j, kernel)
+        self.siblings()
         return tuple(self.kernels[key] for key in sorted(self.kernels))
+
+    def siblings(self) -> None:
+        """Independent elementwise kernels of one shape that write only what the step names (the running
+        statistics' updates, the step counter and the learning rate) computed by one kernel: the later one
+        moves to the earlier one's place when nothing it reads is written in between and nothing reads
+        what it updates in between."""
+        last: dict[tuple[int, ...], float] = {}
+        for j in sorted(self.kernels):
+            b = self.kernels.get(j)
+            if b is None or b.kind is not Kind.ELEMENTWISE or not all(v.buffer in self.named for v in b.writes):
+                continue
+            i = last.get(b.out.shape)
+            a = self.kernels.get(i) if i is not None else None
+            candidate = _merge(a, b, -1, keep=True) if a is not None and i is not None else None
+            if a is None or i is None or candidate is None or not self.independent(a, b, i, j):
+                last[b.out.shape] = j
+                continue
+            if _bindings(candidate) > MAX_BINDINGS:
+                last[b.out.shape] = j
+                continue
+            for v in b.inputs:
+                self.readers[v.buffer] = sorted({*(r for r in self.readers[v.buffer] if r != j), i})
+            for v in candidate.writes:
+                self.writers[v.buffer] = [i]
+            del self.kernels[j]
+            self.kernels[i] = candidate
+
+    def independent(self, a: Kernel, b: Kernel, i: float, j: float) -> bool:
+        """Whether B (at j) can run with A (at i) as one kernel there: neither reads what the other writes,
+        what B reads is written before i, and what B writes (or is carried into) is read by nothing in
+        between."""
+        a_writes, b_writes = {v.buffer for v in a.writes}, {v.buffer for v in b.writes}
+        if any(v.buffer in b_writes for v in a.inputs) or any(v.buffer in a_writes for v in b.inputs):
+            return False
+        if a.variant != b.variant or any(w >= i for v in b.inputs for w in self.writers[v.buffer]):
+            return False
+        for buffer in b_writes:
+            targets = [buffer, *([self.carried[buffer]] if buffer in self.carried else [])]
+            if self.writers[buffer] != [j] or any(i < r < j for t in targets for r in self.readers[t]):
+                return False
+        return True
 
     def consumer(self, j: float, b: Kernel) -> None:
         """B at key j with every producer of what it reads merged in (a merged A's own producers too)."""
@@ -128,7 +170,8 @@ class _Merger:
 
 
 def _merge(a: Kernel, b: Kernel, x: int, keep: bool) -> Kernel | None:
-    """B computing A's expression where it loaded buffer x (A's output), and writing x too when `keep`."""
+    """B computing A's expression where it loaded buffer x (A's output), and writing x too when `keep`
+    (x = -1: B reads nothing of A's, and the kernel computes both side by side)."""
     inputs: list[View] = []
 
     def index(view: View) -> int:

@@ -1,0 +1,61 @@
+"""lower.merge on small functions: a producer whose output the step names is computed inside its consumer
+(one kernel writing both); one read through another shape's view (a broadcast) stays its own kernel; so
+does a merge that would bind more than MAX_BINDINGS buffers; and what the merged kernel writes is what the
+two kernels wrote, on the reference device."""
+
+from __future__ import annotations
+
+import asyncio
+
+import numpy as np
+
+from scellis.ir import Function
+from scellis.levels import Level
+from scellis.lower import lower, merge
+from scellis.ops import DType, Op
+from scellis.ops.build import add, expand, mul, unary
+from scellis.ops.defs import Role
+from scellis.ops.node import input_node
+from scellis.plan import lowered
+from scellis.runtime.reference.device import ReferenceDevice
+
+
+def data(name: str, shape: tuple[int, ...]) -> object:
+    return input_node(name, Role.DATA, DType.F32, shape)
+
+
+def test_a_named_producer_is_computed_in_its_consumer() -> None:
+    x = data("x", (8,))
+    y = unary(Op.EXP, x)
+    fn = Function("f", (x,), (("y", y), ("z", mul(y, y))))
+    schedule = lower(fn, Level.DEBUG)
+    (kernel,) = schedule.kernels
+    named = {b: n for n, b in schedule.outputs}
+    assert {named[v.buffer] for v in kernel.writes} == {"y", "z"}
+
+    compiled = asyncio.run(ReferenceDevice().compile(lowered(fn, Level.DEBUG)))
+    values = np.linspace(-2, 2, 8, dtype="<f4")
+    compiled.write("x", values.tobytes())
+    compiled.run()
+    want_y = np.exp(values.astype(np.float64))
+    assert np.array_equal(np.frombuffer(compiled.read("y"), "<f4"), want_y.astype("<f4"))
+    assert np.array_equal(np.frombuffer(compiled.read("z"), "<f4"), (want_y * want_y).astype("<f4"))
+
+
+def test_a_producer_read_through_another_shape_stays_apart() -> None:
+    x, w = data("x", (4,)), data("w", (4, 4))
+    y = unary(Op.EXP, x)
+    fn = Function("f", (x, w), (("y", y), ("z", add(expand(y, (4, 4)), w))))
+    assert len(lower(fn, Level.DEBUG).kernels) == 2
+
+
+def test_a_merge_binding_too_many_buffers_is_not_made() -> None:
+    a = [data(f"a{i}", (8,)) for i in range(6)]
+    b = [data(f"b{i}", (8,)) for i in range(2)]
+    y = a[0]
+    for term in a[1:]:
+        y = add(y, term)
+    fn = Function("f", (*a, *b), (("y", y), ("z", mul(mul(y, b[0]), b[1]))))
+    kernels = lower(fn, Level.DEBUG).kernels
+    assert len(kernels) == 2
+    assert all(len({v.buffer for v in (*k.inputs, *k.writes)}) <= merge.MAX_BINDINGS for k in kernels)
