@@ -2,9 +2,11 @@
 // bindings, workgroup counts, carry copies). One call per step records every dispatch into one
 // command encoder; each output read comes back through a mappable staging buffer of its own, copied
 // in that same encoder and destroyed once read, so the next step can be submitted before the previous
-// step's outputs are read (the caller need not wait for them). A lost device (`device.lost`) is
-// named: every call after the loss, and every read the loss cut short, fails with a GpuLostError saying
-// what GPUDeviceLostInfo said, never with the raw AbortError of the mapping it interrupted.
+// step's outputs are read (the caller need not wait for them). Compiling a plan makes its pipelines all
+// at once, in parallel (createComputePipelineAsync), each distinct WGSL source once per device. A lost
+// device (`device.lost`) is named: every call after the loss, and every read the loss cut short, fails
+// with a GpuLostError saying what GPUDeviceLostInfo said, never with the raw AbortError of the mapping it
+// interrupted.
 
 import { GpuLostError, lossOf } from "./gpulost.js";
 import { adapterIdentity, pageStorage, probeStore } from "./probes.js";
@@ -35,6 +37,7 @@ export function watchLoss(device, name) {
 export class CompiledStep {
   // `watch`: watchLoss's, for the device the step runs on. `host`: the step this one is compiled alongside
   // (never run at the same time), whose buffers it borrows where `plan.borrows` names one (-1: its own).
+  // `pipelines`: a PipelineCache that has made the plan's pipelines already (PipelineCache.make).
   constructor(device, plan, pipelines, watch, host = null) {
     this.device = device;
     this.watch = watch;
@@ -46,7 +49,7 @@ export class CompiledStep {
     );
     this.allocated = this.owned.reduce((sum, i) => sum + this.buffers[i].size, 0);
     this.steps = plan.kernels.map((kernel) => {
-      const pipeline = pipelines.get(kernel.source, kernel.label);
+      const pipeline = pipelines.get(kernel.source);
       const entries = kernel.bindings.map((b, binding) => ({ binding, resource: { buffer: this.buffers[b] } }));
       const bind = device.createBindGroup({ layout: pipeline.getBindGroupLayout(0), entries });
       return { pipeline, bind, workgroups: kernel.workgroups };
@@ -136,20 +139,41 @@ export class CompiledStep {
   }
 }
 
+// A device's compute pipelines by WGSL source: each source is compiled once, however many kernels and
+// plans use it.
 class PipelineCache {
   constructor(device) {
     this.device = device;
-    this.cache = new Map();
+    this.made = new Map(); // source -> GPUComputePipeline
+    this.making = new Map(); // source -> Promise of it, while it is being made
   }
 
-  get(source, label) {
-    if (!this.cache.has(source)) {
-      const module = this.device.createShaderModule({ code: source, label });
-      const compute = { module, entryPoint: "main" };
-      const pipeline = this.device.createComputePipeline({ layout: "auto", compute, label });
-      this.cache.set(source, pipeline);
+  // Every pipeline `kernels` ({source, label}) need that is not made yet, all at once: the browser compiles
+  // them in parallel. Resolves when each is made; rejects with the first failure (the others still settle,
+  // and a failed source is tried again by the next call).
+  async make(kernels) {
+    const waits = [];
+    for (const { source, label } of kernels) {
+      if (this.made.has(source)) continue;
+      if (!this.making.has(source)) {
+        const module = this.device.createShaderModule({ code: source, label });
+        const pending = this.device
+          .createComputePipelineAsync({ layout: "auto", compute: { module, entryPoint: "main" }, label })
+          .then((pipeline) => this.made.set(source, pipeline))
+          .finally(() => this.making.delete(source));
+        this.making.set(source, pending);
+      }
+      waits.push(this.making.get(source));
     }
-    return this.cache.get(source);
+    const settled = await Promise.allSettled(waits);
+    const failed = settled.find((s) => s.status === "rejected");
+    if (failed) throw failed.reason;
+  }
+
+  get(source) {
+    const pipeline = this.made.get(source);
+    if (!pipeline) throw new Error("a kernel's pipeline was not made before its step was compiled");
+    return pipeline;
   }
 }
 
@@ -243,8 +267,14 @@ export async function openDevice(adapter, storage = pageStorage()) {
     async compile(plan, host = null) {
       check(`compiling ${plan.name}`);
       device.pushErrorScope("validation");
-      const step = new CompiledStep(device, plan, pipelines, watch, host);
-      const error = await device.popErrorScope();
+      let made = null;
+      try {
+        await pipelines.make(plan.kernels);
+      } catch (error) {
+        made = error;
+      }
+      const step = made ? null : new CompiledStep(device, plan, pipelines, watch, host);
+      const error = (await device.popErrorScope()) ?? made;
       watch.check(`compiling ${plan.name}`); // a lost device reports no validation error
       if (error) throw new Error(`compiling ${plan.name} for WebGPU failed: ${error.message}`);
       const run = step.step.bind(step);

@@ -56,7 +56,7 @@ function standInAdapter() {
     popErrorScope: async () => scopes.pop() ?? null,
     createBuffer: ({ size }) => buffer(size),
     createShaderModule: () => ({}),
-    createComputePipeline: () => ({ getBindGroupLayout: () => ({}) }),
+    createComputePipelineAsync: async () => ({ getBindGroupLayout: () => ({}) }),
     createBindGroup: () => ({}),
     createCommandEncoder: () => ({ beginComputePass: () => pass, copyBufferToBuffer() {}, finish: () => ({}) }),
     queue: { submit() {}, writeBuffer() {}, onSubmittedWorkDone: async () => {} },
