@@ -73,18 +73,20 @@ class _Merger:
             i = last.get(b.out.shape)
             a = self.kernels.get(i) if i is not None else None
             candidate = _merge(a, b, -1, keep=True) if a is not None and i is not None else None
-            if a is None or i is None or candidate is None or not self.independent(a, b, i, j):
+            fits = candidate is not None and _bindings(candidate) <= MAX_BINDINGS
+            if a is None or i is None or candidate is None or not fits or not self.independent(a, b, i, j):
                 last[b.out.shape] = j
                 continue
-            if _bindings(candidate) > MAX_BINDINGS:
-                last[b.out.shape] = j
-                continue
-            for v in b.inputs:
-                self.readers[v.buffer] = sorted({*(r for r in self.readers[v.buffer] if r != j), i})
+            self.move_reads(b, j, i)
             for v in candidate.writes:
                 self.writers[v.buffer] = [i]
             del self.kernels[j]
             self.kernels[i] = candidate
+
+    def move_reads(self, kernel: Kernel, old: float, new: float) -> None:
+        """What `kernel` read at key `old` is read at `new` now."""
+        for v in kernel.inputs:
+            self.readers[v.buffer] = sorted({*(r for r in self.readers[v.buffer] if r != old), new})
 
     def independent(self, a: Kernel, b: Kernel, i: float, j: float) -> bool:
         """Whether B (at j) can run with A (at i) as one kernel there: neither reads what the other writes,
@@ -118,10 +120,8 @@ class _Merger:
             at = self.place(a, candidate, i, j) if candidate is not None else None
             if candidate is None or at is None or _bindings(candidate) > MAX_BINDINGS:
                 continue
-            for v in a.inputs:
-                self.readers[v.buffer] = sorted({*(r for r in self.readers[v.buffer] if r != i), at})
-            for v in b.inputs:
-                self.readers[v.buffer] = sorted({*(r for r in self.readers[v.buffer] if r != j), at})
+            self.move_reads(a, i, at)
+            self.move_reads(b, j, at)
             self.readers[x] = [r for r in self.readers[x] if r != at]
             for v in candidate.writes:
                 self.writers[v.buffer] = [at]
