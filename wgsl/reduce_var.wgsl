@@ -3,23 +3,27 @@
 // (LANE_TREE: lane_tree.wgsl summing) and divided by COUNT - correction.
 //
 // COUNT: the reduced element count (MEAN_DIVISOR: as a float), DECODE_REDUCED: r split into k0, k1,
-// ...; X_AT: x[c..., k...]. DIVISOR: COUNT - correction, as a float.
+// ...; LOAD_X: statements ending with `let x = ...;`, the value reduced at [c..., k...]. DIVISOR:
+// COUNT - correction, as a float.
 var<workgroup> part: array<f32, 64>;
 const COUNT: u32 = 1u;
 const MEAN_DIVISOR: f32 = 1.0;
 const DIVISOR: f32 = 1.0;
-const X_AT: f32 = 0.0;
 fn DECODE_REDUCED() {}
+fn LOAD_X() {}
 fn LANE_TREE() {}
 fn variance(lid: vec3<u32>) {
   var total = 0.0;
+  // x stands in for the one LOAD_X declares
+  let x = 0.0;
 // ---- template ----
   let mean = total / MEAN_DIVISOR;
   workgroupBarrier();
   var sq = 0.0;
   for (var r = lid.x; r < COUNT; r = r + 64u) {
     DECODE_REDUCED();
-    let dx = X_AT - mean;
+    LOAD_X();
+    let dx = x - mean;
     sq = sq + dx * dx;
   }
   part[lid.x] = sq;

@@ -4,12 +4,15 @@ kernel: the one table the CPU path's compiler (runtime.cpu.device) and the Guide
 A producer kind calls its export, which writes the accumulator; a fused epilogue then runs as a tape
 (`sc_cpu_tape`) over that result in place, and so does the move out of a temporary when a kind that writes
 only contiguous results has a strided output. ELEMENTWISE and RANDOM kernels are one tape each; CONCAT is
-a copying tape for each part.
+a copying tape for each part. A REDUCE with a prologue runs it as a tape into a temporary (writing its
+stores), then reduces that, a block of leading output rows at a time (`prologue_blocks`).
 """
 
 from __future__ import annotations
 
-from scellis.lower.kernels import ACC, Kernel, Kind
+import math
+
+from scellis.lower.kernels import ACC, Kernel, Kind, Reduction
 
 TAPE = "sc_cpu_tape"
 COPY = "sc_cpu_copy"  # the schedule's carry copies
@@ -56,6 +59,24 @@ def cpu_calls(kernel: Kernel) -> tuple[str, ...]:
     if kernel.kind in TAPE_A_PART:
         return (TAPE,) * len(kernel.inputs)
     producer = PRODUCER_EXPORTS[kernel.kind]
+    calls = (TAPE, producer) * prologue_blocks(kernel)[0] if prologue_blocks(kernel)[0] else (producer,)
     if needs_temp(kernel) or kernel.expr != ACC:
-        return (producer, TAPE)
-    return (producer,)
+        return (*calls, TAPE)
+    return calls
+
+
+PROLOGUE_ELEMENTS = 8192  # a reduction's prologue values computed at once (for whole rows of outputs)
+
+
+def prologue_blocks(kernel: Kernel) -> tuple[int, int, int]:
+    """For a REDUCE with a prologue: how many blocks of its leading output rows the CPU path computes it
+    in, the rows of each block, and the elements of the temporary that takes (the whole input when the
+    output is a scalar); (0, 0, 0) for any other kernel."""
+    if kernel.kind is not Kind.REDUCE or not isinstance(kernel.arg, Reduction) or kernel.arg.prologue is None:
+        return 0, 0, 0
+    shape = kernel.inputs[0].shape
+    if not kernel.out.shape:
+        return 1, 1, math.prod(shape)
+    per_row = math.prod(shape[1:])
+    rows = min(shape[0], max(1, PROLOGUE_ELEMENTS // per_row))
+    return -(-shape[0] // rows), rows, rows * per_row

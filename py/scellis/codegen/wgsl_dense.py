@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 from scellis.codegen import wgsl_expr as w
 from scellis.codegen.wgsl_template import Value, fragment, template
-from scellis.lower.kernels import Kernel, Kind, Reduction, Schedule, View
+from scellis.lower.kernels import Expr, Kernel, Kind, Reduction, Schedule, View
 from scellis.ops import Op
 
 Source = tuple[str, tuple[int, int, int]]
@@ -33,18 +33,28 @@ def _loads(kernel: Kernel, schedule: Schedule, b: w.Bindings, coords: list[str],
 def _epilogue(
     kernel: Kernel, schedule: Schedule, b: w.Bindings, coords: list[str], *, acc: str | None, first: int
 ) -> list[str]:
-    """Statements that compute the kernel's expression at `coords` and store it (and its stores' steps)."""
+    """Statements that compute the kernel's expression at `coords` and store it (and its stores' steps; a
+    REDUCE's stores are its prologue's, written where the prologue runs)."""
     lines, value = w.expression(kernel.expr, _loads(kernel, schedule, b, coords, first), acc, coords)
     index = w.index_expr(kernel.out, coords)
-    more = [
-        f"{b.array(view.buffer)}[{w.index_expr(view, coords)}] = {w.store(f'v{step}', kernel.expr.dtypes[step])};"
-        for view, step in kernel.stores
-    ]
+    more = [] if kernel.kind is Kind.REDUCE else _stored(kernel.stores, kernel.expr, b, coords)
     return [*lines, *more, f"out[{index}] = {w.store(value, kernel.expr.dtype)};"]
 
 
+def _stored(stores: tuple[tuple[View, int], ...], expr: Expr, b: w.Bindings, coords: list[str]) -> list[str]:
+    """Statements writing each (view, step) of `stores`: step `step` of `expr` (its value named v<step>)."""
+    return [
+        f"{b.array(view.buffer)}[{w.index_expr(view, coords)}] = {w.store(f'v{step}', expr.dtypes[step])};"
+        for view, step in stores
+    ]
+
+
 def _header(kernel: Kernel, schedule: Schedule, b: w.Bindings) -> str:
-    return b.declarations(schedule) + "\n" + w.helpers(kernel.expr)
+    exprs = [kernel.expr]
+    if isinstance(kernel.arg, Reduction) and kernel.arg.prologue is not None:
+        exprs.append(kernel.arg.prologue)
+    needed = dict.fromkeys(w.helpers(e) for e in exprs)  # each helper function once
+    return b.declarations(schedule) + "\n" + "".join(needed)
 
 
 def elementwise(kernel: Kernel, schedule: Schedule, b: w.Bindings) -> Source:
@@ -186,25 +196,33 @@ def tile128(
 
 
 def reduce(kernel: Kernel, schedule: Schedule, b: w.Bindings) -> Source:
-    """One workgroup per output element; REDUCE's input view is [*out, *reduced]."""
-    (view,) = kernel.inputs[:1]
+    """One workgroup per output element; REDUCE's input view is [*out, *reduced] (Kind.REDUCE): the value
+    reduced is that view's element, or its prologue's value computed there (and stored, by the one lane
+    that visits the element, in the first pass only)."""
     assert isinstance(kernel.arg, Reduction)
-    op, correction = kernel.arg.op, kernel.arg.correction
+    op, correction, prologue, reads = kernel.arg.op, kernel.arg.correction, kernel.arg.prologue, kernel.arg.reads
+    view = kernel.inputs[0]
     out_shape = kernel.out.shape
     red_shape = view.shape[len(out_shape) :]
     count, outs = math.prod(red_shape), math.prod(out_shape)
     decode_o, ocoords = w.decode("o", out_shape, "c")
     decode_r, rcoords = w.decode("r", red_shape, "k")
-    lanes: dict[str, Value] = {
-        "COUNT": f"{count}u",
-        "DECODE_REDUCED": decode_r,
-        "X_AT": b.read(view.buffer, w.index_expr(view, [*ocoords, *rcoords])),
-    }
+    at = [*ocoords, *rcoords]
+    if prologue is None:
+        load_x = [f"let x = {b.read(view.buffer, w.index_expr(view, at))};"]
+        store_x: list[str] = []
+    else:
+        loads = _loads(Kernel(kernel.kind, kernel.out, kernel.inputs[:reads]), schedule, b, at)
+        lines, value = w.expression(prologue, loads, None, at)
+        load_x = [*lines, f"let x = {value};"]
+        store_x = _stored(kernel.stores, prologue, b, at)
+    lanes: dict[str, Value] = {"COUNT": f"{count}u", "DECODE_REDUCED": decode_r, "LOAD_X": load_x}
     values: dict[str, Value] = {
         **lanes,
+        "STORE_X": store_x,
         "OUTS": f"{outs}u",
         "DECODE": decode_o,
-        "EPILOGUE": _epilogue(kernel, schedule, b, ocoords, acc="total", first=1),
+        "EPILOGUE": _epilogue(kernel, schedule, b, ocoords, acc="total", first=reads),
     }
     if op is Op.MAX:
         values |= {"START": "bitcast<f32>(0xff7fffffu)", "STEP": "max(acc, x)", "FINISH": []}

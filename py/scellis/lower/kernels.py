@@ -183,7 +183,12 @@ class Kind(enum.Enum):
     MATMUL         inputs a [..., M, K], b [..., K, N] (already transposed by strides), out [..., M, N];
                    batch axes share out's batch shape; value = expr of Acc (the dot product)
     REDUCE         input [*out.shape, *reduced] (the reduced axes moved last); value = expr of Acc where
-                   Acc is the sum / mean / max / var (arg: a Reduction)
+                   Acc is the sum / mean / max / var (arg: a Reduction) of that input's elements, or, with a
+                   prologue (Reduction.prologue), of the prologue's value over the first Reduction.reads
+                   inputs (all [*out.shape, *reduced]; its Loads index them); the epilogue's Loads take the
+                   inputs after those, at the output's coordinates. Each of `stores` (view, step) writes that
+                   step of the prologue through its view (of the input's shape): elementwise producers
+                   merged into the reduction (lower.merge) that still write their buffer
     SOFTMAX, LOG_SOFTMAX   input [*rows, R] (the normalised axis moved last) -> out of the same shape,
                    contiguous in that order
     ARGMAX         input [*rows, R] -> out [*rows] int32 (first maximum)
@@ -252,11 +257,15 @@ RECORD_WORDS = 3
 class Reduction(NamedTuple):
     """REDUCE's arg: the IR op, the variance's correction, and how many terms of the IR reduction one output
     element sums in the end (more than the kernel's own reduced elements when a long reduction is split into
-    a partial and a final kernel: its error bound is the whole reduction's)."""
+    a partial and a final kernel: its error bound is the whole reduction's). `prologue`: what is reduced, an
+    expression over the kernel's first `reads` inputs at the reduced input's coordinates (None: input 0
+    itself, and `reads` is 1); see Kind.REDUCE."""
 
     op: Op
     correction: int
     terms: int
+    prologue: Expr | None = None
+    reads: int = 1
 
 
 @dataclass(frozen=True, init=False, slots=True)
@@ -306,6 +315,8 @@ class Kernel:
     @property
     def label(self) -> str:
         fused = sum(1 for s in self.expr.steps if isinstance(s, Apply))
+        if isinstance(self.arg, Reduction) and self.arg.prologue is not None:
+            fused += sum(1 for s in self.arg.prologue.steps if isinstance(s, Apply))
         return f"{self.kind.value}{f'+{fused}' if fused and self.kind is not Kind.ELEMENTWISE else ''}"
 
 

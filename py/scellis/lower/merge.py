@@ -1,7 +1,9 @@
 """Stage: lower. Elementwise producers merged into their elementwise consumer: one kernel computes both and
 writes both buffers (Kernel.stores), so the consumer does not read back what the producer just wrote and the
 step dispatches one kernel fewer. An optimizer's moment updates and its parameter update become one kernel
-per parameter this way.
+per parameter this way. Elementwise producers of what a reduction reduces become its prologue
+(Reduction.prologue): the reduction computes them where it loads their value (a cross-entropy's products,
+a batch norm's gradient terms).
 
 Expects a schedule's kernels in execution order (variants not chosen yet), its buffers, and the buffers the
 step names (its inputs and outputs). Guarantees: the kernels compute the same values, bit for bit. A
@@ -10,7 +12,9 @@ merged into a later ELEMENTWISE kernel B when B reads X only through A's own vie
 iteration is element c of A's), B does not write X and does not simply copy it, no kernel between them
 reads X or writes what A reads, and the merged kernel binds at most MAX_BINDINGS buffers. The merged kernel
 runs where B ran; it computes A's expression in registers where B loaded X and still writes X, unless B was
-X's only reader and the step does not name X (then X is written by nobody and gets no memory).
+X's only reader and the step does not name X (then X is written by nobody and gets no memory). A REDUCE B
+takes A the same way when it reduces X through a permutation of X's axes (A then iterates in B's order) and
+its epilogue does not read X; A's stores and the kept X become B's prologue stores.
 """
 
 from __future__ import annotations
@@ -18,7 +22,8 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Sequence
 
-from scellis.lower.kernels import Apply, Buffer, Expr, Kernel, Kind, Load, Step, View
+from scellis.lower.kernels import Apply, Buffer, Coord, Expr, Kernel, Kind, Load, Reduction, Step, View
+from scellis.lower.views import canonical, permute
 from scellis.ops import DType
 
 MAX_BINDINGS = 8  # WebGPU's default maxStorageBuffersPerShaderStage: every adapter binds at least this many
@@ -57,6 +62,8 @@ class _Merger:
             kernel = self.kernels.get(j)
             if kernel is not None and kernel.kind is Kind.ELEMENTWISE:
                 self.consumer(j, kernel)
+            elif kernel is not None and kernel.kind is Kind.REDUCE:
+                self.reduction(j, kernel)
         self.siblings()
         return tuple(self.kernels[key] for key in sorted(self.kernels))
 
@@ -130,6 +137,43 @@ class _Merger:
             del self.kernels[i], self.kernels[j]
             self.kernels[at], b, j = candidate, candidate, at
 
+    def reduction(self, j: float, b: Kernel) -> None:
+        """The REDUCE B at key j with elementwise producers of what it reduces merged into its prologue
+        (Reduction.prologue): each producer's iteration permuted to the reduction's view of its output."""
+        tried: set[int] = set()
+        while True:
+            assert isinstance(b.arg, Reduction)
+            reads = b.arg.reads
+            x = next((v.buffer for v in b.inputs[:reads] if v.buffer not in tried), None)
+            if x is None:
+                return
+            tried.add(x)
+            writers = self.writers[x]
+            i = writers[0] if len(writers) == 1 and writers[0] < j else None
+            a = self.kernels.get(i) if i is not None else None
+            if i is None or a is None or a.kind is not Kind.ELEMENTWISE or any(v.buffer == x for v in b.inputs[reads:]):
+                continue
+            view = next(v for v in b.inputs[:reads] if v.buffer == x)
+            turned = _turned(a, view)
+            prologue = _prologue_kernel(b)
+            if turned is None or not self.fits(x, i, j, turned, prologue):
+                continue
+            keep = self.readers[x] != [j] or x in self.named
+            merged = _merge(turned, prologue, x, keep) if len(prologue.expr.steps) > 1 else _alone(turned, keep)
+            candidate = _reducing(b, merged) if merged is not None else None
+            at = self.place(a, candidate, i, j) if candidate is not None else None
+            if candidate is None or at is None or _bindings(candidate) > MAX_BINDINGS:
+                continue
+            self.move_reads(a, i, at)
+            self.move_reads(b, j, at)
+            self.readers[x] = [r for r in self.readers[x] if r != at]
+            for v in candidate.writes:
+                self.writers[v.buffer] = [at]
+            if not keep:
+                self.writers[x] = []
+            del self.kernels[i], self.kernels[j]
+            self.kernels[at], b, j = candidate, candidate, at
+
     def place(self, a: Kernel, merged: Kernel, i: float, j: float) -> float | None:
         """The earliest key from A's (i) to B's (j) at which the merged kernel can run, or None: after what
         it reads is written, and after every read of an input that one of its outputs is carried into (so
@@ -150,10 +194,15 @@ class _Merger:
         writers = self.writers[x]
         i = writers[0] if len(writers) == 1 and writers[0] < j else None
         a = self.kernels.get(i) if i is not None else None
-        if i is None or a is None or a.kind is not Kind.ELEMENTWISE or a.variant != consumer.variant:
-            return None
+        return i if i is not None and a is not None and self.fits(x, i, j, a, consumer) else None
+
+    def fits(self, x: int, i: float, j: float, a: Kernel, consumer: Kernel) -> bool:
+        """Whether A (at i, the one writer of buffer x) can be merged into the consumer at j."""
+        if a.kind is not Kind.ELEMENTWISE or a.variant != consumer.variant:
+            return False
         out, buffer = a.out, self.buffers[x]
-        whole = out.buffer == x and out.offset == 0 and out.is_contiguous and out.size == buffer.size
+        written = self.kernels[i].out  # A's own output view (`a` may iterate it in another order: _turned)
+        whole = written.buffer == x and written.offset == 0 and written.is_contiguous and written.size == buffer.size
         same = View(x, consumer.out.shape, out.strides, 0)
         fits = (
             whole
@@ -166,7 +215,7 @@ class _Merger:
         )
         # and nothing A reads changes before B runs (B included)
         unchanged = all(not any(i < w <= j for w in self.writers[v.buffer]) for v in a.inputs)
-        return i if fits and unchanged else None
+        return fits and unchanged
 
 
 def _merge(a: Kernel, b: Kernel, x: int, keep: bool) -> Kernel | None:
@@ -214,3 +263,56 @@ def _merge(a: Kernel, b: Kernel, x: int, keep: bool) -> Kernel | None:
 
 def _bindings(kernel: Kernel) -> int:
     return len({v.buffer for v in (*kernel.inputs, *kernel.writes)})
+
+
+def _turned(a: Kernel, view: View) -> Kernel | None:
+    """A iterating in the order of `view` (a reduction's view of A's output, its axes permuted), or None
+    when the view is no permutation of A's whole output or A's expression reads coordinates."""
+    if any(isinstance(step, Coord) for step in a.expr.steps) or len(view.shape) != len(a.out.shape):
+        return None
+    out = canonical(a.out)
+    perm: list[int] = []
+    for dim, stride in zip(view.shape, canonical(view).strides, strict=True):
+        k = next(
+            (k for k in range(len(out.shape)) if k not in perm and (out.shape[k], out.strides[k]) == (dim, stride)),
+            None,
+        )
+        if k is None:
+            return None
+        perm.append(k)
+    if view.offset != out.offset:
+        return None
+    order = tuple(perm)
+    inputs = tuple(permute(v, order) for v in a.inputs)
+    stores = tuple((permute(v, order), step) for v, step in a.stores)
+    return a.with_views(permute(a.out, order), inputs, stores)
+
+
+def _prologue_kernel(b: Kernel) -> Kernel:
+    """B's prologue as an elementwise kernel over the reduced input's shape (writing nothing of its own)."""
+    assert isinstance(b.arg, Reduction)
+    reads, shape = b.arg.reads, b.inputs[0].shape
+    expr = b.arg.prologue if b.arg.prologue is not None else Expr((Load(0),), (DType.F32,))
+    return Kernel(Kind.ELEMENTWISE, View.contiguous(-1, shape), b.inputs[:reads], None, expr, b.variant, (), b.stores)
+
+
+def _alone(a: Kernel, keep: bool) -> Kernel | None:
+    """A's expression as the whole prologue of a reduction that reduced A's output itself."""
+    if a.expr.dtype is not DType.F32:
+        return None
+    stores = (*a.stores, *([(a.out, len(a.expr.steps) - 1)] if keep else []))
+    out = View.contiguous(-1, a.out.shape)
+    return Kernel(Kind.ELEMENTWISE, out, a.inputs, None, a.expr, a.variant, a.covers, stores)
+
+
+def _reducing(b: Kernel, prologue: Kernel) -> Kernel:
+    """B reducing the value of the elementwise `prologue` (its inputs, expression and stores)."""
+    assert isinstance(b.arg, Reduction)
+    reads, now = b.arg.reads, len(prologue.inputs)
+    steps = tuple(
+        Load(step.input - reads + now) if isinstance(step, Load) else step for step in b.expr.steps
+    )  # the epilogue's loads follow the prologue's inputs
+    arg = b.arg._replace(prologue=prologue.expr, reads=now)
+    inputs = (*prologue.inputs, *b.inputs[reads:])
+    covers = prologue.covers + b.covers
+    return Kernel(b.kind, b.out, inputs, arg, Expr(steps, b.expr.dtypes), b.variant, covers, prologue.stores)

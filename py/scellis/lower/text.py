@@ -1,9 +1,10 @@
 """The kernel schedule as text (what the Guide shows): one line per kernel with its kind, fused ops,
-output and inputs (buffer, shape, strides when not contiguous) and the IR nodes it computes."""
+output and inputs (buffer, shape, strides when not contiguous) and the IR nodes it computes. A reduction
+with a prologue shows it as of(ops), and its stores are the prologue's (Kind.REDUCE)."""
 
 from __future__ import annotations
 
-from scellis.lower.kernels import Apply, Kernel, Schedule, View
+from scellis.lower.kernels import Apply, Kernel, Reduction, Schedule, View
 
 
 def _view(view: View, schedule: Schedule) -> str:
@@ -17,6 +18,9 @@ def _view(view: View, schedule: Schedule) -> str:
 def kernel_line(index: int, kernel: Kernel, schedule: Schedule) -> str:
     fused = [s.op.value for s in kernel.expr.steps if isinstance(s, Apply)]
     fusion = f" fused({', '.join(fused)})" if fused else ""
+    if isinstance(kernel.arg, Reduction) and kernel.arg.prologue is not None:  # what it reduces, then fusion
+        before = [s.op.value for s in kernel.arg.prologue.steps if isinstance(s, Apply)]
+        fusion = f" of({', '.join(before)}){fusion}"
     inputs = ", ".join(_view(v, schedule) for v in kernel.inputs)
     # covers count every node, inputs first; the IR text numbers only the computed ones
     covers = " ".join(f"%{c - len(schedule.inputs)}" for c in kernel.covers)

@@ -22,7 +22,7 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from scellis.codegen.cpu import COPY, PRODUCER_EXPORTS, TAPE, needs_temp
+from scellis.codegen.cpu import COPY, PRODUCER_EXPORTS, TAPE, needs_temp, prologue_blocks
 from scellis.lower import views
 from scellis.lower.kernels import ACC, Expr, Kernel, Kind, Load, Reduction, View
 from scellis.ops import DType, Op, nf4
@@ -176,13 +176,17 @@ class _Memory:
         count = len(schedule.buffers)
         needing = [i for i, k in enumerate(schedule.kernels) if needs_temp(k)]
         self.temp = {kernel: count + j for j, kernel in enumerate(needing)}  # kernel index -> buffer number
+        # REDUCE prologues computed a block of outputs at a time into one temporary they share
+        self.prologue_temp = count + len(needing)
+        temp_sizes = [4 * schedule.kernels[i].out.size for i in needing]
+        temp_sizes.append(4 * max((prologue_blocks(k)[2] for k in schedule.kernels), default=0))
         self.plan = plan = planned.memory
         self.slot_bytes = planned.allocated
-        self.temp_bytes = sum(4 * schedule.kernels[i].out.size for i in needing)
+        self.temp_bytes = sum(temp_sizes)
         borrows = borrowed(planned, host)
         own = [size for size, b in zip(plan.slot_bytes, borrows, strict=True) if b < 0]
         offsets, end = [], 0
-        for size in (*own, *(4 * schedule.kernels[i].out.size for i in needing)):
+        for size in (*own, *temp_sizes):
             offsets.append(end)
             end += _aligned(size)
         self.reserved = end
@@ -210,7 +214,7 @@ def compile_schedule(cpu: CpuPath, planned: Planned, host: CompiledCpu | None = 
             "device with shader-f16"
         )
     memory = _Memory(cpu, planned, None if host is None else host.memory)
-    parts = [p for i, k in enumerate(schedule.kernels) for p in _kernel_parts(k, memory, memory.temp.get(i))]
+    parts = [p for i, k in enumerate(schedule.kernels) for p in _kernel_parts(k, memory, i)]
     calls = _place_parts(cpu, parts)
     carry = tuple(
         Call(COPY, (memory.buffer_at[c.src], memory.buffer_at[c.dst], 0, schedule.buffer(c.src).size))
@@ -251,9 +255,10 @@ def _ask(cpu: CpuPath, export: str, address: int) -> int:
     return int(value)
 
 
-def _kernel_parts(kernel: Kernel, memory: _Memory, temp: int | None) -> list[Part]:
-    """The export calls of one kernel: the producer (if any), then the tape when there is an epilogue
-    or a temporary to move (the order codegen.cpu.cpu_calls names)."""
+def _kernel_parts(kernel: Kernel, memory: _Memory, index: int) -> list[Part]:
+    """The export calls of kernel `index`: a REDUCE's prologue tape (if any), the producer (if any), then
+    the tape when there is an epilogue or a temporary to move (the order codegen.cpu.cpu_calls names)."""
+    temp = memory.temp.get(index)
     if kernel.kind is Kind.ELEMENTWISE:
         return [_tape(kernel, Source(), memory)]
     if kernel.kind is Kind.CONCAT:
@@ -267,14 +272,47 @@ def _kernel_parts(kernel: Kernel, memory: _Memory, temp: int | None) -> list[Par
         key, position = (memory.address(v) for v in kernel.inputs[:2])
         return [_tape(kernel, Source(draw=kernel.arg, key=key, position=position), memory)]
     acc = View.contiguous(temp, kernel.out.shape) if temp is not None else kernel.out
-    producer = PRODUCERS[kernel.kind](kernel, memory.address, acc)
-    if temp is None and kernel.expr == ACC:
-        return [producer]
-    return [producer, _tape(kernel, Source(view=acc), memory)]
+    if prologue_blocks(kernel)[0]:
+        calls = _prologue_parts(kernel, memory, acc)
+    else:
+        calls = [PRODUCERS[kernel.kind](kernel, memory.address, acc)]
+    if temp is not None or kernel.expr != ACC:
+        calls.append(_tape(kernel, Source(view=acc), memory))
+    return calls
+
+
+def _prologue_parts(kernel: Kernel, memory: _Memory, acc: View) -> list[Part]:
+    """A REDUCE with a prologue (lower.kernels.Reduction) in blocks of its leading output rows: a tape
+    computes the block's prologue values (and writes its stores), then the reduction reduces them, from
+    one temporary (codegen.cpu.prologue_blocks)."""
+    assert isinstance(kernel.arg, Reduction) and kernel.arg.prologue is not None
+    x = kernel.inputs[0]
+    step = prologue_blocks(kernel)[1]
+    total = x.shape[0] if kernel.out.shape else 1
+    calls = []
+    for first in range(0, total, step):
+        n = min(step, total - first)
+
+        def block(view: View, first: int = first, n: int = n) -> View:
+            if not kernel.out.shape:
+                return view
+            starts = (first,) + (0,) * (len(view.shape) - 1)
+            return views.slice_view(view, starts, (1,) * len(view.shape), (n, *view.shape[1:]))
+
+        shape = (n, *x.shape[1:]) if kernel.out.shape else x.shape
+        values = View.contiguous(memory.prologue_temp, shape)
+        reads = tuple(block(v) for v in kernel.inputs[: kernel.arg.reads])
+        stores = tuple((block(v), at) for v, at in kernel.stores)
+        tape = Kernel(Kind.ELEMENTWISE, values, reads, None, kernel.arg.prologue, stores=stores)
+        calls.append(_tape(tape, Source(), memory))
+        part = Kernel(kernel.kind, block(kernel.out), (values,), kernel.arg)
+        calls.append(PRODUCERS[kernel.kind](part, memory.address, block(acc)))
+    return calls
 
 
 def _tape(kernel: Kernel, acc: Source, memory: _Memory) -> Part:
-    words = encode(kernel.expr, kernel.inputs, acc, kernel.out, memory.address, stores=kernel.stores)
+    stores = () if kernel.kind is Kind.REDUCE else kernel.stores  # a REDUCE's are its prologue's
+    words = encode(kernel.expr, kernel.inputs, acc, kernel.out, memory.address, stores=stores)
     return Part(TAPE, tuple(words), kernel.out.size, "sc_cpu_tape_scratch_bytes")
 
 

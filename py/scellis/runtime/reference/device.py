@@ -123,12 +123,21 @@ class CompiledReference(Synchronous):
         """What the kernel writes through each of its views (Kernel.writes)."""
         # float16 storage is widened on load, as every device does (stores round: numpy assigns to nearest)
         inputs = [x.astype(FLOAT) if x.dtype == np.float16 else x for x in map(self._view, kernel.inputs)]
-        acc = self._accumulator(kernel, inputs)
+        stored: list[np.ndarray] = []
+        reduced = inputs  # what the kernel's own computation takes (a prologue's value, for a REDUCE)
+        if isinstance(kernel.arg, Reduction):  # reduced from a row-major copy, whatever the view
+            reads, shape = kernel.arg.reads, kernel.inputs[0].shape
+            before = (
+                inputs[:1] if kernel.arg.prologue is None else steps(kernel.arg.prologue, inputs[:reads], None, shape)
+            )
+            stored = [np.array(np.broadcast_to(before[step], shape)) for _, step in kernel.stores]
+            reduced = [np.ascontiguousarray(np.broadcast_to(before[-1], shape))]
+        acc = self._accumulator(kernel, reduced)
         values = steps(kernel.expr, inputs, acc, kernel.out.shape)
         shape = kernel.out.shape
-        return [np.array(np.broadcast_to(values[-1], shape))] + [
-            np.array(np.broadcast_to(values[step], shape)) for _, step in kernel.stores
-        ]
+        if kernel.kind is not Kind.REDUCE:
+            stored = [np.array(np.broadcast_to(values[step], shape)) for _, step in kernel.stores]
+        return [np.array(np.broadcast_to(values[-1], shape)), *stored]
 
     def _accumulator(self, kernel: Kernel, inputs: list[np.ndarray]) -> np.ndarray | None:  # noqa: PLR0911 - one branch per kind
         kind = kernel.kind
