@@ -80,6 +80,7 @@ def test_a_simulation_goes_to_pytorch_and_comes_back(tmp_path: Path, capsys: pyt
     key = re.search(r"as checkpoint (sha256:[0-9a-f]{64})", capsys.readouterr().out)
     assert key is not None
     run = ["run", str(program), "--device", "cpu", "--determinism", "prod", "--seed", "2"]
+    run += ["--manifest", str(tmp_path / "run.manifest.json")]  # not the working directory's
     assert cli.main([*run, "--store", str(store), "--resume", key[1]]) == 0
     resumed = capsys.readouterr().out
     assert cli.main([*run, "--store", str(tmp_path / "unbroken")]) == 0
