@@ -1,7 +1,8 @@
 """lower.merge on small functions: a producer whose output the step names is computed inside its consumer
 (one kernel writing both); one read through another shape's view (a broadcast) stays its own kernel; so
 does a merge that would bind more than MAX_BINDINGS buffers; and what the merged kernel writes is what the
-two kernels wrote, on the reference device."""
+two kernels wrote, on the reference device. A reduction that repeats an earlier one is computed once,
+unless the step names both results."""
 
 from __future__ import annotations
 
@@ -12,9 +13,10 @@ import numpy as np
 from scellis.ir import Function
 from scellis.levels import Level
 from scellis.lower import lower, merge
-from scellis.ops import DType, Op
+from scellis.lower.kernels import Kind
+from scellis.ops import DType, Op, make
 from scellis.ops.build import add, expand, mul, unary
-from scellis.ops.defs import Role
+from scellis.ops.defs import ReduceArg, Role
 from scellis.ops.node import input_node
 from scellis.plan import lowered
 from scellis.runtime.reference.device import ReferenceDevice
@@ -59,3 +61,30 @@ def test_a_merge_binding_too_many_buffers_is_not_made() -> None:
     kernels = lower(fn, Level.DEBUG).kernels
     assert len(kernels) == 2
     assert all(len({v.buffer for v in (*k.inputs, *k.writes)}) <= merge.MAX_BINDINGS for k in kernels)
+
+
+def test_a_repeated_reduction_is_computed_once() -> None:
+    x = data("x", (6, 5))
+    first = make(Op.MEAN, x, arg=ReduceArg((0,), False))
+    again = make(Op.MEAN, x, arg=ReduceArg((0,), False))  # another node, the same value (a backward pass's)
+    fn = Function("f", (x,), (("a", mul(first, first)), ("b", add(again, again))))
+    kernels = lower(fn, Level.DEBUG).kernels
+    assert [k.kind for k in kernels].count(Kind.REDUCE) == 1
+
+    compiled = asyncio.run(ReferenceDevice().compile(lowered(fn, Level.DEBUG)))
+    xv = np.arange(30, dtype="<f4").reshape(6, 5)
+    compiled.write("x", xv.tobytes())
+    compiled.run()
+    mean = xv.astype(np.float64).mean(axis=0)
+    assert np.array_equal(np.frombuffer(compiled.read("a"), "<f4"), (mean * mean).astype("<f4"))
+    assert np.array_equal(np.frombuffer(compiled.read("b"), "<f4"), (mean + mean).astype("<f4"))
+
+
+def test_a_named_reduction_is_not_shared() -> None:
+    x = data("x", (6, 5))
+    fn = Function(
+        "f",
+        (x,),
+        (("m", make(Op.MEAN, x, arg=ReduceArg((0,), False))), ("n", make(Op.MEAN, x, arg=ReduceArg((0,), False)))),
+    )
+    assert [k.kind for k in lower(fn, Level.DEBUG).kernels] == [Kind.REDUCE, Kind.REDUCE]

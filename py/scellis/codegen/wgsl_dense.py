@@ -1,8 +1,8 @@
 """Stage: code. WGSL for elementwise, matmul, reduction and row-wise kernels (softmax, log-softmax,
 argmax): their templates and fragments (wgsl/elementwise.wgsl, matmul_*.wgsl, reduce*.wgsl, rows*.wgsl,
 lane_tree*.wgsl) filled in with what the schedule fixes, and the unrolled stores of the matmul tiles.
-Reductions use one workgroup per output and a fixed order (see wgsl/reduce.wgsl), so results repeat bit
-for bit on one device."""
+Reductions use one workgroup per output (one invocation per output for few elements, the variant "serial")
+and a fixed order (see wgsl/reduce.wgsl, reduce_serial.wgsl), so results repeat bit for bit on one device."""
 
 from __future__ import annotations
 
@@ -196,9 +196,9 @@ def tile128(
 
 
 def reduce(kernel: Kernel, schedule: Schedule, b: w.Bindings) -> Source:
-    """One workgroup per output element; REDUCE's input view is [*out, *reduced] (Kind.REDUCE): the value
-    reduced is that view's element, or its prologue's value computed there (and stored, by the one lane
-    that visits the element, in the first pass only)."""
+    """One workgroup per output element (one invocation, for the variant "serial"); REDUCE's input view is
+    [*out, *reduced] (Kind.REDUCE): the value reduced is that view's element, or its prologue's value
+    computed there (and stored, by the one lane that visits the element, in the first pass only)."""
     assert isinstance(kernel.arg, Reduction)
     op, correction, prologue, reads = kernel.arg.op, kernel.arg.correction, kernel.arg.prologue, kernel.arg.reads
     view = kernel.inputs[0]
@@ -224,42 +224,50 @@ def reduce(kernel: Kernel, schedule: Schedule, b: w.Bindings) -> Source:
         "DECODE": decode_o,
         "EPILOGUE": _epilogue(kernel, schedule, b, ocoords, acc="total", first=reads),
     }
+    serial = kernel.variant == "serial"  # one invocation per output (variants.SERIAL)
+    combine = "max(s, o)" if op is Op.MAX else "(s + o)"
+    tree: dict[str, Value] = {} if serial else {"LANE_TREE": w.lane_tree("lane_tree", COMBINE=combine)}
     if op is Op.MAX:
         values |= {"START": "bitcast<f32>(0xff7fffffu)", "STEP": "max(acc, x)", "FINISH": []}
-        values["LANE_TREE"] = w.lane_tree("lane_tree", COMBINE="max(s, o)")
     else:
-        values |= {"START": "0.0", "STEP": "acc + x", "LANE_TREE": w.lane_tree("lane_tree", COMBINE="(s + o)")}
+        values |= {"START": "0.0", "STEP": "acc + x"}
         values["FINISH"] = [f"total = total / {float(count)!r};"] if op is Op.MEAN else []
     if op is Op.VAR:
         divisors = {"MEAN_DIVISOR": repr(float(count)), "DIVISOR": repr(float(count - correction))}
-        values["FINISH"] = fragment("reduce_var", **lanes, **divisors, LANE_TREE=values["LANE_TREE"])
-    return _header(kernel, schedule, b) + "\n" + template("reduce").fill(**values), w.grid(outs)
+        values["FINISH"] = fragment("reduce_var_serial" if serial else "reduce_var", **lanes, **divisors, **tree)
+    if serial:
+        source = template("reduce_serial").fill(**values)
+        return _header(kernel, schedule, b) + "\n" + source, w.grid(-(-outs // w.LANES))
+    return _header(kernel, schedule, b) + "\n" + template("reduce").fill(**values, **tree), w.grid(outs)
 
 
 def rows(kernel: Kernel, schedule: Schedule, b: w.Bindings) -> Source:
-    """Softmax / log-softmax / argmax over the last axis of [rows..., R], one workgroup per row."""
+    """Softmax / log-softmax / argmax over the last axis of [rows..., R]: one workgroup per row, or one
+    invocation per row for the variant "serial" (short rows, variants.SERIAL)."""
     (view,) = kernel.inputs
     *row_shape, count = view.shape
     nrows = math.prod(row_shape)
     decode_o, ocoords = w.decode("o", tuple(row_shape), "c")
     x_at = b.read(view.buffer, w.index_expr(view, [*ocoords, "r"]))
+    serial = kernel.variant == "serial"
     if kernel.kind is Kind.ARGMAX:
-        finish = fragment("rows_argmax", OUT_AT=w.index_expr(kernel.out, ocoords))
+        out_at = w.index_expr(kernel.out, ocoords)
+        finish = [f"out[{out_at}] = i32(best_i);"] if serial else fragment("rows_argmax", OUT_AT=out_at)
     else:
-        finish = fragment(
-            "rows_softmax",
-            COUNT=f"{count}u",
-            X_AT=x_at,
-            OUT_AT=w.index_expr(kernel.out, [*ocoords, "r"]),
-            RESULT=f"exp({x_at} - top) / total" if kernel.kind is Kind.SOFTMAX else f"{x_at} - top - log(total)",
-            LANE_TREE=w.lane_tree("lane_tree", COMBINE="(s + o)"),
-        )
-    source = template("rows").fill(
-        ROWS=f"{nrows}u",
-        COUNT=f"{count}u",
-        DECODE=decode_o,
-        X_AT=x_at,
-        ARGMAX_TREE=w.lane_tree("lane_tree_argmax"),
-        FINISH=finish,
-    )
+        result = f"exp({x_at} - top) / total" if kernel.kind is Kind.SOFTMAX else f"{x_at} - top - log(total)"
+        values: dict[str, Value] = {
+            "COUNT": f"{count}u",
+            "X_AT": x_at,
+            "OUT_AT": w.index_expr(kernel.out, [*ocoords, "r"]),
+            "RESULT": result,
+        }
+        if serial:
+            finish = fragment("rows_serial_softmax", **values)
+        else:
+            finish = fragment("rows_softmax", **values, LANE_TREE=w.lane_tree("lane_tree", COMBINE="(s + o)"))
+    frame: dict[str, Value] = {"ROWS": f"{nrows}u", "COUNT": f"{count}u", "DECODE": decode_o, "X_AT": x_at}
+    if serial:
+        source = template("rows_serial").fill(**frame, FINISH=finish)
+        return _header(kernel, schedule, b) + "\n" + source, w.grid(-(-nrows // w.LANES))
+    source = template("rows").fill(**frame, ARGMAX_TREE=w.lane_tree("lane_tree_argmax"), FINISH=finish)
     return _header(kernel, schedule, b) + "\n" + source, w.grid(nrows)

@@ -34,8 +34,58 @@ def merged(
     kernels: Sequence[Kernel], buffers: Sequence[Buffer], named: set[int], carried: dict[int, int]
 ) -> tuple[Kernel, ...]:
     """`kernels` with every producer that can be merged into its consumer merged (module docstring);
-    `carried` maps each output the step carries to the input it becomes (Schedule.carry)."""
-    return _Merger(kernels, buffers, named, carried).run()
+    `carried` maps each output the step carries to the input it becomes (Schedule.carry). A reduction that
+    repeats an earlier one is dropped first (`once`)."""
+    return _Merger(once(kernels, named), buffers, named, carried).run()
+
+
+def once(kernels: Sequence[Kernel], named: set[int]) -> list[Kernel]:
+    """`kernels` without each REDUCE that repeats an earlier one (the same kind, inputs, argument,
+    expression and variant, nothing it reads written in between, the earlier result not written since):
+    its readers read the earlier result instead. A backward pass recomputes a batch norm's mean this way.
+    Each dropped kernel wrote a whole buffer that the step does not name, and nothing else writes it."""
+    writers: dict[int, int] = defaultdict(int)
+    for kernel in kernels:
+        for view in kernel.writes:
+            writers[view.buffer] += 1
+    seen: dict[tuple[object, ...], tuple[int, int]] = {}  # key -> (index in out, the buffer it wrote)
+    written: dict[int, int] = {}  # buffer -> the index in out of its last writer
+    instead: dict[int, int] = {}  # a dropped result -> the earlier one
+    out: list[Kernel] = []
+    for given in kernels:
+        kernel = _reading(given, instead) if instead else given
+        x = kernel.out.buffer
+        alone = (
+            kernel.kind is Kind.REDUCE
+            and not kernel.stores
+            and x not in named
+            and writers[x] == 1
+            and kernel.out.offset == 0
+            and kernel.out.is_contiguous
+            and all(v.buffer != x for v in kernel.inputs)
+        )
+        key = (kernel.inputs, kernel.arg, kernel.expr, kernel.variant, kernel.out.shape) if alone else None
+        prior = seen.get(key) if key is not None else None
+        unchanged = prior is not None and all(written.get(v.buffer, -1) < prior[0] for v in kernel.inputs)
+        if prior is not None and unchanged and written.get(prior[1]) == prior[0]:
+            instead[x] = prior[1]
+            k = out[prior[0]]  # which now computes the dropped kernel's nodes too
+            out[prior[0]] = Kernel(k.kind, k.out, k.inputs, k.arg, k.expr, k.variant, k.covers + kernel.covers)
+            continue
+        if key is not None:
+            seen[key] = (len(out), x)
+        for view in kernel.writes:
+            written[view.buffer] = len(out)
+        out.append(kernel)
+    return out
+
+
+def _reading(kernel: Kernel, instead: dict[int, int]) -> Kernel:
+    """`kernel` reading buffer instead[b] wherever it read a buffer b of `instead`."""
+    if not any(v.buffer in instead for v in kernel.inputs):
+        return kernel
+    inputs = tuple(v._replace(buffer=instead[v.buffer]) if v.buffer in instead else v for v in kernel.inputs)
+    return kernel.with_views(kernel.out, inputs, kernel.stores)
 
 
 class _Merger:

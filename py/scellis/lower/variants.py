@@ -18,6 +18,8 @@ THIN_MATMUL = 4  # or at most this many rows or columns (a matrix-vector product
 LARGE_TILES = 32  # and at least this many 128 x 128 output tiles
 NF4_LARGE_TILES = 128  # for a product with NF4 weights, whose tile load decodes: at least this many
 SMALL_SOLVE = 8  # a solve of at most this many unknowns runs one invocation per matrix, larger ones a workgroup
+SERIAL = 64  # a reduction (or a softmax, log-softmax, argmax row) of at most this many elements: one invocation
+ROWS = (Kind.SOFTMAX, Kind.LOG_SOFTMAX, Kind.ARGMAX)
 
 
 def _vec4_operands(kernel: Kernel) -> bool:
@@ -74,8 +76,21 @@ def _solve(kernel: Kernel, level: Level) -> str:
     return "solve-invocation" if kernel.inputs[0].shape[-1] <= SMALL_SOLVE else "solve-workgroup"
 
 
+def _serial(kernel: Kernel, level: Level) -> str:
+    """A reduction or a row operation of at most SERIAL elements an output runs one invocation per output,
+    in index order ("serial"): a workgroup per output would leave most of its lanes idle and wait on its
+    barriers. Both orders are fixed, so every level chooses by size alike."""
+    x = kernel.inputs[0]
+    count = x.shape[-1] if kernel.kind in ROWS else math.prod(x.shape[len(kernel.out.shape) :])
+    return "serial" if count <= SERIAL else "default"
+
+
 # The kinds besides MATMUL with a choice of variant (every other kind runs "default"), and how each chooses.
-OTHERS: dict[Kind, Callable[[Kernel, Level], str]] = {Kind.SOLVE: _solve, Kind.NF4_MATMUL: _nf4}
+OTHERS: dict[Kind, Callable[[Kernel, Level], str]] = {
+    Kind.SOLVE: _solve,
+    Kind.NF4_MATMUL: _nf4,
+    **dict.fromkeys((Kind.REDUCE, *ROWS), _serial),
+}
 
 
 def choose(kernel: Kernel, level: Level, features: frozenset[str]) -> str:
@@ -115,6 +130,7 @@ def notes(kernels: tuple[Kernel, ...], level: Level, features: frozenset[str]) -
 # float16 (2**-11 each), hence 2**-10 per term.
 TOLERANCE = {
     "default": 5e-6,
+    "serial": 5e-6,
     "dot": 1e-5,
     "tile64": 1e-5,
     "tile128": 1e-5,
