@@ -1,4 +1,5 @@
-// Matmul, variants tile128[-vec4][-f16]: 128 x 128 output tiles for large products. Each of the 16 x 16
+// Matmul, variants tile128[-f16]: 128 x 128 output tiles for large products whose operands cannot be read
+// as vec4 (matmul_pipelined.wgsl takes the others), and NF4 weights' products. Each of the 16 x 16
 // threads owns rows {4 lid.y .. + 3, 64 + 4 lid.y .. + 3} and columns {4 lid.x .., 64 + 4 lid.x ..}: 8 x 8
 // outputs as 16 vec4 sums ci_g, so every K step reads 4 vec4 from workgroup memory for 64 multiply-adds.
 // Tiles are stored K-major as vec4 rows; edges are bounds-checked on load and store.
@@ -8,9 +9,8 @@
 // into them, CLOSE_SLICE adds them to the float32 ci_g), so rounding grows with the slice (fixed) and
 // not with K. For float32, T is f32, FMA adds into ci_g and OPEN_SLICE, CLOSE_SLICE are empty lines.
 //
-// LOAD: the e-th of the LOADS loads a thread makes into the tiles of a slice, by variant:
-// matmul_tile128_load.wgsl reads A and B one element at a time (tile128, tile128-f16),
-// matmul_tile128_load_vec4.wgsl four at a time (tile128-vec4*, K and N multiples of 4).
+// LOAD: the e-th of the LOADS loads a thread makes into the tiles of a slice: matmul_tile128_load.wgsl
+// reads A and B one element at a time (nf4_tile128_load.wgsl decodes NF4 weights).
 //
 // DECODE: wid.z split into the batch coordinates b0, b1, ... (one line); A_BASE, B_BASE: where that
 // entry's A and B start. K: the depth; TILE_K: the depth of a K slice, WORDS: a tile's vec4 count.

@@ -25,6 +25,7 @@ def test_every_kernel_renders_as_kept(made: dict) -> None:
 
 
 def test_the_kept_kernels_cover_every_kind_and_variant() -> None:
+    from scellis.codegen import wgsl_matmul
     from scellis.codegen.wgsl import RENDERERS
     from scellis.levels import Level
     from scellis.lower import lower
@@ -37,5 +38,5 @@ def test_the_kept_kernels_cover_every_kind_and_variant() -> None:
                 seen |= {(k.kind, k.variant) for k in lower(fn, level, features).kernels}
     assert {kind for kind, _ in seen} == set(RENDERERS)
     variants = {variant for _, variant in seen}
-    assert {"dot", "tile64", "tile128", "tile128-vec4", "tile128-f16", "tile128-vec4-f16"} <= variants
+    assert {"dot", "tile64", "tile128", "tile128-f16", *wgsl_matmul.BLOCKINGS} <= variants
     assert {"solve-invocation", "solve-workgroup"} <= variants

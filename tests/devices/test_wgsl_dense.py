@@ -101,24 +101,31 @@ def test_matmul(gpu: WgpuDevice, a_shape: tuple, b_shape: tuple, ta: bool, tb: b
 
 
 def test_matmul_variants_follow_level_and_layout() -> None:
-    a, b = data("a", (1028, 132)), data("b", (132, 1000))
-    contiguous = Function("mm", (a, b), (("m", make(Op.MATMUL, a, b, arg=d.MatmulArg())),))
-    assert [k.variant for k in lower(contiguous, Level.PROD).kernels] == ["tile128-vec4"]
-    assert [k.variant for k in lower(contiguous, Level.DEBUG).kernels] == ["tile64"]
-    c = data("c", (132, 256))
-    few = Function("mm", (a, c), (("m", make(Op.MATMUL, a, c, arg=d.MatmulArg())),))
-    assert [k.variant for k in lower(few, Level.PROD).kernels] == ["tile64"]  # 9 x 2 tiles: too few for 128
-    odd = data("odd", (900, 129))
-    transposed = Function("mm", (odd,), (("m", make(Op.MATMUL, odd, odd, arg=d.MatmulArg(False, True))),))
-    assert lower(transposed, Level.PROD).kernels[0].variant == "tile128"
+    """Operands read as vec4 take the pipelined tiles at every level, the largest tile of which there are
+    FILL; others the 128 tiles when large at prod (float16 ones at fast), tile64 otherwise and at debug."""
+
+    def chosen(m: int, k: int, n: int, level: Level = Level.PROD, transpose_b: bool = False) -> str:
+        a, b = data("a", (m, k)), data("b", (n, k) if transpose_b else (k, n))
+        fn = Function("mm", (a, b), (("m", make(Op.MATMUL, a, b, arg=d.MatmulArg(False, transpose_b))),))
+        (kernel,) = lower(fn, level, frozenset({"shader-f16"})).kernels
+        return kernel.variant
+
+    assert chosen(4096, 4096, 4096) == chosen(1024, 4096, 4096) == chosen(1536, 512, 1536) == "tile128-pipe"
+    assert chosen(1024, 1024, 1024) == "tile64x128-pipe"  # 64 tiles of 128 x 128, 128 of 64 x 128
+    assert chosen(1028, 132, 1000) == chosen(1028, 132, 1000, Level.DEBUG) == "tile64x128-pipe"
+    assert chosen(1028, 132, 256) == chosen(1028, 132, 256, Level.FAST) == "tile64-pipe"
+    assert chosen(900, 129, 900, transpose_b=True) == "tile128"  # K = 129: no vec4 along K
+    assert chosen(900, 129, 900, Level.FAST, True) == "tile128-f16"
+    assert chosen(900, 129, 900, Level.DEBUG, True) == "tile64"
+    assert chosen(1028, 129, 256) == "tile64"  # 9 x 2 tiles: too few for 128
 
 
 def test_a_product_of_few_outputs_runs_one_invocation_each_with_tile64s_bits(
     gpu: WgpuDevice, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The dot variant (at most 256 outputs a matrix, or at most 4 rows or columns) does tile64's
-    multiply-adds in tile64's order, so choosing it by shape keeps debug's bits; an epilogue fuses into it
-    as into the tiles."""
+    multiply-adds in tile64's order (as the pipelined tiles do), so choosing it by shape keeps debug's
+    bits; an epilogue fuses into it as into the tiles."""
     a, w, c = data("a", (300, 97, 4)), data("w", (300, 97, 1)), data("c", (4,))
     weighted = make(Op.MUL, a, w)
     y = make(Op.ADD, make(Op.MATMUL, a, weighted, arg=d.MatmulArg(True, False)), c)
@@ -135,6 +142,9 @@ def test_a_product_of_few_outputs_runs_one_invocation_each_with_tile64s_bits(
     thin_dot = run_on(gpu, thin, thin_inputs)["eta"]
     monkeypatch.setattr(variants, "SMALL_MATMUL", 0)
     monkeypatch.setattr(variants, "THIN_MATMUL", 0)
+    assert [k.variant for k in lower(fn, Level.DEBUG).kernels if k.variant != "default"] == ["tile128-pipe"]
+    assert dot.tobytes() == run_on(gpu, fn, inputs)["y"].tobytes()  # 300 batches of 4 x 4: vec4 operands
+    monkeypatch.setattr(variants, "_quad_operands", lambda kernel: False)
     assert [k.variant for k in lower(fn, Level.DEBUG).kernels if k.variant != "default"] == ["tile64"]
     assert dot.tobytes() == run_on(gpu, fn, inputs)["y"].tobytes()
     assert [k.variant for k in lower(thin, Level.DEBUG).kernels] == ["tile64"]

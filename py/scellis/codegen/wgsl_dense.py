@@ -10,6 +10,7 @@ import math
 from collections.abc import Callable
 
 from scellis.codegen import wgsl_expr as w
+from scellis.codegen import wgsl_matmul
 from scellis.codegen.wgsl_template import Value, fragment, template
 from scellis.lower.kernels import Expr, Kernel, Kind, Reduction, Schedule, View
 from scellis.ops import Op
@@ -66,8 +67,8 @@ def elementwise(kernel: Kernel, schedule: Schedule, b: w.Bindings) -> Source:
 
 
 def matmul(kernel: Kernel, schedule: Schedule, b: w.Bindings) -> Source:
-    """By variant: dot (one invocation per output), tile64, or the 128 tiles (tile128[-vec4][-f16]);
-    every one bounds-checks its edges, so any M, N, K works."""
+    """By variant: dot (one invocation per output), tile64, the 128 tiles (tile128[-f16]) or the pipelined
+    tiles (wgsl_matmul.BLOCKINGS); every one bounds-checks its edges, so any M, N, K works."""
     a, bm = kernel.inputs[:2]
     *batch, m, n = kernel.out.shape
     decode, bcoords = w.decode("wid.z", tuple(batch), "b")
@@ -82,21 +83,17 @@ def matmul(kernel: Kernel, schedule: Schedule, b: w.Bindings) -> Source:
     }
     if kernel.variant == "dot":
         return _matmul_dot(kernel, schedule, b, values)
+    if kernel.variant in wgsl_matmul.BLOCKINGS:
+        return wgsl_matmul.matmul(kernel, schedule, b, values, lambda cells: _stores(kernel, schedule, b, cells))
     if kernel.variant.startswith("tile128"):
-        vec4, f16 = kernel.variant.startswith("tile128-vec4"), kernel.variant.endswith("-f16")
-        declared = b.declarations(schedule, frozenset({a.buffer, bm.buffer}) if vec4 else frozenset(), f16)
+        f16 = kernel.variant.endswith("-f16")
+        declared = b.declarations(schedule, frozenset(), f16)
         (am, ak), (bk, bn) = a.strides[-2:], bm.strides[-2:]
-        if vec4:
-            reads = (
-                b.read(a.buffer, f"(a_base + (row0 + ra) * {am}u + k0 + 4u * kq) / 4u", vec4=True),
-                b.read(bm.buffer, f"(b_base + (k0 + kb) * {bk}u + col0 + 4u * cq) / 4u", vec4=True),
-            )
-        else:
-            reads = (
-                b.read(a.buffer, f"a_base + (row0 + ra) * {am}u + (k0 + ka) * {ak}u"),
-                b.read(bm.buffer, f"b_base + (k0 + kb) * {bk}u + (col0 + cb) * {bn}u"),
-            )
-        source = tile128(values, reads, lambda cells: _stores(kernel, schedule, b, cells), vec4=vec4, f16=f16)
+        reads = (
+            b.read(a.buffer, f"a_base + (row0 + ra) * {am}u + (k0 + ka) * {ak}u"),
+            b.read(bm.buffer, f"b_base + (k0 + kb) * {bk}u + (col0 + cb) * {bn}u"),
+        )
+        source = tile128(values, reads, lambda cells: _stores(kernel, schedule, b, cells), f16=f16)
         groups = (-(-n // LARGE), -(-m // LARGE), math.prod(batch))
         return declared + "\n" + w.helpers(kernel.expr) + "\n" + source, groups
     (am, ak), (bk, bn) = a.strides[-2:], bm.strides[-2:]
@@ -158,35 +155,29 @@ def tile128(
     reads: tuple[str, str],
     stores: Callable[[Cells], list[str]],
     *,
-    vec4: bool,
     f16: bool,
     load: list[str] | None = None,
 ) -> str:
-    """128 x 128 tiles (wgsl/matmul_tile128.wgsl, its LOAD reading one element at a time or, for vec4,
-    four: matmul_tile128_load[_vec4].wgsl): `values` its sizes and bases, `reads` A_AT and B_AT (a[row0 +
-    ra, k0 + ka] and b[k0 + kb, col0 + cb], or the vec4 at k0 + 4 kq and col0 + 4 cq), `stores` the
-    statements storing each cell's sum; `load`, when given, is the LOAD itself (float32 tiles, one element
-    of A at a time, as NF4 weights' nf4_tile128_load). f16 (fast only): tiles of float16, 2 SLICE deep,
-    whose products are summed in float16 slice by slice and added to the float32 sums."""
+    """128 x 128 tiles (wgsl/matmul_tile128.wgsl, its LOAD matmul_tile128_load.wgsl reading one element at
+    a time) for operands that cannot be read as vec4 (wgsl_matmul's pipelined tiles take the others):
+    `values` its sizes and bases, `reads` A_AT and B_AT (a[row0 + ra, k0 + ka] and b[k0 + kb, col0 + cb]),
+    `stores` the statements storing each cell's sum; `load`, when given, is the LOAD itself (float32 tiles,
+    one element of A at a time, as NF4 weights' nf4_tile128_load). f16 (fast only): tiles of float16, 2
+    SLICE deep, whose products are summed in float16 slice by slice and added to the float32 sums."""
     depth, scalar, acc = (2 * SLICE, "f16", "h") if f16 else (SLICE, "f32", "c")
     cells = [(i, g) for i in range(8) for g in range(2)]
     rows = [f"4u * lid.y + {i}u" for i in range(4)] + [f"{LARGE // 2}u + 4u * lid.y + {i}u" for i in range(4)]
     outputs = [(f"c{i}_{g}[{c}]", rows[i], f"{g * LARGE // 2 + c}u + 4u * lid.x") for i, g in cells for c in range(4)]
     sizes = {name: values[name] for name in ("M", "N", "K")}
     elem, at = {"ELEM": "f16" if f16 else ""}, {"A_AT": reads[0], "B_AT": reads[1]}
-    if load is not None:
-        pass
-    elif vec4:
-        quads = {"QUADS_K": f"{depth // 4}u", "ELEM4": "vec4<f16>" if f16 else ""}
-        load = fragment("matmul_tile128_load_vec4", **sizes, **elem, **quads, **at)
-    else:
+    if load is None:
         load = fragment("matmul_tile128_load", **sizes, **elem, TILE_K=f"{depth}u", **at)
     return template("matmul_tile128").fill(
         **{name: values[name] for name in ("A_BASE", "B_BASE", "K", "DECODE")},
         T=scalar,
         WORDS=f"{depth * LARGE // 4}",
         TILE_K=f"{depth}u",
-        LOADS=f"{LARGE * depth // (1024 if vec4 else 256)}u",
+        LOADS=f"{LARGE * depth // 256}u",
         LOAD=load,
         OPEN_SLICE=[f"var h{i}_{g} = vec4<f16>(0.0);" for i, g in cells] if f16 else [""],
         FMA=[f"{acc}{i}_{g} = fma(vec4<{scalar}>(a{i // 4}[{i % 4}]), b{g}, {acc}{i}_{g});" for i, g in cells],

@@ -107,7 +107,7 @@ def _tiled(kernel: Kernel, b: w.Bindings, n: int, strides: tuple[str, str]) -> s
         along_k = t == "1u"
         sizes = {"M": f"{rows}u", "N": f"{n}u", "K": f"{k}u"}
         load = fragment("nf4_tile128_load", **sizes, A_AT=a_at, WORD_INDEX=index, ALONG_K=str(along_k).lower())
-    return tile128(values, (a_at, weight("kb", "cb")), stores, vec4=False, f16=False, load=load)
+    return tile128(values, (a_at, weight("kb", "cb")), stores, f16=False, load=load)
 
 
 def _grid(variant: str, rows: int, n: int) -> tuple[int, int, int]:

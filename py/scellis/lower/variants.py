@@ -9,7 +9,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from scellis.levels import Level
-from scellis.lower.kernels import Kernel, Kind, Schedule
+from scellis.lower.kernels import Kernel, Kind, Schedule, View
 from scellis.ops import DType
 
 LARGE_MATMUL = 128  # both output sides at least this
@@ -22,20 +22,49 @@ SERIAL = 64  # a reduction (or a softmax, log-softmax, argmax row) of at most th
 ROWS = (Kind.SOFTMAX, Kind.LOG_SOFTMAX, Kind.ARGMAX)
 
 
-def _vec4_operands(kernel: Kernel) -> bool:
-    """A's K axis and B's N axis are contiguous and every offset, stride and those extents are
-    multiples of 4, so both operands can be read as vec4; and nothing else reads their buffers."""
+def quads_along_k(deep: int, across: int, k: int) -> bool:
+    """Whether a matmul operand is read as vec4 along K (its K stride `deep` is 1, and K and its other
+    stride `across` are multiples of 4); else, for the pipelined tiles, along its own side."""
+    return deep == 1 and k % 4 == 0 and across % 4 == 0
+
+
+def _quads(view: View, k_axis: int) -> bool:
+    """The operand `view` ([..., M, K] for A: k_axis -1; [..., K, N] for B: -2) can be read as vec4 along
+    K or along its side: contiguous there, that extent, its other stride, its offset and its batch
+    strides multiples of 4."""
+    side = -3 - k_axis  # -2 for A, -1 for B
+    k, deep, across = view.shape[k_axis], view.strides[k_axis], view.strides[side]
+    along_side = across == 1 and view.shape[side] % 4 == 0 and deep % 4 == 0
+    batch = [view.offset, *view.strides[:-2]]
+    return (quads_along_k(deep, across, k) or along_side) and all(q % 4 == 0 for q in batch)
+
+
+def _quad_operands(kernel: Kernel) -> bool:
+    """A and B can each be read as vec4 (_quads), and nothing else the kernel reads or writes lies in
+    their buffers (bound as arrays of vec4)."""
     a, b = kernel.inputs[:2]
-    k, n = a.shape[-1], b.shape[-1]
-    quads = [k, n, a.offset, b.offset, *a.strides[:-1], *b.strides[:-1]]
-    others = {v.buffer for v in kernel.inputs[2:]}
-    return (
-        a.strides[-1] == 1
-        and b.strides[-1] == 1
-        and all(q % 4 == 0 for q in quads)
-        and a.buffer != b.buffer
-        and not others & {a.buffer, b.buffer}
-    )
+    others = {v.buffer for v in (*kernel.inputs[2:], *kernel.writes)}
+    return _quads(a, -1) and _quads(b, -2) and not others & {a.buffer, b.buffer}
+
+
+# The pipelined float32 tiles (codegen/wgsl_matmul.py's BLOCKINGS) by their output tile, largest first.
+PIPELINED = (
+    ("tile128-pipe", (128, 128)),
+    ("tile64x128-pipe", (64, 128)),
+    ("tile64-pipe", (64, 64)),
+)
+FILL = 128  # output tiles that keep a large GPU busy (the H200 has 132 SMs)
+
+
+def _pipelined(kernel: Kernel) -> str:
+    """The largest pipelined tile of which the product has FILL: on the H200 (bench/matmul.py) 128 x 128
+    tiles ran 4096^3 at 40.5 TFLOP/s and 2048^3 at 38.2, 64 x 128 ones 32 and 30; but 1024^3 has only 64
+    of them, and 64 x 128 tiles ran it at 24.9 TFLOP/s, 128 x 128 ones at 17.2."""
+    *batch, m, n = kernel.out.shape
+    for variant, (rows, cols) in PIPELINED:
+        if math.prod(batch) * -(-m // rows) * -(-n // cols) >= FILL:
+            return variant
+    return PIPELINED[-1][0]
 
 
 F16 = "shader-f16"
@@ -94,29 +123,31 @@ OTHERS: dict[Kind, Callable[[Kernel, Level], str]] = {
 
 
 def choose(kernel: Kernel, level: Level, features: frozenset[str]) -> str:
-    """debug keeps one matmul blocking for every shape (a product of few outputs a matrix runs one
-    invocation per output, with tile64's arithmetic in tile64's order); prod picks the fastest float32
-    blocking by shape (products with NF4 weights too: _nf4); fast uses float16 matmul tiles where the
-    device has shader-f16, and prod's choice elsewhere. A solve splits its matrices over invocations or
-    workgroups by size at every level: both do every matrix's arithmetic in one order (wasm/cpu_solve.c's),
-    so neither changes what debug promises."""
+    """A matmul whose operands read as vec4 takes the pipelined float32 tiles at every level, sized by
+    shape (_pipelined); they, tile64 and dot all do tile64's arithmetic in tile64's order (each output's
+    products summed by fma in K's order from 0), so choosing among them by shape keeps debug's bits. Other
+    matmuls: debug keeps tile64 (a product of few outputs a matrix: dot); prod picks the 128 tiles when
+    large (products with NF4 weights too: _nf4); fast uses float16 128 tiles there where the device has
+    shader-f16 (the float32 pipelined tiles outrun float16 ones on the H200, bench/matmul.py, so fast
+    takes them where they apply). A solve splits its matrices over invocations or workgroups by size at
+    every level: both do every matrix's arithmetic in one order (wasm/cpu_solve.c's), so neither changes
+    what debug promises."""
     if kernel.kind in OTHERS:
         return OTHERS[kernel.kind](kernel, level)
     if kernel.kind is not Kind.MATMUL:
         return "default"
     if _small(kernel):  # a matmul: the same multiply-adds in the same order as tile64, so debug's bits hold
         return "dot"
+    if _quad_operands(kernel):  # the same again, and faster than float16 tiles: every level
+        return _pipelined(kernel)
     if level is Level.DEBUG or not _large(kernel):
         return "tile64"
-    vec4 = _vec4_operands(kernel)
-    if level is Level.FAST and F16 in features:
-        return "tile128-vec4-f16" if vec4 else "tile128-f16"
-    return "tile128-vec4" if vec4 else "tile128"
+    return "tile128-f16" if level is Level.FAST and F16 in features else "tile128"
 
 
 def notes(kernels: tuple[Kernel, ...], level: Level, features: frozenset[str]) -> tuple[str, ...]:
     """What a level could not use on this device, and what it uses instead (never a silent fallback)."""
-    large = [k for k in kernels if k.kind is Kind.MATMUL and _large(k)]
+    large = [k for k in kernels if k.kind is Kind.MATMUL and _large(k) and not _quad_operands(k)]
     if level is Level.FAST and F16 not in features and large:
         return ("fast: this device has no shader-f16, so its matmuls run prod's float32 kernels",)
     return ()
@@ -134,9 +165,10 @@ TOLERANCE = {
     "dot": 1e-5,
     "tile64": 1e-5,
     "tile128": 1e-5,
-    "tile128-vec4": 1e-5,
     "tile128-f16": 1e-3,
-    "tile128-vec4-f16": 1e-3,
+    "tile128-pipe": 1e-5,
+    "tile64x128-pipe": 1e-5,
+    "tile64-pipe": 1e-5,
     "solve-invocation": 5e-6,
     "solve-workgroup": 5e-6,
 }
