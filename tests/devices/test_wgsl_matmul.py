@@ -54,7 +54,9 @@ def product(a_shape: tuple, b_shape: tuple, ta: bool, tb: bool) -> tuple[Functio
 
 
 def forced(monkeypatch: pytest.MonkeyPatch, fn: Function, variant: str, level: Level = Level.PROD) -> None:
-    """Make the plan pick `variant` (a pipelined blocking, or tile64 by reading no operand as vec4)."""
+    """Make the plan pick `variant` (a pipelined blocking, or tile64 by reading no operand as vec4), thin
+    products too (otherwise dot's)."""
+    monkeypatch.setattr(variants, "_small", lambda kernel: False)
     if variant == "tile64":
         monkeypatch.setattr(variants, "_quad_operands", lambda kernel: False)
     else:

@@ -14,7 +14,8 @@ from scellis.ops import DType
 
 LARGE_MATMUL = 128  # both output sides at least this
 SMALL_MATMUL = 256  # at most this many outputs a matrix: one invocation each (a 64 x 64 tile would idle)
-THIN_MATMUL = 4  # or at most this many rows or columns (a matrix-vector product): one invocation each too
+THIN_MATMUL = 16  # or at most this many rows or columns (a classifier's logits, a matrix-vector product):
+# one invocation each too (on lavapipe a 256 x 512 by 512 x 10 product takes 2.8 ms so, 6.2 ms in 64 x 64 tiles)
 LARGE_TILES = 32  # and at least this many 128 x 128 output tiles
 NF4_LARGE_TILES = 128  # for a product with NF4 weights, whose tile load decodes: at least this many
 SMALL_SOLVE = 8  # a solve of at most this many unknowns runs one invocation per matrix, larger ones a workgroup
