@@ -100,3 +100,20 @@ def test_a_reduction_read_through_a_broadcast_keeps_its_producer_apart() -> None
     fn = Function("f", (x,), (("e", e), ("s", wide)))  # e is written once, at its own shape
     kinds = [k.kind for k in lower(fn, Level.PROD).kernels]
     assert kinds == [Kind.ELEMENTWISE, Kind.REDUCE]
+
+
+@pytest.mark.parametrize("device", ["reference", "cpu", "webgpu"])
+def test_a_cheap_producer_two_reductions_read_is_computed_in_both(devices: dict[str, object], device: str) -> None:
+    """A one-hot of labels read by two reductions (a cross-entropy's loss and its gradient's row sums):
+    each computes it, through its own view (one transposed, so the one-hot's coordinates follow their axis),
+    and no kernel writes it."""
+    labels = input_node("labels", d.Role.LABEL, DType.I32, (6,))
+    x = data("x", (6, 5))
+    hot = make(Op.ONE_HOT, labels, arg=d.ClassesArg(5))
+    rows = make(Op.SUM, mul(hot, x), arg=d.ReduceArg((1,), False))
+    columns = make(Op.SUM, mul(hot, unary(Op.EXP, x)), arg=d.ReduceArg((0,), False))
+    fn = Function("f", (labels, x), (("rows", rows), ("columns", columns)))
+    kernels = lower(fn, Level.PROD).kernels
+    assert [k.kind for k in kernels] == [Kind.CHECK_INDEX, Kind.REDUCE, Kind.REDUCE]
+    inputs = {"labels": np.array([0, 4, 2, 2, 1, 3]), "x": RNG.standard_normal((6, 5))}
+    check(devices[device], fn, inputs, Level.PROD)

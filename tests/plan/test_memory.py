@@ -85,10 +85,10 @@ def test_no_two_live_buffers_share_a_slot(name: str, which: str) -> None:
 def test_the_cnn_step_reuses_half_its_memory() -> None:
     schedule = lower(compile_program(digits_cnn()).step, Level.PROD)
     plan = plan_memory(schedule)
-    assert plan.naive(schedule) / plan.allocated > 2.0  # measured 2.11: activations and gradients reuse slots
-    # within 8 % of the lower bound (measured 6.9 %: 2,721,616 of 2,545,232 bytes; ordering the step from
-    # the loss back lowered both, the bound more than the allocation)
-    assert plan.allocated <= 1.08 * plan.peak_live
+    assert plan.naive(schedule) / plan.allocated > 2.0  # measured 2.99: activations and gradients reuse slots
+    # within 11 % of the lower bound (measured 10.5 %: 1,943,940 of 1,758,556 bytes; reductions computing
+    # their cheap producers again, instead of reading them back, lowered both from 2,730,372 of 2,544,988)
+    assert plan.allocated <= 1.11 * plan.peak_live
 
 
 @pytest.mark.parametrize("name", PROGRAMS)

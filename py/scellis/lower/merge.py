@@ -14,7 +14,10 @@ reads X or writes what A reads, and the merged kernel binds at most MAX_BINDINGS
 runs where B ran; it computes A's expression in registers where B loaded X and still writes X, unless B was
 X's only reader and the step does not name X (then X is written by nobody and gets no memory). A REDUCE B
 takes A the same way when it reduces X through a permutation of X's axes (A then iterates in B's order) and
-its epilogue does not read X; A's stores and the kept X become B's prologue stores.
+its epilogue does not read X; A's stores and the kept X become B's prologue stores. A cheap A (a few
+arithmetic or comparison steps, a one-hot of labels, x minus its mean) that other kernels read in between
+is computed again in B instead (`_cheap`): A stays for them, and goes once no kernel reads X; unless B
+would then read an input after the output carried into it is written (the update would lose its place).
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ from collections.abc import Sequence
 
 from scellis.lower.kernels import Apply, Buffer, Coord, Expr, Kernel, Kind, Load, Reduction, Step, View
 from scellis.lower.views import canonical, permute
-from scellis.ops import DType
+from scellis.ops import DType, Op
 
 MAX_BINDINGS = 8  # WebGPU's default maxStorageBuffersPerShaderStage: every adapter binds at least this many
 KEPT = (DType.F32, DType.I32, DType.U32)  # stored and loaded back unchanged (bool is stored as u32 words)
@@ -206,7 +209,11 @@ class _Merger:
             view = next(v for v in b.inputs[:reads] if v.buffer == x)
             turned = _turned(a, view)
             prologue = _prologue_kernel(b)
-            if turned is None or not self.fits(x, i, j, turned, prologue):
+            if turned is None:
+                continue
+            if not self.fits(x, i, j, turned, prologue):
+                if _cheap(a) and self.fits(x, i, j, turned, prologue, others=True):
+                    b, j = self.recomputed(x, i, j, a=turned, b=b, prologue=prologue)
                 continue
             keep = self.readers[x] != [j] or x in self.named
             merged = _merge(turned, prologue, x, keep) if len(prologue.expr.steps) > 1 else _alone(turned, keep)
@@ -223,6 +230,28 @@ class _Merger:
                 self.writers[x] = []
             del self.kernels[i], self.kernels[j]
             self.kernels[at], b, j = candidate, candidate, at
+
+    def recomputed(self, x: int, i: float, j: float, *, a: Kernel, b: Kernel, prologue: Kernel) -> tuple[Kernel, float]:
+        """B at j computing a copy of the cheap A (at i) where it reduced A's output x, when other kernels
+        read x in between (A stays for them; it goes when B was its last reader and the step does not name
+        x). Returns B as it is now, and its key."""
+        updated = {dst: src for src, dst in self.carried.items()}  # an input -> the output carried into it
+        if any(w < j for v in a.inputs if v.buffer in updated for w in self.writers[updated[v.buffer]]):
+            return b, j  # B would read an input after its update is written: no longer updatable in place
+        merged = _merge(a, prologue, x, False) if len(prologue.expr.steps) > 1 else _alone(a, False)
+        candidate = _reducing(b, merged) if merged is not None else None
+        if candidate is None or _bindings(candidate) > MAX_BINDINGS:
+            return b, j
+        for v in candidate.inputs:
+            self.readers[v.buffer] = sorted({*self.readers[v.buffer], j})
+        self.readers[x] = [r for r in self.readers[x] if r != j]
+        self.kernels[j] = candidate
+        if not self.readers[x] and x not in self.named:  # nothing reads what A writes any more
+            for v in a.inputs:
+                self.readers[v.buffer] = [r for r in self.readers[v.buffer] if r != i]
+            self.writers[x] = []
+            del self.kernels[i]
+        return candidate, j
 
     def place(self, a: Kernel, merged: Kernel, i: float, j: float) -> float | None:
         """The earliest key from A's (i) to B's (j) at which the merged kernel can run, or None: after what
@@ -246,8 +275,9 @@ class _Merger:
         a = self.kernels.get(i) if i is not None else None
         return i if i is not None and a is not None and self.fits(x, i, j, a, consumer) else None
 
-    def fits(self, x: int, i: float, j: float, a: Kernel, consumer: Kernel) -> bool:
-        """Whether A (at i, the one writer of buffer x) can be merged into the consumer at j."""
+    def fits(self, x: int, i: float, j: float, a: Kernel, consumer: Kernel, *, others: bool = False) -> bool:
+        """Whether A (at i, the one writer of buffer x) can be merged into the consumer at j (with `others`,
+        whatever reads x in between: A's value is recomputed there, and A stays)."""
         if a.kind is not Kind.ELEMENTWISE or a.variant != consumer.variant:
             return False
         out, buffer = a.out, self.buffers[x]
@@ -261,7 +291,7 @@ class _Merger:
             and out.shape == consumer.out.shape
             and all(v == same for v in consumer.inputs if v.buffer == x)
             and all(w.buffer != x for w in consumer.writes)
-            and not any(i < r < j for r in self.readers[x])
+            and (others or not any(i < r < j for r in self.readers[x]))
         )
         # and nothing A reads changes before B runs (B included)
         unchanged = all(not any(i < w <= j for w in self.writers[v.buffer]) for v in a.inputs)
@@ -316,9 +346,9 @@ def _bindings(kernel: Kernel) -> int:
 
 
 def _turned(a: Kernel, view: View) -> Kernel | None:
-    """A iterating in the order of `view` (a reduction's view of A's output, its axes permuted), or None
-    when the view is no permutation of A's whole output or A's expression reads coordinates."""
-    if any(isinstance(step, Coord) for step in a.expr.steps) or len(view.shape) != len(a.out.shape):
+    """A iterating in the order of `view` (a reduction's view of A's output, its axes permuted; coordinates
+    A reads follow their axes), or None when the view is no permutation of A's whole output."""
+    if len(view.shape) != len(a.out.shape):
         return None
     out = canonical(a.out)
     perm: list[int] = []
@@ -335,7 +365,12 @@ def _turned(a: Kernel, view: View) -> Kernel | None:
     order = tuple(perm)
     inputs = tuple(permute(v, order) for v in a.inputs)
     stores = tuple((permute(v, order), step) for v, step in a.stores)
-    return a.with_views(permute(a.out, order), inputs, stores)
+    turned = a.with_views(permute(a.out, order), inputs, stores)
+    if not any(isinstance(step, Coord) for step in a.expr.steps) or order == tuple(range(len(order))):
+        return turned
+    steps = tuple(Coord(order.index(step.axis)) if isinstance(step, Coord) else step for step in a.expr.steps)
+    expr = Expr(steps, a.expr.dtypes)
+    return Kernel(turned.kind, turned.out, turned.inputs, turned.arg, expr, turned.variant, turned.covers, stores)
 
 
 def _prologue_kernel(b: Kernel) -> Kernel:
@@ -366,3 +401,14 @@ def _reducing(b: Kernel, prologue: Kernel) -> Kernel:
     inputs = (*prologue.inputs, *b.inputs[reads:])
     covers = prologue.covers + b.covers
     return Kernel(b.kind, b.out, inputs, arg, Expr(steps, b.expr.dtypes), b.variant, covers, prologue.stores)
+
+
+CHEAP = {Op.EQUAL, Op.LESS, Op.CAST, Op.ADD, Op.SUB, Op.MUL, Op.NEG, Op.WHERE}
+
+
+def _cheap(a: Kernel) -> bool:
+    """A producer worth computing again in a reduction rather than reading back (a one-hot of labels):
+    a few arithmetic or comparison steps over at most two loads, and no stores of its own."""
+    loads = sum(isinstance(step, Load) for step in a.expr.steps)
+    ops = [step.op for step in a.expr.steps if isinstance(step, Apply)]
+    return not a.stores and loads <= 2 and len(a.expr.steps) <= 6 and all(op in CHEAP for op in ops)
