@@ -28,7 +28,7 @@ import { trains } from "./src/runmodel.js";
 import { RunsCard } from "./src/runs.js";
 import { SharedRun } from "./src/sharedrun.js";
 import { StorageCheck } from "./src/storagecheck.js";
-import { applyRemedy, exampleProgram, forgetProbes, planProgram } from "./src/train.js";
+import { applyRemedy, exampleProgram, forgetProbes, planProgram, warmKernels } from "./src/train.js";
 
 const EDITED = "edited"; // `applied` of a program changed in the editor (remedies included)
 
@@ -177,6 +177,9 @@ async function openEditor(engine, example, onProgram, onExample) {
 // example program is here; then, when the address carries a share link, its card.
 // `choice`: the device the page trains on (devicechoice.js); the user may choose another in the train card.
 async function showRun(session, choice) {
+  // On WebGPU, the device begins making the example's first pipelines before anything else (seconds on a
+  // software adapter), so that this overlaps with all that follows; the page waits only for them to be begun.
+  if (choice.kind === "webgpu") await warmKernels(session.engine, choice.kind).catch((error) => console.warn(error));
   const example = await exampleProgram(session.engine);
   const { levels } = session.report;
   const kind = choice.kind;

@@ -7,8 +7,15 @@ Each run is a fresh browser (no HTTP cache), with WebGPU (SwiftShader) and witho
 "Ready" is the app's own mark: Pyodide loaded, the wheel installed, devices found, CPU path checked.
 "First loss" then chooses level prod, presses Train on the example the page opens with and waits for the
 run panel to show
-a step (the first chunk of steps read back): compiling the step, evaluation and init on the device
-included.
+a step (the first chunk of steps read back): compiling the step and init on the device included.
+
+Where the time goes: the page's performance measures named "scellis:…" (app/src/timeline.js), each the
+median over the runs of when it began (seconds since navigation) and how long it took: the engine's calls
+(the page's own, such as the Guide and the memory plan, queue before the run's), the WebGPU device opened,
+the Python phases of opening the run, WGSL generated, the pipelines made ahead and each compile's (how many
+made, how many found under way or made before) and buffers, and the chunk of steps that brings the first
+loss. `--spans` lists every span of the last
+run as well.
 """
 
 from __future__ import annotations
@@ -20,6 +27,7 @@ import threading
 import time
 from itertools import pairwise
 from pathlib import Path
+from typing import Any
 
 from playwright.sync_api import sync_playwright
 
@@ -39,12 +47,16 @@ def dist_size(dist: Path) -> tuple[int, int]:
 STAGES = ["manifest", "Pyodide", "wheel", "devices + CPU check"]
 
 
-Run = tuple[float, float, list[float], float]
+# (name, began: s since navigation, took: s, detail) of every "scellis:" measure on the page, in order
+Span = tuple[str, float, float, Any]
+Run = tuple[float, float, list[float], float, list[Span]]
+SPANS = """() => performance.getEntriesByType("measure").filter((m) => m.name.startsWith("scellis:"))
+  .map((m) => [m.name.slice(8), m.startTime / 1000, m.duration / 1000, m.detail])"""
 
 
 def measure(runs: int, base_url: str) -> dict[str, list[Run]]:
-    """Per run: wall seconds to ready seen by the driver, the app's own mark, seconds per stage, and wall
-    seconds from navigation to the first steps' loss."""
+    """Per run: wall seconds to ready seen by the driver, the app's own mark, seconds per stage, wall
+    seconds from navigation to the first steps' loss, and the page's spans up to then."""
     results: dict[str, list[Run]] = {"webgpu": [], "cpu": []}
     with sync_playwright() as playwright:
         for _ in range(runs):
@@ -57,18 +69,58 @@ def measure(runs: int, base_url: str) -> dict[str, list[Run]]:
                 session = app.session()
                 marks = [s["atMs"] / 1000 for s in session["stages"]] + [session["readyMs"] / 1000]
                 app.page.select_option("#train-level", "prod")  # the page asks for a level before it trains
+                pressed = app.page.evaluate("() => performance.now() / 1000")
                 app.page.click("#train-button")
                 app.page.wait_for_function("() => Number(document.getElementById('run').dataset.step || 0) >= 1")
                 first = time.perf_counter() - started
-                rows.append((wall, marks[-1], [b - a for a, b in pairwise(marks)], first))
+                shown = app.page.evaluate("() => performance.now() / 1000")
+                spans = [("Train pressed → first loss shown", pressed, shown - pressed, None)]
+                spans += [tuple(span) for span in app.page.evaluate(SPANS) if span[1] < shown]
+                rows.append((wall, marks[-1], [b - a for a, b in pairwise(marks)], first, spans))
                 browser.close()
     return results
+
+
+def numbered(spans: list[Span]) -> list[Span]:
+    """The spans with a repeated name numbered from its second (`call: guide #2`), so runs line up."""
+    seen: dict[str, int] = {}
+    out = []
+    for name, began, took, detail in spans:
+        seen[name] = seen.get(name, 0) + 1
+        out.append((name if seen[name] == 1 else f"{name} #{seen[name]}", began, took, detail))
+    return out
+
+
+def made(detail: Any) -> str:
+    """What a pipelines span's detail says: pipelines made (begun together: when the last was made), found
+    under way, made before."""
+    if not isinstance(detail, dict) or "made" not in detail:
+        return ""
+    last = max((p["ms"] for p in detail["made"]), default=0.0)
+    made_here = f"{len(detail['made'])} made (the last after {last:.0f} ms)"
+    return f"{made_here}, {detail['waited']} under way, {detail['cached']} made before"
+
+
+def breakdown(rows: list[Run]) -> list[str]:
+    """The medians of each span over the runs, in the order the spans began."""
+    runs = [numbered(r[4]) for r in rows]
+    names = list(dict.fromkeys(name for spans in runs for name, *_ in spans))
+    lines = ["| span | begins (s since navigation) | takes (ms) | runs | what it did |", "| --- " * 5 + "|"]
+    table = []
+    for name in names:
+        hits = [span for spans in runs for span in spans if span[0] == name]
+        began, took = statistics.median(h[1] for h in hits), statistics.median(h[2] for h in hits)
+        table.append((began, name, took, len(hits), made(hits[-1][3])))
+    for began, name, took, count, what in sorted(table):
+        lines.append(f"| {name} | {began:.2f} | {took * 1000:.0f} | {count} | {what} |")
+    return lines
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--dist", default=str(ROOT / "dist"), help="the build to serve (default: dist/)")
+    parser.add_argument("--spans", action="store_true", help="also list every span of each device's last run")
     args = parser.parse_args()
     dist = Path(args.dist)
     httpd = make_server(dist, port=0, quiet=True)
@@ -90,6 +142,13 @@ def main() -> None:
             f"| {statistics.median(marks):.2f} | " + " | ".join(f"{s:.2f}" for s in stages) + f" | {first:.2f} |"
         )
     print(f"\ndist/: {count} files, {size / 2**20:.2f} MiB")
+    for variant, rows in results.items():
+        print(f"\nwhere the time to the first loss goes, {variant}: medians of {args.runs} runs\n")
+        print("\n".join(breakdown(rows)))
+        if args.spans:
+            print(f"\nevery span of the last run, {variant}:\n")
+            for name, began, took, detail in rows[-1][4]:
+                print(f"  {began:7.3f} s  {took * 1000:7.1f} ms  {name}  {'' if detail is None else detail}")
 
 
 if __name__ == "__main__":

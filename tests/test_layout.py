@@ -31,6 +31,7 @@ TOP = {
     "rerunstorage",
     "models",
     "torchexport",
+    "warmup",
 }  # above every stage
 # The browser's: Pyodide's, and the engine worker's host module (app/src/enginehost.js).
 BROWSER_MODULES = {"js", "pyodide", "scellis_host"}

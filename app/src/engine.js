@@ -2,6 +2,7 @@
 // answer is data; a run the page drives is a RemoteRun, whose calls are the worker's run by id.
 
 import { connect } from "./rpc.js";
+import { measureSpan } from "./timeline.js";
 
 const PROBES = "scellis.probes:"; // the WebGPU probe's answers the worker keeps (probes.js)
 
@@ -82,6 +83,7 @@ export async function startEngine(base, buildText, onStage) {
   const engine = connect(worker);
   engine.on("stage", ([index, label]) => onStage(index, label));
   engine.on("storage", keepProbe);
+  engine.on("timeline", (span) => measureSpan(span));
   const failed = new Promise((_, reject) => {
     worker.addEventListener("error", (event) => {
       reject(new Error(`the engine's worker failed to start: ${event.message || "its script did not load"}`));

@@ -5,12 +5,15 @@
 // worker itself: start-up, the user's files, the WebGPU device, and the runs the page drives, kept here by
 // id and reached through `advance`, `checkpoint`, and so on. Answers are data (JSON text or plain values).
 // A run whose WebGPU device is lost fails with a GpuLostError (gpulost.js) whatever Python made of the loss.
+// Where the time goes is sent to the page as it passes (timeline.js): each call, the device opened, the
+// data fetched, what a compile's pipelines and buffers took, and the Python phases of opening a run.
 
 import { openDevice } from "./executor.js";
 import { GpuLostError } from "./gpulost.js";
 import { verifiedFile, verifiedWheel } from "./integrity.js";
 import { mirroredStorage, serve } from "./rpc.js";
 import { openStore } from "./store.js";
+import { timeline } from "./timeline.js";
 import { importFiles } from "./userdata.js";
 import { KeptData } from "./userdatamodel.js";
 
@@ -55,6 +58,7 @@ class Engine {
     this.base = base;
     this.runs = new Map(); // id -> PyProxy of scellis.app.Driven
     this.gpus = new Map(); // id -> the WebGPU device (executor.openDevice's) a run is on
+    this.advanced = new Set(); // the ids of the runs that have run a chunk
     this.nextRun = 1;
     this.siteFiles = null;
     this.kept = new KeptData(); // the user's imported data sets, by id
@@ -62,10 +66,11 @@ class Engine {
     this.nextTexts = 1;
     this.bundledModel = null; // this site's model files, fetched on first use
     this.storage = null; // the page's probe answers, mirrored (boot)
+    this.line = timeline((span) => this.rpc.emit("timeline", span));
     // What Python reaches of the worker, as the module scellis_host (only scellis.runtime imports it):
-    // `gpu`, the WebGPU device executor.openDevice opened last (null until then; replaced when a run opens
-    // a fresh one), and `openStore(name)`, the IndexedDB object store (store.js).
-    this.host = { gpu: null, openStore };
+    // `gpu`, the WebGPU device executor.openDevice opened last (null until then; replaced when a run needs
+    // a fresh one), `openStore(name)`, the IndexedDB object store (store.js), and `timeline` (this.line).
+    this.host = { gpu: null, openStore, timeline: this.line };
     this.calls = null; // scellis.calls, imported once the wheel is installed (boot)
     this.names = new Set(); // the names of its table, CALLS
   }
@@ -97,13 +102,13 @@ class Engine {
   async call(name, args = {}) {
     if (!this.names.has(name)) throw new Error(`the engine has no call named ${JSON.stringify(name)}`);
     const { data, ...given } = args;
-    if (given.device_kind !== undefined) await this.prepareDevice(given.device_kind, false);
+    if (given.device_kind !== undefined) await this.prepareDevice(given.device_kind, "open");
     const named = data === undefined ? given : { ...given, ...(await this.files(data)) };
     const keywords = this.pyodide.toPy(
       Object.fromEntries(Object.entries(named).map(([key, value]) => [key, value ?? undefined])),
     );
     try {
-      return await this.calls.answer(name, keywords);
+      return await this.line.span(`call: ${name}`, () => this.calls.answer(name, keywords));
     } finally {
       keywords.destroy();
     }
@@ -129,8 +134,8 @@ class Engine {
     }
     if (data !== "site") return { source: "site", files: data.files };
     if (!this.siteFiles) {
-      const entries = await Promise.all(
-        DATA_FILES.map(async (n) => [n, await fetchBytes(new URL(`data/${n}`, this.base))]),
+      const entries = await this.line.span("fetch: the site's digits", () =>
+        Promise.all(DATA_FILES.map(async (n) => [n, await fetchBytes(new URL(`data/${n}`, this.base))])),
       );
       this.siteFiles = Object.fromEntries(entries);
     }
@@ -167,20 +172,28 @@ class Engine {
     return verifiedFile(this.base, JSON.parse(this.buildText), name);
   }
 
-  // Opens the WebGPU device the engine's executor uses (a fresh one for each run; kept for planning
-  // until it is lost) as the host's `gpu`. Never another kind: without an adapter, the error says so.
-  async prepareDevice(kind, fresh = true) {
-    if (kind !== "webgpu" || (!fresh && this.host.gpu && !this.host.gpu.lost)) return;
+  // The WebGPU device the engine's executor uses, as the host's `gpu`, as `want` says: "open" (the one open
+  // unless it is lost: planning, pipelines made ahead), "unused" (one no run has used: the open one while
+  // it is healthy and no run has been opened on it, so a run finds the pipelines made ahead for it; else a
+  // fresh one), "new" (a fresh one). Never another kind: without an adapter, the error says so.
+  async prepareDevice(kind, want) {
+    if (kind !== "webgpu") return;
+    const gpu = this.host.gpu;
+    if (gpu && !gpu.lost && want === "open") return;
+    if (gpu?.healthy && want === "unused" && !gpu.claimed) return;
+    const began = this.line.now();
     const adapter = await navigator.gpu?.requestAdapter();
     if (!adapter) throw new Error("no WebGPU adapter is available now: the GPU cannot be opened");
-    this.host.gpu = await openDevice(adapter, this.storage);
+    this.host.gpu = await openDevice(adapter, this.storage, this.line);
+    this.line.record("open the WebGPU device", began);
   }
 
-  // Python's answer to the call `name` that opens a run (openRun, openReplay), on a fresh device of `kind`;
-  // `args` as `call`'s. When the device is lost meanwhile, the loss is the error.
+  // Python's answer to the call `name` that opens a run (openRun, openReplay), on a device of `kind` no run
+  // has used; `args` as `call`'s. When the device is lost meanwhile, the loss is the error.
   async open(name, kind, args) {
-    await this.prepareDevice(kind);
+    await this.prepareDevice(kind, "unused");
     const gpu = kind === "webgpu" ? this.host.gpu : null;
+    gpu?.claim();
     try {
       return await this.call(name, { ...args, build: this.buildText });
     } catch (error) {
@@ -246,16 +259,25 @@ class Engine {
       // the user's files read, split and kept here: { id, summary }; progress goes out as "dataProgress"
       importData: (files, settings) => importFiles(this.kept, files, settings, (p) => this.rpc.emit("dataProgress", p)),
       readTexts: (model, texts, settings) => this.readTexts(model, texts, settings),
-      openRun: async (args) => this.keep(await this.open("openRun", args.device_kind, args), args.device_kind),
+      openRun: async (args) => {
+        // the Python phases of opening it, as they end: (name, start, end) in time.perf_counter() seconds
+        const phases = (name, start, end) => this.line.record(name, start * 1000, end * 1000);
+        return this.keep(await this.open("openRun", args.device_kind, { ...args, phases }), args.device_kind);
+      },
       openReplay: (args) => this.openReplay(args),
-      advance: (id, steps) => this.onRun(id, (run) => run.advance(steps), "a step"),
+      advance: (id, steps) => {
+        const work = () => this.onRun(id, (run) => run.advance(steps), "a step");
+        if (this.advanced.has(id)) return work();
+        this.advanced.add(id); // a run's first chunk goes on the timeline (its first loss); later ones would pile up
+        return this.line.span("advance: the first chunk", work);
+      },
       state: (id) => this.run(id).state(),
       checkpoint: (id) => this.onRun(id, (run) => run.checkpoint(), "saving a checkpoint"),
       manifest: (id, base) => this.onRun(id, (run) => run.manifest(base), "saving the final checkpoint"),
       afterLoss: (id) => this.afterLoss(id),
       // a fresh WebGPU device after a loss: its name
       reopenGpu: async () => {
-        await this.prepareDevice("webgpu", true);
+        await this.prepareDevice("webgpu", "new");
         return this.host.gpu.name;
       },
       verdict: (id) => this.run(id).verdict(),
@@ -275,6 +297,7 @@ class Engine {
         this.runs.get(id)?.destroy();
         this.runs.delete(id);
         this.gpus.delete(id);
+        this.advanced.delete(id);
       },
       ...(SCELLIS_TEST_HOOKS ? testHooks(this) : {}), // the test build's only (build.py --test)
     };
@@ -289,7 +312,7 @@ class Engine {
 function testHooks(engine) {
   return {
     python: async (code, values = {}, kind = undefined) => {
-      if (kind) await engine.prepareDevice(kind);
+      if (kind) await engine.prepareDevice(kind, "new");
       for (const [name, value] of Object.entries(values)) engine.pyodide.globals.set(name, engine.pyodide.toPy(value));
       const result = await engine.pyodide.runPythonAsync(code);
       if (result && typeof result === "object" && typeof result.toJs === "function") {

@@ -140,7 +140,8 @@ export class CompiledStep {
 }
 
 // A device's compute pipelines by WGSL source: each source is compiled once, however many kernels and
-// plans use it.
+// plans use it. A plan's pipelines may be begun ahead of its compile (`warm`): the compile then waits for
+// those under way instead of beginning them.
 class PipelineCache {
   constructor(device) {
     this.device = device;
@@ -148,26 +149,56 @@ class PipelineCache {
     this.making = new Map(); // source -> Promise of it, while it is being made
   }
 
-  // Every pipeline `kernels` ({source, label}) need that is not made yet, all at once: the browser compiles
-  // them in parallel. Resolves when each is made; rejects with the first failure (the others still settle,
-  // and a failed source is tried again by the next call).
-  async make(kernels) {
+  // The pipelines of `kernels` ({source, label}) not made yet, all begun at once (the browser compiles them
+  // in parallel) unless under way already. Resolves when each has settled, to what it took and the first
+  // failure: {made: [{label, ms}] for those begun here, waited: how many were under way, cached: how many
+  // were made already, failed: the first failure's reason or null}. A failed source is forgotten, so the
+  // next call begins it again.
+  async settle(kernels) {
     const waits = [];
+    const took = { made: [], waited: 0, cached: 0, failed: null };
     for (const { source, label } of kernels) {
-      if (this.made.has(source)) continue;
-      if (!this.making.has(source)) {
+      if (this.made.has(source)) {
+        took.cached += 1;
+        continue;
+      }
+      if (this.making.has(source)) took.waited += 1;
+      else {
+        const began = performance.now();
         const module = this.device.createShaderModule({ code: source, label });
         const pending = this.device
           .createComputePipelineAsync({ layout: "auto", compute: { module, entryPoint: "main" }, label })
-          .then((pipeline) => this.made.set(source, pipeline))
+          .then((pipeline) => {
+            this.made.set(source, pipeline);
+            took.made.push({ label, ms: performance.now() - began });
+          })
           .finally(() => this.making.delete(source));
         this.making.set(source, pending);
       }
       waits.push(this.making.get(source));
     }
     const settled = await Promise.allSettled(waits);
-    const failed = settled.find((s) => s.status === "rejected");
-    if (failed) throw failed.reason;
+    took.failed = settled.find((s) => s.status === "rejected")?.reason ?? null;
+    return took;
+  }
+
+  // Every pipeline `kernels` need, made: resolves to what it took (`settle`'s), or rejects with the first
+  // failure (the others still settle).
+  async make(kernels) {
+    const took = await this.settle(kernels);
+    if (took.failed) throw took.failed;
+    return took;
+  }
+
+  // Begins the pipelines `kernels` need and returns at once, with a promise of what it took (`settle`'s):
+  // a compile to come waits for them. Nothing fails here: a shader's validation error is caught in a scope
+  // of its own and dropped, for its pipeline fails too, and the compile that needs it reports that failure
+  // (or, once it is forgotten, begins the pipeline again under its own scope).
+  warm(kernels) {
+    this.device.pushErrorScope("validation");
+    const took = this.settle(kernels);
+    this.device.popErrorScope().catch(() => null);
+    return took;
   }
 
   get(source) {
@@ -219,8 +250,9 @@ async function lostAfterRoundTrip(device, watch) {
 // pipeline and bind group under a validation error scope, and any later uncaptured error is kept
 // and thrown by the next call; once the device is lost (`lost`: GPUDeviceLostInfo as data, else null)
 // every call throws a GpuLostError. The probe's answers are kept per adapter in `storage` (probes.js),
-// and only those measured on a device still alive after the probe.
-export async function openDevice(adapter, storage = pageStorage()) {
+// and only those measured on a device still alive after the probe. `line` (timeline.js's, or null) is
+// told what each compile's pipelines and buffers took.
+export async function openDevice(adapter, storage = pageStorage(), line = null) {
   // the optional features the fast level can use, enabled when the adapter has them
   const features = ["shader-f16"].filter((f) => adapter.features.has(f));
   // the adapter's largest buffers, not WebGPU's defaults (256 MiB buffers, 128 MiB bindings)
@@ -231,6 +263,7 @@ export async function openDevice(adapter, storage = pageStorage()) {
   const device = await adapter.requestDevice({ requiredFeatures: features, requiredLimits });
   const pipelines = new PipelineCache(device);
   let failure = null;
+  let claimed = false;
   device.addEventListener("uncapturederror", (event) => {
     failure = failure ?? event.error;
   });
@@ -264,16 +297,42 @@ export async function openDevice(adapter, storage = pageStorage()) {
     measure: (nbytes) => probes.measure(nbytes),
     // "measure again": the next plan probes instead of reusing kept answers
     forgetProbes: () => probes.forget(),
+    // Whether nothing has gone wrong on the device: not lost, no uncaptured error kept.
+    get healthy() {
+      return !watch.lost && !failure;
+    },
+    // Whether a run has been opened on the device (`claim`): a later run takes a fresh one.
+    get claimed() {
+      return claimed;
+    },
+    claim() {
+      claimed = true;
+    },
+    // Begins making the pipelines `kernels` ({source, label}) need, for a compile to come, and returns at
+    // once (PipelineCache.warm). Nothing on a lost device (the next call names the loss), nor, for a run to
+    // come (`nextRun`), on a device a run has claimed: that run will not be on it.
+    warm(kernels, nextRun = false) {
+      if (watch.lost || (nextRun && claimed)) return;
+      const began = performance.now();
+      pipelines.warm(kernels).then((took) => {
+        const failed = took.failed && String(took.failed.message ?? took.failed); // the compile reports it
+        line?.record("pipelines made ahead", began, performance.now(), { ...took, failed });
+      });
+    },
     async compile(plan, host = null) {
       check(`compiling ${plan.name}`);
       device.pushErrorScope("validation");
       let made = null;
+      const began = performance.now();
       try {
-        await pipelines.make(plan.kernels);
+        const took = await pipelines.make(plan.kernels);
+        line?.record(`pipelines: ${plan.name}`, began, performance.now(), took);
       } catch (error) {
         made = error;
       }
+      const built = performance.now();
       const step = made ? null : new CompiledStep(device, plan, pipelines, watch, host);
+      if (step) line?.record(`buffers: ${plan.name}`, built, performance.now(), { bytes: step.allocated });
       const error = (await device.popErrorScope()) ?? made;
       watch.check(`compiling ${plan.name}`); // a lost device reports no validation error
       if (error) throw new Error(`compiling ${plan.name} for WebGPU failed: ${error.message}`);

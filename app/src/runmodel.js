@@ -70,7 +70,7 @@ export class Driver {
     this.onState = onState;
     this.wait = wait;
     this.now = now;
-    this.chunk = 4;
+    this.chunk = 1; // the first step alone, so its loss shows as soon as it is back; then nextChunk's
     this.paused = true;
     this.loop = null;
     this.last = null;

@@ -7,6 +7,13 @@
 
 import { parsed, RemoteRun } from "./engine.js";
 
+// Has the engine's WebGPU device (`kind` "webgpu") begin making the pipelines a run of `program` (JSON text;
+// null: the page's example) compiles before its first step, whatever the level (scellis.app.warm_kernels),
+// so that making them overlaps with what the page does until it trains. Resolves to how many.
+export function warmKernels(engine, kind, program = null) {
+  return engine.call("warm", { device_kind: kind, program });
+}
+
 export function exampleProgram(engine) {
   return engine.call("example");
 }

@@ -27,14 +27,13 @@ from scellis.datasets import (
     zen_of_python,
 )
 from scellis.engine import engine_files
-from scellis.examples import catalogue, digits_mlp
+from scellis.examples import catalogue
 from scellis.graph import ProgramError, palette
 from scellis.guide import guide_of
 from scellis.levels import parse_level
 from scellis.manifest import Engine, read_share_link
 from scellis.manifest.pins import data_versions, engine_of
 from scellis.manifest.replay import Pins, session_program
-from scellis.models.finetune import model_of, text_data
 from scellis.pagerun import PageRun
 from scellis.pipeline import Compiled, compile_program, plan_report
 from scellis.plan.breakdown import CATEGORIES
@@ -45,10 +44,11 @@ from scellis.plan.report import Report
 from scellis.rerunstorage import rerun_storage
 from scellis.runtime.device import CompiledStep, Device
 from scellis.runtime.host import pyodide_version
-from scellis.session import PlanRefused
+from scellis.session import Phases, PlanRefused, timed
 from scellis.store.checkpoint import save
 from scellis.store.objects import Store, check_key
 from scellis.store.retention import KEEP
+from scellis.warmup import PAGE_EXAMPLE, ahead, first_step_kernels, for_next_run
 
 
 async def _device(kind: str) -> Device:
@@ -84,6 +84,8 @@ def load_data(source: str, files: dict[str, bytes]) -> tuple[Split, Split, DataI
     if source == "user":
         return from_user_files(files)
     if source == "text":
+        from scellis.models.finetune import text_data  # fine-tuning's modules, imported when first used
+
         return text_data(files)
     raise ValueError(f"unknown data source {source!r} (expected one of {', '.join(SOURCES)})")
 
@@ -153,7 +155,7 @@ class CappedDevice:
 
 def example_program() -> str:
     """The program the page starts with (and returns to on reset): the digits MLP, as JSON."""
-    return json.dumps(digits_mlp())
+    return json.dumps(PAGE_EXAMPLE())
 
 
 def examples_json() -> str:
@@ -213,17 +215,22 @@ async def plan_example(
     its last batch's own evaluation; a resident data set holding the training split), under the memory
     cap `cap` (bytes, or None). Remedies and capacity facts come with a verdict that is not green. A
     program that does not fit the data is not planned: `{"unfit": {"problems", "data": its name, "fits":
-    the built-in sources the program fits}}`."""
+    the built-in sources the program fits}}`. On WebGPU, the device then begins making the pipelines a run
+    of this plan compiles before its first step (scellis.warmup), which that run finds made or under way."""
     train, test, info = load_data(source, files)
     data, parsed = json.loads(program), parse_level(level)
     compiled = session_program(data, train, test)
     problems = fit_problems(data, compiled, info, {"train": train, "test": test})
     if problems:
         return json.dumps({"unfit": {"problems": problems, "data": info.name, "fits": _builtin_fits(data, compiled)}})
-    device = CappedDevice(await _device(device_kind), cap)
+    raw = await _device(device_kind)
+    device = CappedDevice(raw, cap)
     # remedies are judged against the budget measured once here; a session probes again around its own need
     sizes: dict[str, int | None] = {"eval_rows": test.n, "examples": train.n}
-    report = await plan_report(data, compiled.at(parsed, device.features), device, sizes)
+    at = compiled.at(parsed, device.features)
+    report = await plan_report(data, at, device, sizes)
+    if report.verdict.color != "red":
+        for_next_run(raw, first_step_kernels(at))
     return json.dumps(_plan_json(report, cap))
 
 
@@ -338,6 +345,7 @@ async def open_run(
     resume: str | None = None,
     store: Store | None = None,
     keep: Any = None,
+    phases: Phases | None = None,
 ) -> Driven | str:
     """A run of `program` (JSON) on the page's device at `level` and `seed` for `epochs`, under the memory
     cap `cap` (bytes, or None), from init or from the stored checkpoint `resume` (its key), keeping the last
@@ -345,16 +353,24 @@ async def open_run(
     dist/build.json's text, which the page checked its files against; the manifest pins the engine that
     runs (running_engine), not what `build` says. When the memory plan is red: JSON
     `{"refused": why, "memory": ...}`, and nothing reached the device. A program that does not fit the
-    data is a DataMismatch."""
-    train, test, info = load_data(source, files)
+    data is a DataMismatch. `phases` is told what each phase of opening the run takes (session.timed)."""
+    with timed(phases, "read the data"):
+        train, test, info = load_data(source, files)
     data, parsed, chosen = json.loads(program), parse_level(level), _seed(seed)
-    compiled = session_program(data, train, test)  # once: the fit check and the session share it
-    _check_fit(data, compiled, info, train, test)
+    with timed(phases, "compile the program"):
+        compiled = session_program(data, train, test)  # once: the fit check and the session share it
+    with timed(phases, "check the data fit"):
+        _check_fit(data, compiled, info, train, test)
     if resume is not None:
         resume = check_key(resume.strip())
     kept = _keep(keep)
-    device = CappedDevice(await _device(device_kind), cap)
-    where = await _store(store)
+    with timed(phases, "open the device"):
+        raw = await _device(device_kind)
+        device = CappedDevice(raw, cap)
+    with timed(phases, "open the store"):
+        where = await _store(store)
+    with timed(phases, "hash the engine"):
+        engine = running_engine()
     try:
         run = await PageRun.open(
             where,
@@ -366,12 +382,14 @@ async def open_run(
             level=parsed,
             seed=chosen,
             epochs=int(epochs),
-            engine=running_engine(),
+            engine=engine,
             browser=browser,
             resume=resume,
             keep=kept,
             compiled=compiled,
-            model=model_of(data, files),
+            model=_model(data, files),
+            phases=phases,
+            warm=ahead(raw),
         )
     except PlanRefused as refused:
         return _refusal(refused)
@@ -393,6 +411,17 @@ async def import_torch(
     stored = await save(await _store(store), imported)
     found = {"step": imported.step, "epoch": imported.epoch, "by": imported.device}
     return json.dumps({"key": stored, "level": imported.level.value, "seed": imported.rng.seed, **found})
+
+
+def _model(program: dict[str, Any], files: dict[str, bytes]) -> dict[str, bytes] | None:
+    """scellis.models.finetune.model_of's answer: the model files a run of `program` binds, or None. Its
+    modules (tokenizers, the model builders) take a while to import in Pyodide: only a program that pins
+    weights waits for them."""
+    if "weights" not in program:
+        return None
+    from scellis.models.finetune import model_of
+
+    return model_of(program, files)
 
 
 def running_engine() -> Engine:
@@ -461,7 +490,8 @@ async def open_replay(
             "the run was on WebGPU and this page has none: it re-runs on the CPU path, where the level may not "
             "promise the same bits"
         )
-    device = CappedDevice(await _device(kind), cap)
+    raw = await _device(kind)
+    device = CappedDevice(raw, cap)
     try:
         run = await PageRun.replay(
             await _store(store),
@@ -472,7 +502,8 @@ async def open_replay(
             device_kind=kind,
             engine=running_engine(),
             browser=browser,
-            model=model_of(pins.program, files if source != "none" else {}),
+            model=_model(pins.program, files if source != "none" else {}),
+            warm=ahead(raw),
         )
     except PlanRefused as refused:
         return _refusal(refused), note

@@ -21,10 +21,13 @@ async def report_json() -> str:
 # name -> "module:function" that answers it, called with the page's arguments as keywords: (arguments) ->
 # answer; each function's docstring is its contract. Named, not imported: importing scellis.app (the whole
 # pipeline) takes seconds in Pyodide, and start-up waits only for the report. `source, files` is the data
-# the page names (the worker's `files`); `build` is dist/build.json's text, which the worker adds.
+# the page names (the worker's `files`); `build` is dist/build.json's text, which the worker adds, as it adds
+# `phases` (session.Phases: where opening a run spends its time, for the page's timeline).
 CALLS: dict[str, str] = {
     # () -> {package_version, engine_version, devices, selected, levels, cpu_check, ...} as JSON
     "report": "scellis.calls:report_json",
+    # (device_kind, program) -> how many kernels the WebGPU device begins making ahead (no program: the example)
+    "warm": "scellis.warmup:warm_kernels",
     # () -> the program the page starts with, as JSON
     "example": "scellis.app:example_program",
     # () -> [{name, summary, program, source}] as JSON: the example programs the editor opens
@@ -47,7 +50,7 @@ CALLS: dict[str, str] = {
     "finetune": "scellis.models.finetune:finetune_json",
     # (href) -> what the share link carries: program, name, settings, ran_on, storage, as JSON
     "readLink": "scellis.app:read_link",
-    # (source, files, program, device_kind, level, seed, epochs, build, cap, browser, resume, keep)
+    # (source, files, program, device_kind, level, seed, epochs, build, cap, browser, resume, keep, phases)
     #   -> a Driven the page drives, or {"refused", "memory"} as JSON
     "openRun": "scellis.app:open_run",
     # (source, files, href, page_kind, build, cap, browser) -> (a Driven or the refusal, a note or None)

@@ -15,6 +15,7 @@ import json
 import math
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,15 +23,14 @@ from scellis.datasets import Split
 from scellis.levels import Level
 from scellis.manifest import Engine, build_manifest, check_data, share_link, to_json
 from scellis.manifest.replay import NotedDevice, Outcome, Pins, checkpoints_as, compare, new_session
-from scellis.models.finetune import exported
 from scellis.pipeline import Compiled
+from scellis.plan.planned import Planned
 from scellis.runtime.device import Device
-from scellis.session import EpochResult, Session, checkpoints_to
+from scellis.session import EpochResult, Phases, Session, checkpoints_to, timed
 from scellis.store.checkpoint import load, save
 from scellis.store.objects import Store, settle
 from scellis.store.retention import KEEP
 from scellis.store.tensorfile import encode
-from scellis.torchexport.page import export_zip
 
 WEIGHTS_FORMAT = "scellis.weights/1"
 RATE_WINDOW_S = 3.0  # steps/s is measured over about the last few seconds of running (pauses excluded)
@@ -47,7 +47,10 @@ class PageRun:
     its end (None for a run of the page's own), whose steps it takes (`limit`; else the loop's epochs) and
     whose device name its checkpoints carry (replay's module docstring). The page may ask for a manifest
     (the paused run's, for its Runs history) while a step is asked for: `busy` lets one call that runs the
-    session or reads its state on the device go at a time, in the order they came."""
+    session or reads its state on the device go at a time, in the order they came. The session compiles its
+    evaluation at the first evaluation, so the first steps wait for the step and init only; `warm` (where
+    the device makes pipelines ahead: the page's WebGPU) has the device begin the evaluation's pipelines
+    once the first steps are back, so that they are made, or under way, when the evaluation needs them."""
 
     def __init__(
         self,
@@ -67,8 +70,10 @@ class PageRun:
         keep: int | None = KEEP,
         compiled: Compiled | None = None,
         model: dict[str, bytes] | None = None,
+        warm: Callable[[Planned], None] | None = None,
     ) -> None:
         self.noted = NotedDevice(device)
+        self.warm = warm  # until it has been asked to make the evaluation's pipelines
         weights = None if model is None else model["model.safetensors"]
         self.session = new_session(
             program, self.noted, level=level, seed=seed, train=train, test=test, compiled=compiled, weights=weights
@@ -107,35 +112,43 @@ class PageRun:
         keep: int | None = KEEP,
         compiled: Compiled | None = None,
         model: dict[str, bytes] | None = None,
+        phases: Phases | None = None,
+        warm: Callable[[Planned], None] | None = None,
     ) -> PageRun:
         """A new run of `program`, started from init, or from the stored checkpoint `resume` (a key): a
         missing or corrupt object, or a checkpoint of another program or level, is a ResumeError naming what
         differs. Its rule checkpoints are kept as store.retention says with `keep` (None: every one).
         `compiled`: replay.session_program's compile of `program`, when the caller made it first. `model`:
         the pretrained model's files (scellis.models.finetune.MODEL_FILES) when the program pins their weights.
+        `phases` is told what each phase of opening it takes (session.timed); `warm` as the class says.
         Nothing runs until `advance`; a red memory plan raises PlanRefused here."""
-        run = cls(
-            store,
-            device,
-            train,
-            test,
-            program=program,
-            level=level,
-            seed=seed,
-            device_kind=device_kind,
-            epochs=epochs,
-            engine=engine,
-            browser=browser,
-            keep=keep,
-            compiled=compiled,
-            model=model,
-        )
+        with timed(phases, "lower and plan"):
+            run = cls(
+                store,
+                device,
+                train,
+                test,
+                program=program,
+                level=level,
+                seed=seed,
+                device_kind=device_kind,
+                epochs=epochs,
+                engine=engine,
+                browser=browser,
+                keep=keep,
+                compiled=compiled,
+                model=model,
+                warm=warm,
+            )
         session = run.session
+        session.phases = phases
+        # the page shows the first steps without waiting for the evaluation, compiled when first needed
         if resume is None:
-            await session.start(train)
+            await session.start(train, defer_evaluation=True)
         else:
             key = session.at.key
-            await session.resume(await load(store, resume, expect_program=key, expect_level=level), train)
+            checkpoint = await load(store, resume, expect_program=key, expect_level=level)
+            await session.resume(checkpoint, train, defer_evaluation=True)
             run.gone = [k for _, k in session.checkpoints if not await settle(store.has(k))]
         return run
 
@@ -152,9 +165,11 @@ class PageRun:
         engine: Engine,
         browser: str | None = None,
         model: dict[str, bytes] | None = None,
+        warm: Callable[[Planned], None] | None = None,
     ) -> PageRun:
         """A re-run of a pinned run (a share link's or a manifest's) on `device`: the data must be the pinned
-        data (ValueError naming each split that differs, before anything is compiled); `model` as `open`'s."""
+        data (ValueError naming each split that differs, before anything is compiled); `model` and `warm` as
+        `open`'s."""
         differ = check_data(pins.settings.data, train, test)
         if differ:
             raise ValueError("; ".join(differ))
@@ -173,8 +188,9 @@ class PageRun:
             browser=browser,
             pins=pins,
             model=model,
+            warm=warm,
         )
-        await run.session.start(train)
+        await run.session.start(train, defer_evaluation=True)
         return run
 
     @property
@@ -190,6 +206,8 @@ class PageRun:
         if steps < 1:
             raise ValueError(f"steps must be at least 1, got {steps}")
         async with self.busy:
+            if self.session.steps > 0:  # after the first steps' answer, not before it
+                self._warm_evaluation()
             if not self.done:
                 if self.limit is not None:
                     steps = min(steps, self.limit - self.session.steps)
@@ -197,6 +215,16 @@ class PageRun:
                 await self.session.run(self.train, self.test, epochs=self.epochs, steps=steps, report=self._row)
                 self._clock(time.perf_counter() - began, self.session.steps - before)
             return self.state()
+
+    def _warm_evaluation(self) -> None:
+        """The device begins making the evaluation's pipelines (once, unless it is compiled already)."""
+        warm, self.warm = self.warm, None
+        if warm is None or self.session.eval is not None:
+            return
+        for name in ("evaluation", "evaluation, last batch"):
+            function = self.session.plan.function(name)
+            if function is not None:
+                warm(function.planned)
 
     def _row(self, result: EpochResult) -> None:
         self.rows.append(epoch_json(result, self.session))
@@ -282,7 +310,10 @@ class PageRun:
     async def export(self, what: str) -> bytes:
         """As a ZIP: the run handed to PyTorch as it is now (`torch`: scellis.torchexport, the state saved as a
         checkpoint first), or the fine-tuned model's files (scellis.models.finetune.exported's `what`)."""
+        # the exporters' modules are imported when first used: a run that never exports waits for none of them
         if what == "torch":
+            from scellis.torchexport.page import export_zip
+
             weights = None if self.model is None else self.model["model.safetensors"]
             async with self.busy:
                 data = (self.train, self.test)
@@ -291,6 +322,8 @@ class PageRun:
                 )
         if self.model is None:
             raise ValueError("this run starts from no pretrained model: there is no fine-tuned model to export")
+        from scellis.models.finetune import exported
+
         async with self.busy:
             return await exported(self.session, what, self.model)
 

@@ -13,7 +13,7 @@ import contextlib
 import math
 import struct
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -104,6 +104,20 @@ class Progress:
 
 
 Checkpointer = Callable[["Session", str], Awaitable[str]]  # (session, why) -> the checkpoint's key
+# Told each phase of opening a run as it ends: (name, start, end) in time.perf_counter() seconds (the page's
+# engine worker puts them on the page's timeline: app/src/timeline.js).
+Phases = Callable[[str, float, float], None]
+
+
+@contextlib.contextmanager
+def timed(phases: Phases | None, name: str) -> Iterator[None]:
+    """The body's time told to `phases` as the phase `name` (failed or not); nothing when `phases` is None."""
+    start = time.perf_counter()
+    try:
+        yield
+    finally:
+        if phases is not None:
+            phases(name, start, time.perf_counter())
 
 
 def _program_input(program: ValidProgram, role: str) -> str | None:
@@ -208,8 +222,10 @@ class Session:
         # the memory plan lowered and planned every function a session compiles; start compiles those
         self.plan = self.at.plan
         self.step: CompiledStep
-        self.eval: CompiledStep
+        self.eval: CompiledStep | None = None  # compiled by compile_evaluation
         self.eval_last: CompiledStep | None = None
+        # what an evaluation that draws (e.g. a bootstrap's results) is given: the keys of the seed it started with
+        self.evaluation_keys: tuple[dict[str, bytes], dict[str, bytes]] = ({}, {})
         self.eval_batch = _batch_of(self.compiled.evaluate, self.batch)
         last = self.compiled.evaluate_last
         self.eval_last_rows = _batch_of(last, self.batch) if last is not None else 0
@@ -245,6 +261,7 @@ class Session:
         self.counts_skips, self.scales_lr = SKIPPED in step_inputs, LR_SCALE in step_inputs
         self.lr_scale_written: float | None = None
         self.progress: Callable[[Progress], None] | None = None  # told at each read (see Progress)
+        self.phases: Phases | None = None  # told what each phase of `start` took
         self._clock = (0.0, 0, 0)  # when this run call began, the steps done then, and its epochs
         self.per_epoch = 0  # steps an epoch of this run call (0: no run call yet)
 
@@ -291,29 +308,31 @@ class Session:
             raise PlanRefused(f"{plan.program} does not fit on {self.device.name}: {why}", plan.total, self.verdict)
         return self.verdict
 
-    async def start(self, train: Split | None = None) -> None:
-        """Check the memory plan (a red one is refused); compile on the device; initialise parameters and
-        state there (the init function's draws and, at fast, the loss scale); other optimizer state
-        starts at zero (device buffers are created zeroed). A resident data set is written to the
-        device here, once: `train` is the split it holds."""
+    async def start(self, train: Split | None = None, *, defer_evaluation: bool = False) -> None:
+        """Check the memory plan (a red one is refused); compile on the device (the evaluation too, unless
+        `defer_evaluation`: then the first evaluation compiles it, so that the first steps wait for the step
+        and init only); initialise parameters and state there (the init function's draws and, at fast, the
+        loss scale); other optimizer state starts at zero (device buffers are created zeroed). A resident
+        data set is written to the device here, once: `train` is the split it holds."""
         if self.resident and (train is None or train.n != self.examples):
             got = "none" if train is None else f"{train.n} examples"
             raise ValueError(f"the resident data set was planned for {self.examples} examples, got {got}")
-        await self.check_memory()
-        self.step = await self.device.compile(self.plan.functions[0].planned)
-        evaluation, last, init_plan = (self.plan.function(n) for n in ("evaluation", "evaluation, last batch", "init"))
-        assert evaluation is not None and init_plan is not None
-        self.eval = await self.device.compile(evaluation.planned, self.step)  # alongside: its parameters
-        if last is not None:
-            self.eval_last = await self.device.compile(last.planned, self.step)
-        for compiled, fn in ((self.eval, self.compiled.evaluate), (self.eval_last, self.compiled.evaluate_last)):
-            if compiled is not None and fn is not None:  # an evaluation that draws (e.g. a bootstrap's results)
-                for name, data in self._keys(fn).items():
-                    compiled.write(name, data)
+        with timed(self.phases, "check the memory plan"):
+            await self.check_memory()
+        with timed(self.phases, "compile: training step"):
+            self.step = await self.device.compile(self.plan.functions[0].planned)
+        last = self.compiled.evaluate_last
+        self.evaluation_keys = (self._keys(self.compiled.evaluate), {} if last is None else self._keys(last))
+        if not defer_evaluation:
+            await self.compile_evaluation()
+        init_plan = self.plan.function("init")
+        assert init_plan is not None
         init_fn = self.at.init
-        init = await self.device.compile(init_plan.planned)
+        with timed(self.phases, "compile: init"):
+            init = await self.device.compile(init_plan.planned)
         names = [name for name, _ in init_fn.outputs]
-        values = await init.step(self._keys(init_fn), names)
+        with timed(self.phases, "run init"):
+            values = await init.step(self._keys(init_fn), names)
         self.rng.take("init")  # the init function draws at position 0
         for name, data in values.items():
             self.step.write(name.split("/", 1)[1], data)
@@ -342,6 +361,25 @@ class Session:
                     lowered(nf4_packer(*shape), self.level, self.device.features)
                 )
             self.step.write(name, (await packers[shape].step({"w": bytes(view)}, ["packed"]))["packed"])
+
+    async def compile_evaluation(self) -> CompiledStep:
+        """The evaluation, compiled alongside the step (its parameters are the step's buffers) with its last
+        batch's, once: by `start`, or by the first evaluation when start deferred it."""
+        if self.eval is not None:
+            return self.eval
+        evaluation, last = (self.plan.function(n) for n in ("evaluation", "evaluation, last batch"))
+        assert evaluation is not None
+        with timed(self.phases, "compile: evaluation"):
+            compiled = await self.device.compile(evaluation.planned, self.step)
+        if last is not None:
+            with timed(self.phases, "compile: evaluation, last batch"):
+                self.eval_last = await self.device.compile(last.planned, self.step)
+        for step, keys in ((compiled, self.evaluation_keys[0]), (self.eval_last, self.evaluation_keys[1])):
+            if step is not None:
+                for name, data in keys.items():
+                    step.write(name, data)
+        self.eval = compiled
+        return compiled
 
     async def train_epoch(self, train: Split) -> float:
         """One epoch of full batches, with no evaluation and no rules (tests drive steps this way);
@@ -551,6 +589,7 @@ class Session:
     async def evaluate(self, test: Split) -> dict[str, float]:
         """Loss and metrics on all of `test`, in batches of the evaluation's rows: each batch's values
         weighted by its rows (exact for per-example means such as the loss, accuracy and mse)."""
+        await self.compile_evaluation()
         calls = self._evaluation_calls(test.n)
         for evaluation in {id(e): e for _, _, e in calls}.values():
             self.step.copy_into(evaluation, self.carried)
@@ -569,19 +608,22 @@ class Session:
         if self.has_data and train is None:
             raise ValueError(f"{self.compiled.program.name}'s results read its training data: give the split")
         fn = self.compiled.evaluate
-        self.step.copy_into(self.eval, self.carried)
+        evaluation = await self.compile_evaluation()
+        self.step.copy_into(evaluation, self.carried)
         writes = self._latest_positions(fn)
         if self.has_data and train is not None:
             if train.n < self.batch:
                 raise ValueError(f"the training split has {train.n} examples, fewer than one batch of {self.batch}")
             writes.update(self._data(fn, *train.rows(list(range(self.batch)))))
-        out = await self.eval.step(writes, self.metrics)
+        out = await evaluation.step(writes, self.metrics)
         return {name: _f32(data) for name, data in out.items()}
 
     def _evaluation_calls(self, n: int) -> list[tuple[int, int, CompiledStep]]:
-        """(first row, rows, compiled evaluation) for each call over a held-out split of n rows."""
+        """(first row, rows, compiled evaluation) for each call over a held-out split of n rows (the
+        evaluation compiled)."""
         if n < 1:
             raise ValueError("the held-out split is empty: there is nothing to evaluate")
+        assert self.eval is not None
         whole, rest = divmod(n, self.eval_batch)
         calls = [(i * self.eval_batch, self.eval_batch, self.eval) for i in range(whole)]
         if rest and (self.eval_last is None or rest != self.eval_last_rows):
@@ -627,12 +669,14 @@ class Session:
             self.history(),
         )
 
-    async def resume(self, checkpoint: Checkpoint, train: Split | None = None) -> None:
-        """Start from `checkpoint` instead of from init: the run goes on exactly where it was written
-        (its program and level were checked when it was loaded: store.checkpoint.load). A checkpoint
-        written on another device is taken, and the log says so."""
+    async def resume(
+        self, checkpoint: Checkpoint, train: Split | None = None, *, defer_evaluation: bool = False
+    ) -> None:
+        """Start from `checkpoint` instead of from init (`defer_evaluation` as start's): the run goes on
+        exactly where it was written (its program and level were checked when it was loaded:
+        store.checkpoint.load). A checkpoint written on another device is taken, and the log says so."""
         history, best = checked_loop(checkpoint)
-        await self.start(train)
+        await self.start(train, defer_evaluation=defer_evaluation)
         self.held_out_loss = None if checkpoint.loop["loss"] is None else float(checkpoint.loop["loss"])
         names = set(self.kept)
         if set(checkpoint.tensors) != names:

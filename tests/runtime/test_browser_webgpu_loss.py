@@ -55,6 +55,7 @@ def browser(monkeypatch: pytest.MonkeyPatch) -> Iterator[types.ModuleType]:
     )
     host = types.ModuleType("scellis_host")
     host.gpu = gpu  # type: ignore[attr-defined]
+    host.timeline = types.SimpleNamespace(record=lambda *_: None)  # type: ignore[attr-defined]
     ffi = types.ModuleType("pyodide.ffi")
     ffi.JsException = JsException  # type: ignore[attr-defined]
     ffi.to_js = lambda value, **_: value  # type: ignore[attr-defined]

@@ -6,6 +6,7 @@ JS exception."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Generator, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -117,8 +118,17 @@ class BrowserWebGPU:
             budget: Budget = done.value
         return Budget(budget.bytes, f"{budget.how}; {_measured_when(dates)}")
 
+    def warm(self, kernels: list[dict[str, str]], next_run: bool = False) -> None:
+        """Has the page's executor begin making the pipelines of `kernels` ({source, label}: wire.step_plan's),
+        for a compile to come, and returns at once: nothing runs and nothing is allocated; that compile finds
+        them made or under way, and reports any failure itself. `next_run`: for a run not opened yet, which
+        the executor makes on this device only while no run has claimed it (a later run takes a fresh one)."""
+        self.gpu.warm(to_js(kernels, dict_converter=js.Object.fromEntries), next_run)
+
     async def compile(self, planned: Planned, host: BrowserCompiled | None = None) -> BrowserCompiled:
+        start = time.perf_counter()
         plan = {**step_plan(planned), "borrows": borrowed(planned, host)}
+        scellis_host.timeline.record(f"wgsl: {planned.name}", start * 1000, time.perf_counter() * 1000)
         with _loss_named():
             handle = await self.gpu.compile(
                 to_js(plan, dict_converter=js.Object.fromEntries), None if host is None else host.handle
