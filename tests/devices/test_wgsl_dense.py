@@ -123,7 +123,7 @@ def test_matmul_variants_follow_level_and_layout() -> None:
 def test_a_product_of_few_outputs_runs_one_invocation_each_with_tile64s_bits(
     gpu: WgpuDevice, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The dot variant (at most 256 outputs a matrix, or at most 4 rows or columns) does tile64's
+    """The dot variant (at most 256 outputs a matrix, at most 16 rows or columns, or little work) does tile64's
     multiply-adds in tile64's order (as the pipelined tiles do), so choosing it by shape keeps debug's
     bits; an epilogue fuses into it as into the tiles."""
     a, w, c = data("a", (300, 97, 4)), data("w", (300, 97, 1)), data("c", (4,))
@@ -142,6 +142,7 @@ def test_a_product_of_few_outputs_runs_one_invocation_each_with_tile64s_bits(
     thin_dot = run_on(gpu, thin, thin_inputs)["eta"]
     monkeypatch.setattr(variants, "SMALL_MATMUL", 0)
     monkeypatch.setattr(variants, "THIN_MATMUL", 0)
+    monkeypatch.setattr(variants, "SMALL_WORK", 0)
     assert [k.variant for k in lower(fn, Level.DEBUG).kernels if k.variant != "default"] == ["tile128-pipe"]
     assert dot.tobytes() == run_on(gpu, fn, inputs)["y"].tobytes()  # 300 batches of 4 x 4: vec4 operands
     monkeypatch.setattr(variants, "_quad_operands", lambda kernel: False)

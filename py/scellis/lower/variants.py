@@ -18,6 +18,7 @@ THIN_MATMUL = 16  # or at most this many rows or columns (a classifier's logits,
 # one invocation each too (on lavapipe a 256 x 512 by 512 x 10 product takes 2.8 ms so, 6.2 ms in 64 x 64 tiles)
 LARGE_TILES = 32  # and at least this many 128 x 128 output tiles
 NF4_LARGE_TILES = 128  # for a product with NF4 weights, whose tile load decodes: at least this many
+SMALL_WORK = 1 << 20  # or at most this many multiply-adds a matrix: one invocation each too
 SMALL_SOLVE = 8  # a solve of at most this many unknowns runs one invocation per matrix, larger ones a workgroup
 SERIAL = 64  # a reduction (or a softmax, log-softmax, argmax row) of at most this many elements: one invocation
 ROWS = (Kind.SOFTMAX, Kind.LOG_SOFTMAX, Kind.ARGMAX)
@@ -81,11 +82,14 @@ def _large(kernel: Kernel) -> bool:
 
 def _small(kernel: Kernel) -> bool:
     """Products of a few outputs a matrix (e.g. a bootstrap's 2,000 4 x 4 information matrices, each a sum
-    over 569 rows), or of a few rows or columns (its 2,000 569 x 4 by 4 x 1 linear predictors): one
-    invocation per output, its K multiply-adds in order. In a 64 x 64 tile 256 threads would compute mostly
-    padding, a barrier every 16 steps of K (1,000x slower on lavapipe)."""
+    over 569 rows), of a few rows or columns (its 2,000 569 x 4 by 4 x 1 linear predictors), or of little
+    work (at most SMALL_WORK multiply-adds a matrix: the digits MLP's): one invocation per output, its K
+    multiply-adds in order. In a 64 x 64 tile 256 threads would compute mostly padding, a barrier every 16
+    steps of K (1,000x slower on lavapipe); and a small product's tiles are not worth making: SwiftShader
+    takes about 1 s to make a tile64 pipeline and 3 s a pipelined one, 20 ms this one."""
     *_, m, n = kernel.out.shape
-    return m * n <= SMALL_MATMUL or min(m, n) <= THIN_MATMUL
+    k = kernel.inputs[0].shape[-1]
+    return m * n <= SMALL_MATMUL or min(m, n) <= THIN_MATMUL or m * n * k <= SMALL_WORK
 
 
 def _nf4(kernel: Kernel, level: Level) -> str:
