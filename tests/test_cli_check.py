@@ -24,4 +24,4 @@ def test_a_broken_promise_fails_the_check(capsys: pytest.CaptureFixture[str], mo
     monkeypatch.setitem(variants.TOLERANCE, "tile64", 1e-12)  # no float32 matmul is this close
     assert cli.main(["check", "--device", "cpu"]) == 1
     out = capsys.readouterr().out
-    assert "FAILED debug matmul 33x47x29: matmul (matmul [tile64])" in out
+    assert "FAILED debug matmul 97x47x257: matmul (matmul [tile64])" in out

@@ -26,6 +26,7 @@ import pytest
 from scellis.datasets import Split, digits_csv, read_digits
 from scellis.examples import digits_cnn, digits_mlp
 from scellis.levels import Level
+from scellis.lower import merge
 from scellis.ops import DType
 from scellis.optim.storage import StorageUnsupported
 from scellis.pipeline import compile_program
@@ -111,7 +112,7 @@ def test_the_schedule_rounds_where_the_ir_does(example: str, checkpoint: bool) -
 
 
 @pytest.mark.parametrize("name", PROGRAMS)
-def test_lavapipe_allocates_the_planned_bytes(lavapipe: WgpuDevice, name: str) -> None:
+def test_lavapipe_allocates_the_planned_bytes(lavapipe: WgpuDevice, name: str, monkeypatch: pytest.MonkeyPatch) -> None:
     compiled = compile_program(stored_as(name, "float16"), eval_batch=8)
     plan = compiled.at(Level.PROD, lavapipe.features).plan
     step = asyncio.run(lavapipe.compile(plan.functions[0].planned))
@@ -121,8 +122,12 @@ def test_lavapipe_allocates_the_planned_bytes(lavapipe: WgpuDevice, name: str) -
     session = Session(stored_as(name, "float16"), lavapipe, seed=1, level=Level.PROD, eval_batch=8)
     asyncio.run(session.start())
     assert session.step.allocated + session.eval.allocated == plan.total  # type: ignore[attr-defined]
+    # compared on one kernel structure: a float32 step's reductions also compute cheap producers again
+    # (lower.merge), which a float16 one keeps rounded
+    monkeypatch.setattr(merge, "_cheap", lambda kernel: False)
+    half = compile_program(stored_as(name, "float16"), eval_batch=8).at(Level.PROD, lavapipe.features).plan
     float32 = compile_program(stored_as(name, "float32"), eval_batch=8).at(Level.PROD, F16).plan
-    assert plan.totals["activations kept for backward"] < 0.51 * float32.totals["activations kept for backward"]
+    assert half.totals["activations kept for backward"] < 0.51 * float32.totals["activations kept for backward"]
 
 
 def test_the_cpu_path_refuses_float16_storage_naming_the_feature() -> None:

@@ -113,7 +113,9 @@ def test_fast_mlp_steps_on_lavapipe_match_the_reference() -> None:
     assert "shader-f16" in device.features
     fn, init = mlp_step()
     schedule = lower(fn, Level.FAST, device.features)
-    assert sum("f16" in k.variant for k in schedule.kernels) >= 3  # forward, input and weight gradients
+    # the input gradient of the 10 logits; the other products take the float32 pipelined tiles, which
+    # outrun float16 ones (lower.variants.choose), or dot
+    assert sum("f16" in k.variant for k in schedule.kernels) >= 1
     reference = rt.initial_state(init, fn, seed=2)
     compiled = asyncio.run(device.compile(planned(schedule)))
     for node in fn.inputs:

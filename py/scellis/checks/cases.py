@@ -325,6 +325,8 @@ CASES = (
     Case("long reductions", _long_reductions, {"x": (1.0, 7.0)}),
     Case("views", _views, {"a": UNIT, "b": UNIT}),
     Case("matmul 33x47x29", _matmul("matmul small", (33, 47), (47, 29), d.MatmulArg()), {"a": UNIT, "b": UNIT}),
+    # more work than dot takes, an odd K (no vec4 operands): the 64 x 64 tiles
+    Case("matmul 97x47x257", _matmul("matmul tiled", (97, 47), (47, 257), d.MatmulArg()), {"a": UNIT, "b": UNIT}),
     Case("matmul 768x40x768", _matmul("matmul large", (768, 40), (40, 768), d.MatmulArg()), {"a": UNIT, "b": UNIT}),
     Case(
         "matmul 2x520x36x516 (b transposed)",
