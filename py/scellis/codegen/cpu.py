@@ -59,7 +59,8 @@ def cpu_calls(kernel: Kernel) -> tuple[str, ...]:
     if kernel.kind in TAPE_A_PART:
         return (TAPE,) * len(kernel.inputs)
     producer = PRODUCER_EXPORTS[kernel.kind]
-    calls = (TAPE, producer) * prologue_blocks(kernel)[0] if prologue_blocks(kernel)[0] else (producer,)
+    blocks = prologue_blocks(kernel)[0]
+    calls = (TAPE, producer) * blocks if blocks else (producer,)
     if needs_temp(kernel) or kernel.expr != ACC:
         return (*calls, TAPE)
     return calls

@@ -180,15 +180,24 @@ class _Merger:
             at = self.place(a, candidate, i, j) if candidate is not None else None
             if candidate is None or at is None or _bindings(candidate) > MAX_BINDINGS:
                 continue
-            self.move_reads(a, i, at)
-            self.move_reads(b, j, at)
-            self.readers[x] = [r for r in self.readers[x] if r != at]
-            for v in candidate.writes:
-                self.writers[v.buffer] = [at]
-            if not keep:
-                self.writers[x] = []
-            del self.kernels[i], self.kernels[j]
-            self.kernels[at], b, j = candidate, candidate, at
+            b, j = self.adopt(x, (a, i), (b, j), (candidate, at), keep=keep)
+
+    def adopt(
+        self, x: int, a: tuple[Kernel, float], b: tuple[Kernel, float], merged: tuple[Kernel, float], *, keep: bool
+    ) -> tuple[Kernel, float]:
+        """The merged kernel of A and B (A wrote buffer x, B read it), at its key, in their place: the
+        readers and writers moved to it (x written by nobody unless `keep`). Returns it and its key."""
+        (a_kernel, i), (b_kernel, j), (candidate, at) = a, b, merged
+        self.move_reads(a_kernel, i, at)
+        self.move_reads(b_kernel, j, at)
+        self.readers[x] = [r for r in self.readers[x] if r != at]
+        for v in candidate.writes:
+            self.writers[v.buffer] = [at]
+        if not keep:
+            self.writers[x] = []
+        del self.kernels[i], self.kernels[j]
+        self.kernels[at] = candidate
+        return candidate, at
 
     def reduction(self, j: float, b: Kernel) -> None:
         """The REDUCE B at key j with elementwise producers of what it reduces merged into its prologue
@@ -221,15 +230,7 @@ class _Merger:
             at = self.place(a, candidate, i, j) if candidate is not None else None
             if candidate is None or at is None or _bindings(candidate) > MAX_BINDINGS:
                 continue
-            self.move_reads(a, i, at)
-            self.move_reads(b, j, at)
-            self.readers[x] = [r for r in self.readers[x] if r != at]
-            for v in candidate.writes:
-                self.writers[v.buffer] = [at]
-            if not keep:
-                self.writers[x] = []
-            del self.kernels[i], self.kernels[j]
-            self.kernels[at], b, j = candidate, candidate, at
+            b, j = self.adopt(x, (a, i), (b, j), (candidate, at), keep=keep)
 
     def recomputed(self, x: int, i: float, j: float, *, a: Kernel, b: Kernel, prologue: Kernel) -> tuple[Kernel, float]:
         """B at j computing a copy of the cheap A (at i) where it reduced A's output x, when other kernels
