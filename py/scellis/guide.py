@@ -50,8 +50,8 @@ Lines = list[list[int]]  # each kernel's [first, end): the lines of its shader i
 
 
 def step_schedule(at: AtLevel) -> Schedule:
-    """The training step's kernels as lowered (before the in-place update the device runs)."""
-    return at.plan.functions[0].planned.logical
+    """The training step's kernels as the device runs them (updated in place: plan.memory.update_in_place)."""
+    return at.plan.functions[0].planned.schedule
 
 
 def step_code(schedule: Schedule) -> list[WgslKernel]:

@@ -35,7 +35,8 @@ def test_the_kept_kernels_cover_every_kind_and_variant() -> None:
     for fn in functions():
         for level in Level:
             for features in FEATURES.values():
-                seen |= {(k.kind, k.variant) for k in lower(fn, level, features).kernels}
+                kernels = lower(fn, level, features).kernels  # a series, and each of its parts
+                seen |= {(k.kind, k.variant) for k in kernels} | {(p.kind, p.variant) for k in kernels for p in k.parts}
     assert {kind for kind, _ in seen} == set(RENDERERS)
     variants = {variant for _, variant in seen}
     assert {"dot", "tile64", "tile128", "tile128-f16", *wgsl_matmul.BLOCKINGS} <= variants

@@ -26,6 +26,7 @@ from cpu_run import assert_close, check, function, inp, run_cpu
 from scellis.ir.function import input_name
 from scellis.levels import Level
 from scellis.lower import Kind, lower
+from scellis.lower.kernels import flat
 from scellis.ops import DType, Node, Op, const, make
 from scellis.ops import defs as d
 from scellis.ops.defs import Role
@@ -282,7 +283,7 @@ def test_producers_with_epilogues_write_into_concat_parts(cpu: CpuPath) -> None:
     joined = make(Op.CONCAT, summed, rows, drop, arg=d.AxisArg(1))
     fn = function({"channels": channels, "joined": joined})
     schedule = lower(fn, Level.PROD)
-    strided = {k.kind for k in schedule.kernels if not k.out.is_contiguous}
+    strided = {k.kind for k in flat(schedule.kernels) if not k.out.is_contiguous}
     assert {Kind.CONV2D, Kind.REDUCE, Kind.RANDOM} <= strided
     values = {"x": randn((2, 3, 5, 4), 1), "w": randn((2, 3, 3, 3), 2), "r": randn((4, 6), 3), "c": randn((4, 6, 2), 4)}
     values.update(RANDOM_INPUTS)

@@ -39,7 +39,9 @@ def test_allocated_bytes_equal_the_plan(devices: dict[str, object], name: str) -
             step = asyncio.run(device.compile(done))  # type: ignore[attr-defined]
             assert step.allocated == done.memory.allocated, (device_name, fn.name)
     cpu = asyncio.run(devices["wasmtime"].compile(lowered(compiled.step, Level.PROD)))  # type: ignore[attr-defined]
-    assert 0 <= cpu.workspace < 0.1 * cpu.allocated  # the CPU path's temporaries and alignment, beyond the plan
+    # beyond the plan, the CPU path's temporaries and alignment: the largest gradient that a kernel updating a
+    # parameter in place computes (17 % for the digits MLP, whose plan stores no gradient), a prologue's block
+    assert 0 <= cpu.workspace < 0.2 * cpu.allocated
 
 
 @pytest.mark.parametrize("name", ["digits MLP", "digits CNN", "char transformer"])

@@ -1,8 +1,10 @@
 """Merged kernels (lower.merge: a producer computed inside its consumer, independent kernels side by side,
-one kernel writing several buffers) change no byte: three steps of the digits MLP and the digits CNN (batch
+one kernel writing several buffers; lower.series: kernels run one after another by one dispatch) change
+no byte: three steps of the digits MLP and the digits CNN (batch
 norm, pools, dropout), with and without merging, on the reference device, the CPU path under wasmtime and
 WGSL on lavapipe, at debug and prod, give the same losses and the same checkpoint, bit for bit, from
-fewer kernels; and a parameter's Adam update is one kernel that writes the parameter and both moments."""
+fewer kernels; and a parameter's Adam update runs in the kernel that computes its gradient, writing the
+parameter and both moments where they are."""
 
 from __future__ import annotations
 
@@ -16,7 +18,9 @@ from scellis.datasets import digits_csv, read_digits
 from scellis.examples import digits_cnn, digits_mlp
 from scellis.levels import Level
 from scellis.lower import lower, merge
+from scellis.lower.kernels import Kind
 from scellis.pipeline import compile_program
+from scellis.plan import planned
 from scellis.runtime.cpu.device import CpuDevice
 from scellis.runtime.cpu.module import CpuPath
 from scellis.runtime.reference.device import ReferenceDevice
@@ -58,19 +62,25 @@ def test_merging_changes_no_byte(
     merged = run(PROGRAMS[name](), devices[device], level)
     with monkeypatch.context() as patch:
         patch.setattr("scellis.lower.schedule.merged", lambda kernels, *_: tuple(kernels))
+        patch.setattr("scellis.lower.schedule.joined", lambda kernels, *_: tuple(kernels))
         apart = run(PROGRAMS[name](), devices[device], level)
     assert merged[0] < apart[0]
     assert merged[1] == apart[1]
     assert merged[2] == apart[2]
 
 
-def test_an_adam_update_is_one_kernel_writing_the_parameter_and_its_moments() -> None:
+def test_an_adam_update_runs_in_its_gradients_kernel_writing_the_parameter_and_its_moments_in_place() -> None:
     compiled = compile_program(digits_mlp())
-    schedule = lower(compiled.step, Level.PROD)
+    schedule = planned(lower(compiled.step, Level.PROD)).schedule  # what a device runs
     names = {b: name for name, b in schedule.outputs}
     for param in ("hidden.weight", "hidden.bias", "logits.weight", "logits.bias"):
         wanted = {f"param/{param}", f"state/opt.m/{param}", f"state/opt.v/{param}"}
         writers = [k for k in schedule.kernels if wanted & {names.get(v.buffer) for v in k.writes}]
         assert len(writers) == 1, param
-        assert {names.get(v.buffer) for v in writers[0].writes} == wanted
+        assert {names.get(v.buffer) for v in writers[0].writes} - {None} == wanted  # (and what its prologue stores)
+        # the gradient's own matmul (weights) or reduction over the batch (biases) computes the update
+        assert writers[0].kind is (Kind.MATMUL if param.endswith("weight") else Kind.REDUCE), param
+        inputs = {name for name, b in schedule.inputs if any(v.buffer == b for v in writers[0].inputs)}
+        assert {param, f"opt.m/{param}", f"opt.v/{param}"} <= inputs  # updated where they are
         assert len({v.buffer for v in (*writers[0].inputs, *writers[0].writes)}) <= merge.MAX_BINDINGS
+    assert not schedule.carry or all(names.get(c.src) == "state/opt.step" for c in schedule.carry)

@@ -18,6 +18,7 @@ from scellis.autodiff import VJP
 from scellis.ir import Function
 from scellis.levels import Level
 from scellis.lower import Kind, Schedule, lower
+from scellis.lower.kernels import flat
 from scellis.lower.variants import SMALL_SOLVE, tolerance
 from scellis.ops import DType, Node, Op, make
 from scellis.ops import defs as d
@@ -58,7 +59,7 @@ def values(raw: dict[str, bytes], fn: Function) -> dict[str, np.ndarray]:
 def computing(schedule: Schedule, fn: Function, name: str) -> object:
     """The kernel that computes output `name` (the last covering its node)."""
     position = next(i for i, n in enumerate(fn.nodes()) if n is fn.output(name))
-    return [k for k in schedule.kernels if position in k.covers][-1]
+    return [k for k in flat(schedule.kernels) if position in k.covers][-1]
 
 
 def relative(got: np.ndarray, want: np.ndarray) -> float:
@@ -99,7 +100,7 @@ def test_small_systems_take_an_invocation_each_and_larger_ones_a_workgroup(level
         (SMALL_SOLVE, "solve-invocation"),
         (SMALL_SOLVE + 1, "solve-workgroup"),
     ):
-        kernels = lower(solve_fn(n, 2, (3,)), level).kernels
+        kernels = flat(lower(solve_fn(n, 2, (3,)), level).kernels)
         assert [k.variant for k in kernels if k.kind is Kind.SOLVE] == [variant, variant], n  # x, then gb
 
 

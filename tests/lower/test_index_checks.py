@@ -7,7 +7,7 @@ from __future__ import annotations
 from scellis.ir import Function
 from scellis.levels import Level
 from scellis.lower import lower
-from scellis.lower.kernels import INDEX_CHECKS, Kind
+from scellis.lower.kernels import INDEX_CHECKS, Kind, flat
 from scellis.ops import DType, Op, make
 from scellis.ops import defs as d
 from scellis.ops.build import mul
@@ -25,7 +25,7 @@ def test_a_gather_and_its_scatter_add_share_one_check_and_a_one_hot_has_its_own(
     hot = mul(make(Op.ONE_HOT, labels, arg=d.ClassesArg(3)), make(Op.ONE_HOT, labels, arg=d.ClassesArg(3)))
     fn = Function("f", (table, tokens, labels), (("grad", grad), ("hot", hot)))
     schedule = lower(fn, Level.DEBUG)
-    checks = [k for k in schedule.kernels if k.kind is Kind.CHECK_INDEX]
+    checks = [k for k in flat(schedule.kernels) if k.kind is Kind.CHECK_INDEX]
     assert [k.arg for k in checks] == [
         IndexUse("gather from 'embed.weight' by 'tokens'", 7, (4,)),
         IndexUse("one_hot of 'labels' (3 classes)", 3, (4,)),
@@ -34,7 +34,7 @@ def test_a_gather_and_its_scatter_add_share_one_check_and_a_one_hot_has_its_own(
     records = dict(schedule.outputs)[INDEX_CHECKS]
     assert schedule.buffer(records).size == 6 and schedule.buffer(records).dtype is DType.U32
     gather = next(i for i, k in enumerate(schedule.kernels) if k.kind is Kind.GATHER)
-    assert schedule.kernels.index(checks[0]) < gather
+    assert flat(schedule.kernels).index(checks[0]) < gather
 
 
 def test_integers_drawn_below_the_bound_are_not_checked() -> None:
@@ -43,5 +43,5 @@ def test_integers_drawn_below_the_bound_are_not_checked() -> None:
     position = input_node("rng.boot.position", Role.SETTING, DType.U32, ())
     draw = make(Op.RANDOM, key, position, arg=d.RandomArg(d.Distribution.INTEGER, "boot", 0, (5, 10), n=10))
     schedule = lower(Function("f", (table, key, position), (("y", make(Op.GATHER, table, draw)),)), Level.DEBUG)
-    assert not [k for k in schedule.kernels if k.kind is Kind.CHECK_INDEX]
+    assert not [k for k in flat(schedule.kernels) if k.kind is Kind.CHECK_INDEX]
     assert INDEX_CHECKS not in dict(schedule.outputs)

@@ -13,7 +13,7 @@ import numpy as np
 from scellis.ir import Function
 from scellis.levels import Level
 from scellis.lower import lower, merge
-from scellis.lower.kernels import Kind
+from scellis.lower.kernels import Kind, flat
 from scellis.ops import DType, Op, make
 from scellis.ops.build import add, expand, mul, unary
 from scellis.ops.defs import ReduceArg, Role
@@ -31,7 +31,7 @@ def test_a_named_producer_is_computed_in_its_consumer() -> None:
     y = unary(Op.EXP, x)
     fn = Function("f", (x,), (("y", y), ("z", mul(y, y))))
     schedule = lower(fn, Level.DEBUG)
-    (kernel,) = schedule.kernels
+    (kernel,) = flat(schedule.kernels)
     named = {b: n for n, b in schedule.outputs}
     assert {named[v.buffer] for v in kernel.writes} == {"y", "z"}
 
@@ -48,7 +48,7 @@ def test_a_producer_read_through_another_shape_stays_apart() -> None:
     x, w = data("x", (4,)), data("w", (4, 4))
     y = unary(Op.EXP, x)
     fn = Function("f", (x, w), (("y", y), ("z", add(expand(y, (4, 4)), w))))
-    assert len(lower(fn, Level.DEBUG).kernels) == 2
+    assert len(flat(lower(fn, Level.DEBUG).kernels)) == 2
 
 
 def test_a_merge_binding_too_many_buffers_is_not_made() -> None:
@@ -58,7 +58,7 @@ def test_a_merge_binding_too_many_buffers_is_not_made() -> None:
     for term in a[1:]:
         y = add(y, term)
     fn = Function("f", (*a, *b), (("y", y), ("z", mul(mul(y, b[0]), b[1]))))
-    kernels = lower(fn, Level.DEBUG).kernels
+    kernels = flat(lower(fn, Level.DEBUG).kernels)
     assert len(kernels) == 2
     assert all(len({v.buffer for v in (*k.inputs, *k.writes)}) <= merge.MAX_BINDINGS for k in kernels)
 
@@ -68,7 +68,7 @@ def test_a_repeated_reduction_is_computed_once() -> None:
     first = make(Op.MEAN, x, arg=ReduceArg((0,), False))
     again = make(Op.MEAN, x, arg=ReduceArg((0,), False))  # another node, the same value (a backward pass's)
     fn = Function("f", (x,), (("a", mul(first, first)), ("b", add(again, again))))
-    kernels = lower(fn, Level.DEBUG).kernels
+    kernels = flat(lower(fn, Level.DEBUG).kernels)
     assert [k.kind for k in kernels].count(Kind.REDUCE) == 1
 
     compiled = asyncio.run(ReferenceDevice().compile(lowered(fn, Level.DEBUG)))
@@ -87,4 +87,4 @@ def test_a_named_reduction_is_not_shared() -> None:
         (x,),
         (("m", make(Op.MEAN, x, arg=ReduceArg((0,), False))), ("n", make(Op.MEAN, x, arg=ReduceArg((0,), False)))),
     )
-    assert [k.kind for k in lower(fn, Level.DEBUG).kernels] == [Kind.REDUCE, Kind.REDUCE]
+    assert [k.kind for k in flat(lower(fn, Level.DEBUG).kernels)] == [Kind.REDUCE, Kind.REDUCE]

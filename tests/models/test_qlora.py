@@ -107,9 +107,9 @@ def test_merging_reads_the_words_back(session: Session) -> None:
 
 def test_the_plan_offers_lora_and_qlora_where_full_fine_tuning_does_not_fit() -> None:
     """The three configurations of MiniLM at one batch and length, planned: full fine-tuning with Adam holds
-    weights, gradients and two moments; LoRA the weights and a sliver; QLoRA the embeddings, norms and
-    biases in float32 and 4.25 bits a linear weight. With a budget between LoRA's and full fine-tuning's,
-    the remedies offer both, and both plan green."""
+    weights and two moments (each matmul updates the weight whose gradient it computes); LoRA the weights
+    and a sliver; QLoRA the embeddings, norms and biases in float32 and 4.25 bits a linear weight. With a
+    budget between LoRA's and full fine-tuning's, the remedies offer both, and both plan green."""
     full_program = classifier(LENGTH, 4)
     plan = planner(Level.PROD, frozenset())
     full = plan(full_program)
@@ -120,8 +120,9 @@ def test_the_plan_offers_lora_and_qlora_where_full_fine_tuning_does_not_fit() ->
     assert judge(full, DeviceLimits(1 << 31, 1 << 31, 32), budget).color == "red"
     assert lora.verdict.color == qlora.verdict.color == "green"
     assert qlora.plan.total < lora.plan.total < full.total
-    for name in ("gradients", "optimizer state"):
-        assert lora.plan.totals.get(name, 0) < full.totals[name] / 50, name
+    assert lora.plan.totals.get("optimizer state", 0) < full.totals["optimizer state"] / 50
+    # no plan stores a linear weight's gradient: its matmul updates the weight (or adapter) itself
+    assert lora.plan.totals.get("gradients", 0) <= full.totals.get("gradients", 0) / 50
     linear_floats = 6 * (4 * 384 * 384 + 2 * 384 * 1536)  # 36 linears: 4.25 bits a weight instead of 32
     words = 6 * (4 * nf4.words(384, 384) + 2 * nf4.words(384, 1536))
     assert lora.plan.totals["parameters"] - qlora.plan.totals["parameters"] == 4 * linear_floats - 4 * words

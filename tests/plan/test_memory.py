@@ -85,10 +85,13 @@ def test_no_two_live_buffers_share_a_slot(name: str, which: str) -> None:
 def test_the_cnn_step_reuses_half_its_memory() -> None:
     schedule = lower(compile_program(digits_cnn()).step, Level.PROD)
     plan = plan_memory(schedule)
-    assert plan.naive(schedule) / plan.allocated > 2.0  # measured 2.99: activations and gradients reuse slots
-    # within 11 % of the lower bound (measured 10.5 %: 1,943,940 of 1,758,556 bytes; reductions computing
-    # their cheap producers again, instead of reading them back, lowered both from 2,730,372 of 2,544,988)
-    assert plan.allocated <= 1.11 * plan.peak_live
+    assert plan.naive(schedule) / plan.allocated > 2.0  # measured 3.02: activations and gradients reuse slots
+    # within 23 % of the lower bound (measured 22.5 %: 1,793,884 of 1,463,900 bytes). Updates computed in
+    # their gradients' kernels and ReLU's gradient taken from its output lowered both, the bound more (from
+    # 1,943,940 of 1,758,556; before that, reductions computing their cheap producers again lowered them
+    # from 2,730,372 of 2,544,988): what is left live at the peak are buffers of three sizes, and a slot
+    # holds one buffer at a time, so two 128 KiB buffers cannot share a 256 KiB slot that is free.
+    assert plan.allocated <= 1.23 * plan.peak_live
 
 
 @pytest.mark.parametrize("name", PROGRAMS)

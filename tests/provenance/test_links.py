@@ -194,15 +194,22 @@ def test_a_linear_node_owns_its_matmuls_and_its_adam_updates() -> None:
     assert [text["forward"][i] for i in logits["ir"]["forward"]] == ["matmul", "add"]
     assert sorted(text["backward"][i] for i in logits["ir"]["backward"]) == ["matmul", "matmul", "reshape", "sum"]
     kernels = [links["kernels"][i] for i in logits["kernels"]]
-    # one elementwise kernel a parameter: its moments and its update (lower.merge)
-    assert Counter(k["kind"] for k in kernels) == {"matmul": 3, "reduce": 1, "elementwise": 2}
-    matmuls = sorted((k["label"], k["cpu"]) for k in kernels if k["kind"] == "matmul")
-    tape = ["sc_cpu_matmul", "sc_cpu_tape"]  # the epilogue: + bias forward, relu's backward after the dx
-    assert matmuls == [("matmul", ["sc_cpu_matmul"]), ("matmul+1", tape), ("matmul+3", tape)]
+    # each parameter's moments and update run in its gradient's kernel (lower.merge): the weight's in the
+    # matmul making it, the bias's in the sum over the batch, which takes the softmax's gradient as prologue
+    # and the dx, one invocation per output, runs in a series with the loss's sum (lower.series)
+    assert Counter(k["kind"] for k in kernels) == {"matmul": 2, "reduce": 1, "series": 1}
+    (series,) = (k for k in kernels if k["kind"] == "series")
+    assert [(p["kind"], p["variant"]) for p in series["parts"]] == [("matmul", "dot"), ("reduce", "serial")]
+    assert series["cpu"] == [call for p in series["parts"] for call in p["cpu"]]
+    matmuls = sorted((k["label"], k["cpu"]) for k in (*kernels, *series["parts"]) if k["kind"] == "matmul")
+    tape = ["sc_cpu_matmul", "sc_cpu_tape"]  # the epilogue: + bias forward, relu's backward after the dx, Adam
+    assert matmuls == [("matmul+1", tape), ("matmul+24", tape), ("matmul+3", tape)]
+    (bias,) = (k for k in kernels if k["kind"] == "reduce")
+    assert bias["cpu"] == ["sc_cpu_tape", "sc_cpu_reduce", "sc_cpu_tape"]  # prologue, the sum, Adam
     schedule = lower(compiled.step, Level.PROD)
     written = {b: name for name, b in schedule.outputs}
     writes = (v.buffer for k in kernels for v in schedule.kernels[k["index"]].writes)
-    updates = {written[b] for b in writes if b in written}
+    updates = {written[b] for b in writes if b in written} - {"loss"}  # (the loss's sum shares the dx's series)
     params = ("logits.weight", "logits.bias")
     assert updates == {f"{what}/{p}" for p in params for what in ("param", "state/opt.m", "state/opt.v")}
     relu = node(links, "relu")
@@ -212,14 +219,19 @@ def test_a_linear_node_owns_its_matmuls_and_its_adam_updates() -> None:
 def test_a_fused_kernel_lists_each_node_it_fuses() -> None:
     _, links, guide = case("digits_mlp")
     step = op_kinds(links, guide, "step")
-    # the gradient through logits' weight, with relu's backward as its epilogue
-    (fused,) = [k for k in links["kernels"] if k["kind"] == "matmul" and "less" in {step[i] for i in k["ops"]}]
-    assert fused["nodes"] == ["relu", "logits"] and fused["label"] == "matmul+3"
+    # the gradient through logits' weight, with relu's backward as its epilogue (a series' part)
+    parts = [p for k in links["kernels"] for p in k.get("parts", [k])]
+    (fused,) = [p for p in parts if p["kind"] == "matmul" and "less" in {step[i] for i in p["ops"]}]
+    assert fused["label"] == "matmul+3"
+    (holder,) = [k for k in links["kernels"] if fused in k.get("parts", [k])]
+    assert {"relu", "logits"} <= set(holder["nodes"])
     _, links, guide = case("digits_cnn")
     step = op_kinds(links, guide, "step")
     relu3 = [i for i in node(links, "relu3")["ir"]["step"] if step[i] == "relu"]
-    fused = [k for k in links["kernels"] if set(relu3) & set(k["ops"])]  # the dropout mask fused after the relu
-    assert ["relu3", "drop"] in [k["nodes"] for k in fused]  # (and again in backward: the dropout drawn again)
+    fused = [k for k in links["kernels"] if set(relu3) & set(k["ops"])]  # the relu in its product's epilogue
+    assert [k["nodes"] for k in fused] == [["hidden", "relu3"]] and fused[0]["kind"] == "matmul"
+    drop = [k for k in links["kernels"] if k["kind"] == "random" and "drop" in k["nodes"]]
+    assert len(drop) == 2  # the dropout mask drawn where it is applied, and again in backward
     _, links, guide = case("branches")
     step = op_kinds(links, guide, "step")
     (join,) = [i for i in node(links, "join")["ir"]["step"] if step[i] == "concat"]

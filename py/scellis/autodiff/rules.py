@@ -72,7 +72,7 @@ UNARY_DERIVATIVES: dict[Op, Callable[[Node, Node], Node]] = {
     Op.SQRT: lambda x, y: div(const(0.5), y),
     Op.RSQRT: lambda x, y: scale(mul(mul(y, y), y), -0.5),
     Op.ABS: lambda x, y: unary(Op.SIGN, x),
-    Op.RELU: lambda x, y: cast(less(const(0.0), x), DType.F32),
+    Op.RELU: lambda x, y: cast(less(const(0.0), y), DType.F32),  # the output: x itself need not be kept
     Op.LEAKY_RELU: lambda x, y: where(less(x, const(0.0)), const(y.arg.alpha), const(1.0)),  # type: ignore[attr-defined]
     Op.GELU: _gelu_derivative,
     Op.TANH: lambda x, y: sub(const(1.0), mul(y, y)),

@@ -18,7 +18,7 @@ from scellis.engine import installed_engine_version
 from scellis.ir import Function
 from scellis.ir.function import input_name
 from scellis.levels import CHECKS, PROMISES, Level
-from scellis.lower.kernels import Kernel, Kind, Schedule
+from scellis.lower.kernels import Kernel, Kind, Schedule, flat
 from scellis.lower.variants import float16_roundings, summed_terms, tolerance
 from scellis.ops import DType
 from scellis.ops import defs as d
@@ -68,10 +68,11 @@ def _writer(schedule: Schedule, buffer: int, position: int) -> Kernel:
     covering it (an output that is a view of a kernel's result, such as a solve's x or a softmax along
     an inner axis, is then copied into its buffer by a kernel that covers nothing), else the last to
     write the buffer."""
-    computing = [k for k in schedule.kernels if position in k.covers]
+    kernels = flat(schedule.kernels)  # a series' part, not the series
+    computing = [k for k in kernels if position in k.covers]
     if computing:
         return computing[-1]
-    return [k for k in schedule.kernels if any(v.buffer == buffer for v in k.writes)][-1]
+    return [k for k in kernels if any(v.buffer == buffer for v in k.writes)][-1]
 
 
 # Kernels whose float outputs are copies of input values: promised bit-exact.

@@ -48,12 +48,20 @@ STRIDED_OUTPUT = {Kind.ELEMENTWISE, Kind.RANDOM, Kind.MATMUL, Kind.CONCAT}
 
 
 def needs_temp(kernel: Kernel) -> bool:
-    """Whether the producer writes into a temporary that a tape then moves to the kernel's output."""
-    return kernel.kind not in STRIDED_OUTPUT and not kernel.out.is_contiguous
+    """Whether the producer writes into a temporary that a tape then moves to the kernel's output: a kind
+    that writes only contiguous results with a strided output, or an epilogue that reads the output's own
+    buffer (a parameter updated in place by its gradient's kernel), which the result must not overwrite
+    before the tape reads it."""
+    if kernel.kind in TAPED or kernel.kind in TAPE_A_PART or kernel.kind is Kind.SERIES:
+        return False  # (a series' parts are asked one by one)
+    strided = kernel.kind not in STRIDED_OUTPUT and not kernel.out.is_contiguous
+    return strided or (kernel.expr != ACC and any(v.buffer == kernel.out.buffer for v in kernel.inputs))
 
 
 def cpu_calls(kernel: Kernel) -> tuple[str, ...]:
-    """The exports the CPU path calls for `kernel`, in order."""
+    """The exports the CPU path calls for `kernel`, in order (a series': its parts', one after another)."""
+    if kernel.kind is Kind.SERIES:
+        return tuple(call for part in kernel.parts for call in cpu_calls(part))
     if kernel.kind in TAPED:
         return (TAPE,)
     if kernel.kind in TAPE_A_PART:

@@ -4,11 +4,13 @@ storage buffers."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from scellis.codegen import wgsl_dense, wgsl_expr, wgsl_nf4, wgsl_random, wgsl_solve, wgsl_sort, wgsl_spatial
 from scellis.lower.kernels import Kernel, Kind, Schedule
+from scellis.lower.series import invocations
 
 
 @dataclass(frozen=True)
@@ -46,6 +48,43 @@ RENDERERS: dict[Kind, Renderer] = {
     Kind.CHECK_INDEX: wgsl_spatial.check_index,
     **dict.fromkeys((Kind.NF4_PACK, Kind.NF4_UNPACK, Kind.NF4_MATMUL), wgsl_nf4.nf4_kernel),
 }
+
+
+SERIES_LANES = 64  # a series' workgroup size; its grid is 1-D (lower.series.GRID)
+BUILTIN = re.compile(r"@builtin\(\w+\) ")
+
+
+def series(kernel: Kernel, schedule: Schedule, b: wgsl_expr.Bindings) -> tuple[str, tuple[int, int, int]]:
+    """A SERIES: each part rendered with the series' bindings, its entry point made a function part<k>,
+    called in order by the series' one entry point with the same invocation ids. Every part computes its
+    index as the flat invocation index, which on a 1-D grid of 64-invocation workgroups it is whatever
+    workgroup size the part's own kernel declares; helper functions are written once."""
+    helpers: dict[str, None] = {}
+    calls, bodies = [], []
+    for k, part in enumerate(kernel.parts):
+        source, _ = RENDERERS[part.kind](part, schedule, b)
+        head, entry = source.split("@compute", 1)
+        kept = [line for line in head.split("\n") if not line.startswith(("@group(", "enable f16;"))]
+        for item in re.split(r"(?m)^(?=fn )", "\n".join(kept).strip()):
+            if item.strip():
+                helpers.setdefault(item.strip(), None)
+        entry = entry.split("\n", 1)[1]  # the workgroup size line goes
+        bodies.append(BUILTIN.sub("", entry.replace("fn main(", f"fn part{k}(", 1)))
+        calls.append(f"  part{k}(gid, lid, wid, groups);")
+    count = max(invocations(part) or 1 for part in kernel.parts)
+    main = [
+        f"@compute @workgroup_size({SERIES_LANES})",
+        "fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>, "
+        "@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {",
+        *calls,
+        "}",
+    ]
+    enable = ["enable f16;"] if b.half else []
+    text = "\n".join([*enable, b.declarations(schedule).removeprefix("enable f16;\n"), *helpers, *bodies, *main])
+    return text, (-(-count // SERIES_LANES), 1, 1)
+
+
+RENDERERS[Kind.SERIES] = series
 
 
 def render(kernel: Kernel, schedule: Schedule) -> WgslKernel:

@@ -34,12 +34,12 @@ def _loads(kernel: Kernel, schedule: Schedule, b: w.Bindings, coords: list[str],
 def _epilogue(
     kernel: Kernel, schedule: Schedule, b: w.Bindings, coords: list[str], *, acc: str | None, first: int
 ) -> list[str]:
-    """Statements that compute the kernel's expression at `coords` and store it (and its stores' steps; a
-    REDUCE's stores are its prologue's, written where the prologue runs)."""
+    """Statements that compute the kernel's expression at `coords` and store it (and its epilogue stores'
+    steps; a REDUCE's prologue stores are written where the prologue runs)."""
     lines, value = w.expression(kernel.expr, _loads(kernel, schedule, b, coords, first), acc, coords)
     index = w.index_expr(kernel.out, coords)
-    more = [] if kernel.kind is Kind.REDUCE else _stored(kernel.stores, kernel.expr, b, coords)
-    return [*lines, *more, f"out[{index}] = {w.store(value, kernel.expr.dtype)};"]
+    more = _stored(kernel.epilogue_stores, kernel.expr, b, coords)
+    return [*lines, *more, f"{b.array(kernel.out.buffer)}[{index}] = {w.store(value, kernel.expr.dtype)};"]
 
 
 def _stored(stores: tuple[tuple[View, int], ...], expr: Expr, b: w.Bindings, coords: list[str]) -> list[str]:
@@ -206,7 +206,7 @@ def reduce(kernel: Kernel, schedule: Schedule, b: w.Bindings) -> Source:
         loads = _loads(Kernel(kernel.kind, kernel.out, kernel.inputs[:reads]), schedule, b, at)
         lines, value = w.expression(prologue, loads, None, at)
         load_x = [*lines, f"let x = {value};"]
-        store_x = _stored(kernel.stores, prologue, b, at)
+        store_x = _stored(kernel.prologue_stores, prologue, b, at)
     lanes: dict[str, Value] = {"COUNT": f"{count}u", "DECODE_REDUCED": decode_r, "LOAD_X": load_x}
     values: dict[str, Value] = {
         **lanes,
@@ -243,7 +243,8 @@ def rows(kernel: Kernel, schedule: Schedule, b: w.Bindings) -> Source:
     serial = kernel.variant == "serial"
     if kernel.kind is Kind.ARGMAX:
         out_at = w.index_expr(kernel.out, ocoords)
-        finish = [f"out[{out_at}] = i32(best_i);"] if serial else fragment("rows_argmax", OUT_AT=out_at)
+        stored = [f"{b.array(kernel.out.buffer)}[{out_at}] = i32(best_i);"]
+        finish = stored if serial else fragment("rows_argmax", OUT_AT=out_at)
     else:
         result = f"exp({x_at} - top) / total" if kernel.kind is Kind.SOFTMAX else f"{x_at} - top - log(total)"
         values: dict[str, Value] = {
@@ -253,7 +254,7 @@ def rows(kernel: Kernel, schedule: Schedule, b: w.Bindings) -> Source:
             "RESULT": result,
         }
         if serial:
-            finish = fragment("rows_serial_softmax", **values)
+            finish = fragment("rows_serial_softmax", **values, OUT=b.array(kernel.out.buffer))
         else:
             finish = fragment("rows_softmax", **values, LANE_TREE=w.lane_tree("lane_tree", COMBINE="(s + o)"))
     frame: dict[str, Value] = {"ROWS": f"{nrows}u", "COUNT": f"{count}u", "DECODE": decode_o, "X_AT": x_at}

@@ -285,18 +285,23 @@ def gather(kernel: Kernel, schedule: Schedule, b: w.Bindings) -> Source:
 
 
 def check_index(kernel: Kernel, schedule: Schedule, b: w.Bindings) -> Source:
-    """One workgroup counts the indices outside [0, bound) and records the first (wgsl/check_index.wgsl)."""
+    """One workgroup counts the indices outside [0, bound) and records the first (wgsl/check_index.wgsl);
+    one invocation, for the variant "serial" (wgsl/check_index_serial.wgsl)."""
     indices, record = kernel.inputs[0], kernel.out.offset
     bound: int = kernel.arg.bound  # type: ignore[attr-defined]
-    source = template("check_index").fill(
-        INDICES=f"in{b.slot(indices.buffer)}",
-        COUNT=f"{indices.size}u",
-        OFFSET=f"{indices.offset}u",
-        BOUND=f"{bound}u",
-        RECORD_COUNT=f"{record}u",
-        RECORD_FIRST=f"{record + 1}u",
-        RECORD_VALUE=f"{record + 2}u",
-    )
+    values = {
+        "INDICES": b.array(indices.buffer),
+        "COUNT": f"{indices.size}u",
+        "OFFSET": f"{indices.offset}u",
+        "BOUND": f"{bound}u",
+        "RECORD_COUNT": f"{record}u",
+        "RECORD_FIRST": f"{record + 1}u",
+        "RECORD_VALUE": f"{record + 2}u",
+    }
+    if kernel.variant == "serial":
+        source = template("check_index_serial").fill(**values, OUT=b.array(kernel.out.buffer))
+    else:
+        source = template("check_index").fill(**values)
     return b.declarations(schedule) + "\n" + source, (1, 1, 1)
 
 

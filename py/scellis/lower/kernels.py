@@ -181,14 +181,20 @@ class Kind(enum.Enum):
                    writes that step of expr through its view (of out.shape): producers merged into their
                    consumer (lower.merge), one kernel writing several buffers
     MATMUL         inputs a [..., M, K], b [..., K, N] (already transposed by strides), out [..., M, N];
-                   batch axes share out's batch shape; value = expr of Acc (the dot product)
+                   batch axes share out's batch shape; value = expr of Acc (the dot product), whose Loads
+                   take the inputs after a and b, at the output's coordinates; each of `stores` (view, step)
+                   writes that step of expr through its view (of out.shape): an elementwise consumer
+                   merged into the product (lower.merge), an optimizer's update of the parameter whose
+                   gradient this is, say
     REDUCE         input [*out.shape, *reduced] (the reduced axes moved last); value = expr of Acc where
                    Acc is the sum / mean / max / var (arg: a Reduction) of that input's elements, or, with a
                    prologue (Reduction.prologue), of the prologue's value over the first Reduction.reads
                    inputs (all [*out.shape, *reduced]; its Loads index them); the epilogue's Loads take the
                    inputs after those, at the output's coordinates. Each of `stores` (view, step) writes that
                    step of the prologue through its view (of the input's shape): elementwise producers
-                   merged into the reduction (lower.merge) that still write their buffer
+                   merged into the reduction (lower.merge) that still write their buffer; or, a store whose
+                   view has the output's rank (fewer axes than the input's), that step of expr through its
+                   view at the output's coordinates: an elementwise consumer merged into the reduction
     SOFTMAX, LOG_SOFTMAX   input [*rows, R] (the normalised axis moved last) -> out of the same shape,
                    contiguous in that order
     ARGMAX         input [*rows, R] -> out [*rows] int32 (first maximum)
@@ -214,6 +220,11 @@ class Kind(enum.Enum):
     NF4_UNPACK     contiguous packed u32 words -> out f32 [rows, cols], contiguous (arg: Nf4Arg)
     NF4_MATMUL     contiguous x [..., k] and packed u32 words -> out [..., n], contiguous: x W^T, or x W
                    transposed (arg: the IR Nf4MatmulArg); each output sums its k products in increasing k
+    SERIES         arg: the parts, kernels of the kinds and variants that run one invocation per index i of
+                   [0, N) (lower.series): run one after another by each invocation, in order, as one
+                   dispatch. `inputs` are every part's inputs, `out` and `stores` (step 0) every part's
+                   outputs; a part reads what an earlier part wrote only at the elements that same
+                   invocation wrote
     CHECK_INDEX    contiguous int32 indices and the record (the kernel's output) -> record: three u32 words
                    (how many indices lie outside [0, arg.bound), the flat position of the first, its value)
                    in the step's INDEX_CHECKS output, written only while its count is 0, so it keeps the
@@ -244,6 +255,7 @@ class Kind(enum.Enum):
     SORT_GRAD = "sort_grad"
     CONCAT = "concat"
     CHECK_INDEX = "check_index"
+    SERIES = "series"
     NF4_PACK = "nf4_pack"
     NF4_UNPACK = "nf4_unpack"
     NF4_MATMUL = "nf4_matmul"
@@ -277,7 +289,7 @@ class Kernel:
     expr: Expr = ACC  # the value written: for ELEMENTWISE over Loads, otherwise over Acc
     variant: str = "default"  # the determinism levels choose here
     covers: tuple[int, ...] = ()  # positions (in the function's node order) of the IR nodes it computes
-    stores: tuple[tuple[View, int], ...] = ()  # ELEMENTWISE: more outputs, each a step of expr (see Kind)
+    stores: tuple[tuple[View, int], ...] = ()  # more outputs, each a step of expr or a prologue (see Kind)
 
     def __init__(  # noqa: PLR0917 - the fields, in order
         self,
@@ -308,12 +320,35 @@ class Kernel:
         return Kernel(self.kind, out, inputs, self.arg, self.expr, self.variant, self.covers, stores)
 
     @property
+    def prologue_stores(self) -> tuple[tuple[View, int], ...]:
+        """A REDUCE's stores of its prologue's steps, at the reduced input's coordinates (Kind.REDUCE)."""
+        if self.kind is not Kind.REDUCE or not self.stores:
+            return ()
+        rank = len(self.out.shape)
+        return tuple(store for store in self.stores if len(store[0].shape) > rank)
+
+    @property
+    def epilogue_stores(self) -> tuple[tuple[View, int], ...]:
+        """The stores of expr's steps, at the output's coordinates (all of them but a REDUCE's prologue's)."""
+        if self.kind is not Kind.REDUCE or not self.stores:
+            return self.stores
+        rank = len(self.out.shape)
+        return tuple(store for store in self.stores if len(store[0].shape) == rank)
+
+    @property
     def writes(self) -> tuple[View, ...]:
         """Every view the kernel writes: its output, then its stores'."""
         return (self.out, *(view for view, _ in self.stores)) if self.stores else (self.out,)
 
     @property
+    def parts(self) -> tuple[Kernel, ...]:
+        """A SERIES's parts, in order; any other kernel is its one part."""
+        return self.arg if self.kind is Kind.SERIES else (self,)  # type: ignore[return-value]
+
+    @property
     def label(self) -> str:
+        if self.kind is Kind.SERIES:
+            return f"series({', '.join(part.label for part in self.parts)})"
         fused = sum(1 for s in self.expr.steps if isinstance(s, Apply))
         if isinstance(self.arg, Reduction) and self.arg.prologue is not None:
             fused += sum(1 for s in self.arg.prologue.steps if isinstance(s, Apply))
@@ -323,6 +358,23 @@ class Kernel:
 _set_kind, _set_out, _set_inputs, _set_arg, _set_expr, _set_variant, _set_covers, _set_stores = (
     getattr(Kernel, name).__set__ for name in ("kind", "out", "inputs", "arg", "expr", "variant", "covers", "stores")
 )
+
+
+def series(parts: tuple[Kernel, ...]) -> Kernel:
+    """The SERIES kernel running `parts` in order (Kind.SERIES): their inputs, each view once, and their
+    outputs, the first part's as `out`."""
+    inputs = tuple(dict.fromkeys(v for part in parts for v in part.inputs))
+    writes = [v for part in parts for v in part.writes]
+    covers = tuple(c for part in parts for c in part.covers)
+    stores = tuple((v, 0) for v in writes[1:])
+    return Kernel(Kind.SERIES, writes[0], inputs, parts, ACC, "default", covers, stores)
+
+
+def flat(kernels: tuple[Kernel, ...]) -> tuple[Kernel, ...]:
+    """`kernels` with each SERIES replaced by its parts: what runs, in order, one kernel at a time."""
+    if not any(k.kind is Kind.SERIES for k in kernels):
+        return kernels
+    return tuple(part for kernel in kernels for part in kernel.parts)
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,9 @@ writes both buffers (Kernel.stores), so the consumer does not read back what the
 step dispatches one kernel fewer. An optimizer's moment updates and its parameter update become one kernel
 per parameter this way. Elementwise producers of what a reduction reduces become its prologue
 (Reduction.prologue): the reduction computes them where it loads their value (a cross-entropy's products,
-a batch norm's gradient terms).
+a batch norm's gradient terms). Then what is left of an elementwise chain joins the epilogue of the MATMUL
+or REDUCE that writes what it reads (`host`): a ReLU its product's, a parameter's update the kernel that
+computes its gradient (which is then never stored: the update reads it in registers).
 
 Expects a schedule's kernels in execution order (variants not chosen yet), its buffers, and the buffers the
 step names (its inputs and outputs). Guarantees: the kernels compute the same values, bit for bit. A
@@ -18,6 +20,11 @@ its epilogue does not read X; A's stores and the kept X become B's prologue stor
 arithmetic or comparison steps, a one-hot of labels, x minus its mean) that other kernels read in between
 is computed again in B instead (`_cheap`): A stays for them, and goes once no kernel reads X; unless B
 would then read an input after the output carried into it is written (the update would lose its place).
+An elementwise B joins the epilogue of the one writer A (MATMUL or REDUCE) of what it reads on the same
+terms (A's own operands stay its first inputs), at the earliest place after every read of the input an
+output of B is carried into. A merge may count on plan.memory.update_in_place writing such an output into
+its input (one binding for both) only where that update is sure: once every merge is made
+(`still_in_place`), a merge whose update a later one undid is banned and the merging done again.
 """
 
 from __future__ import annotations
@@ -39,7 +46,15 @@ def merged(
     """`kernels` with every producer that can be merged into its consumer merged (module docstring);
     `carried` maps each output the step carries to the input it becomes (Schedule.carry). A reduction that
     repeats an earlier one is dropped first (`once`)."""
-    return _Merger(once(kernels, named), buffers, named, carried).run()
+    first = once(kernels, named)
+    banned: frozenset[int] = frozenset()
+    while True:  # each try bans what the one before could not keep (at most once per parameter)
+        merger = _Merger(first, buffers, named, carried, banned)
+        out = merger.run()
+        lost = merger.still_in_place()
+        if not lost:
+            return out
+        banned |= lost
 
 
 def once(kernels: Sequence[Kernel], named: set[int]) -> list[Kernel]:
@@ -96,10 +111,18 @@ class _Merger:
     the keys at which each buffer is written and read."""
 
     def __init__(
-        self, kernels: Sequence[Kernel], buffers: Sequence[Buffer], named: set[int], carried: dict[int, int]
+        self,
+        kernels: Sequence[Kernel],
+        buffers: Sequence[Buffer],
+        named: set[int],
+        carried: dict[int, int],
+        banned: frozenset[int] = frozenset(),
     ) -> None:
         self.kernels: dict[float, Kernel] = {float(i): k for i, k in enumerate(kernels)}
         self.buffers, self.named, self.carried = buffers, named, carried
+        # buffers x whose merge may not count on updates in place (`binds`): a try before lost them
+        self.banned = banned
+        self.hosted: dict[int, dict[int, int]] = {}  # such an x -> what its merge counts on updating in place
         self.writers: dict[int, list[float]] = defaultdict(list)
         self.readers: dict[int, list[float]] = defaultdict(list)
         for i, kernel in enumerate(kernels):
@@ -117,6 +140,12 @@ class _Merger:
                 self.consumer(j, kernel)
             elif kernel is not None and kernel.kind is Kind.REDUCE:
                 self.reduction(j, kernel)
+        # then what is left of each elementwise chain into the epilogue of the product or reduction it reads
+        # (an update into its gradient's kernel), where the bindings the prologues took leave room
+        for j in sorted(self.kernels, reverse=True):
+            kernel = self.kernels.get(j)
+            if kernel is not None and kernel.kind is Kind.ELEMENTWISE:
+                self.host(j, kernel)
         self.siblings()
         return tuple(self.kernels[key] for key in sorted(self.kernels))
 
@@ -199,6 +228,72 @@ class _Merger:
         self.kernels[at] = candidate
         return candidate, at
 
+    def host(self, j: float, b: Kernel) -> None:
+        """The ELEMENTWISE B at key j merged into the epilogue of the MATMUL or REDUCE that writes what it
+        reads (`_operands`), when it can be."""
+        for x in dict.fromkeys(v.buffer for v in b.inputs):
+            writers = self.writers[x]
+            i = writers[0] if len(writers) == 1 and writers[0] < j else None
+            a = self.kernels.get(i) if i is not None else None
+            if i is None or a is None or _operands(a) is None:
+                continue
+            if not self.fits(x, i, j, a, b, host=True):
+                continue
+            keep = self.readers[x] != [j] or x in self.named
+            candidate = _merge(a, b, x, keep, operands=_operands(a))
+            at = self.place(a, candidate, i, j) if candidate is not None else None
+            if candidate is None or at is None:
+                continue
+            if not self.binds(candidate, at, (i, j), x):
+                continue
+            self.adopt(x, (a, i), (b, j), (candidate, at), keep=keep)
+            return
+
+    def binds(self, kernel: Kernel, at: float, moving: tuple[float, float], x: int) -> bool:
+        """Whether `kernel`, to run at `at` in place of the kernels at `moving`, binds at most MAX_BINDINGS
+        buffers once the outputs it updates in place share their inputs' (`updated_in_place`); one that
+        counts on that is recorded under x, the buffer whose merge made it, for `still_in_place`."""
+        if x in self.banned:
+            return _bindings(kernel) <= MAX_BINDINGS
+        updated = self.updated_in_place(kernel, at, moving)
+        if _bindings(kernel, updated) > MAX_BINDINGS:
+            return False
+        if _bindings(kernel) > MAX_BINDINGS:
+            self.hosted[x] = updated
+        return True
+
+    def updated_in_place(self, kernel: Kernel, at: float, moving: tuple[float, ...] = ()) -> dict[int, int]:
+        """The outputs of `kernel` (at key `at`) that plan.memory.update_in_place will write into the input
+        they are carried into (output -> input): written whole by this kernel alone, at the output's
+        coordinates, the input read here only at that element (not by the kernel's own operands) and by no
+        kernel after it (but those at the keys `moving`, which move to `at`)."""
+        operands = _operands(kernel) or 0
+        out: dict[int, int] = {}
+        for view, _ in ((kernel.out, -1), *kernel.epilogue_stores):
+            dst = self.carried.get(view.buffer)
+            if dst is None or view.offset or not view.is_contiguous or view.size != self.buffers[dst].size:
+                continue
+            mine = kernel.inputs[operands:]
+            # read here at the element written, not as an operand
+            alone = all(v == view._replace(buffer=dst) for v in mine if v.buffer == dst) and any(
+                v.buffer == dst for v in mine
+            )
+            alone = alone and all(v.buffer != dst for v in kernel.inputs[:operands])
+            last = all(r <= at or r in moving for r in self.readers[dst]) and len(self.writers[view.buffer]) <= 1
+            if alone and last:
+                out[view.buffer] = dst
+        return out
+
+    def still_in_place(self) -> set[int]:
+        """The buffers x of merges (`binds`) whose kernel no longer updates in place what it counted on
+        updating in place: a later merge moved a read of the input after it."""
+        lost: set[int] = set()
+        for x, updated in self.hosted.items():
+            key = next((at for at, k in self.kernels.items() if any(v.buffer in updated for v in k.writes)), None)
+            if key is None or not updated.items() <= self.updated_in_place(self.kernels[key], key).items():
+                lost.add(x)
+        return lost
+
     def reduction(self, j: float, b: Kernel) -> None:
         """The REDUCE B at key j with elementwise producers of what it reduces merged into its prologue
         (Reduction.prologue): each producer's iteration permuted to the reduction's view of its output."""
@@ -228,7 +323,7 @@ class _Merger:
             merged = _merge(turned, prologue, x, keep) if len(prologue.expr.steps) > 1 else _alone(turned, keep)
             candidate = _reducing(b, merged) if merged is not None else None
             at = self.place(a, candidate, i, j) if candidate is not None else None
-            if candidate is None or at is None or _bindings(candidate) > MAX_BINDINGS:
+            if candidate is None or at is None or not self.binds(candidate, at, (i, j), x):
                 continue
             b, j = self.adopt(x, (a, i), (b, j), (candidate, at), keep=keep)
 
@@ -241,7 +336,7 @@ class _Merger:
             return b, j  # B would read an input after its update is written: no longer updatable in place
         merged = _merge(a, prologue, x, False) if len(prologue.expr.steps) > 1 else _alone(a, False)
         candidate = _reducing(b, merged) if merged is not None else None
-        if candidate is None or _bindings(candidate) > MAX_BINDINGS:
+        if candidate is None or not self.binds(candidate, j, (j, j), x):
             return b, j
         for v in candidate.inputs:
             self.readers[v.buffer] = sorted({*self.readers[v.buffer], j})
@@ -276,10 +371,13 @@ class _Merger:
         a = self.kernels.get(i) if i is not None else None
         return i if i is not None and a is not None and self.fits(x, i, j, a, consumer) else None
 
-    def fits(self, x: int, i: float, j: float, a: Kernel, consumer: Kernel, *, others: bool = False) -> bool:
+    def fits(
+        self, x: int, i: float, j: float, a: Kernel, consumer: Kernel, *, others: bool = False, host: bool = False
+    ) -> bool:
         """Whether A (at i, the one writer of buffer x) can be merged into the consumer at j (with `others`,
-        whatever reads x in between: A's value is recomputed there, and A stays)."""
-        if a.kind is not Kind.ELEMENTWISE or a.variant != consumer.variant:
+        whatever reads x in between: A's value is recomputed there, and A stays; with `host`, A is a MATMUL
+        or REDUCE and the consumer joins its epilogue)."""
+        if (_operands(a) is None if host else a.kind is not Kind.ELEMENTWISE) or a.variant != consumer.variant:
             return False
         out, buffer = a.out, self.buffers[x]
         written = self.kernels[i].out  # A's own output view (`a` may iterate it in another order: _turned)
@@ -299,15 +397,18 @@ class _Merger:
         return fits and unchanged
 
 
-def _merge(a: Kernel, b: Kernel, x: int, keep: bool) -> Kernel | None:
+def _merge(a: Kernel, b: Kernel, x: int, keep: bool, operands: int | None = None) -> Kernel | None:
     """B computing A's expression where it loaded buffer x (A's output), and writing x too when `keep`
-    (x = -1: B reads nothing of A's, and the kernel computes both side by side)."""
-    inputs: list[View] = []
+    (x = -1: B reads nothing of A's, and the kernel computes both side by side). With `operands`, A is a
+    MATMUL or REDUCE whose first `operands` inputs are its own (`_operands`), and the merged kernel is A's
+    kind with B as the rest of its epilogue (A's prologue stores kept as they are)."""
+    first = operands or 0
+    inputs: list[View] = list(a.inputs[:first])
 
     def index(view: View) -> int:
-        if view not in inputs:
+        if view not in inputs[first:]:
             inputs.append(view)
-        return inputs.index(view)
+        return inputs.index(view, first)
 
     steps: list[Step] = []
     dtypes: list[DType] = []
@@ -334,16 +435,29 @@ def _merge(a: Kernel, b: Kernel, x: int, keep: bool) -> Kernel | None:
     in_b = copy(b, x, in_a[-1])
     if in_b[-1] != len(steps) - 1:
         return None  # B's value is x itself: nothing to merge into
-    stores = [(view, in_a[s]) for view, s in a.stores]
+    stores = [*a.prologue_stores, *((view, in_a[s]) for view, s in a.epilogue_stores)]
     if keep:
         stores.append((a.out, in_a[-1]))
     stores += [(view, in_b[s]) for view, s in b.stores]
     expr = Expr(tuple(steps), tuple(dtypes))
-    return Kernel(b.kind, b.out, tuple(inputs), b.arg, expr, b.variant, a.covers + b.covers, tuple(stores))
+    kind, arg = (a.kind, a.arg) if operands is not None else (b.kind, b.arg)
+    return Kernel(kind, b.out, tuple(inputs), arg, expr, b.variant, a.covers + b.covers, tuple(stores))
 
 
-def _bindings(kernel: Kernel) -> int:
-    return len({v.buffer for v in (*kernel.inputs, *kernel.writes)})
+def _bindings(kernel: Kernel, in_place: dict[int, int] | None = None) -> int:
+    """The buffers `kernel` binds, once the outputs `in_place` (output -> input) are written into their inputs."""
+    moved = in_place or {}
+    return len({moved.get(v.buffer, v.buffer) for v in (*kernel.inputs, *kernel.writes)})
+
+
+def _operands(kernel: Kernel) -> int | None:
+    """For a kind whose expression of Acc runs at its output's coordinates, with the inputs after its own
+    loaded there (MATMUL, REDUCE): how many inputs are its own; None for the others."""
+    if kernel.kind is Kind.MATMUL:
+        return 2
+    if kernel.kind is Kind.REDUCE and isinstance(kernel.arg, Reduction):
+        return kernel.arg.reads
+    return None
 
 
 def _turned(a: Kernel, view: View) -> Kernel | None:
@@ -379,7 +493,8 @@ def _prologue_kernel(b: Kernel) -> Kernel:
     assert isinstance(b.arg, Reduction)
     reads, shape = b.arg.reads, b.inputs[0].shape
     expr = b.arg.prologue if b.arg.prologue is not None else Expr((Load(0),), (DType.F32,))
-    return Kernel(Kind.ELEMENTWISE, View.contiguous(-1, shape), b.inputs[:reads], None, expr, b.variant, (), b.stores)
+    stores = b.prologue_stores
+    return Kernel(Kind.ELEMENTWISE, View.contiguous(-1, shape), b.inputs[:reads], None, expr, b.variant, (), stores)
 
 
 def _alone(a: Kernel, keep: bool) -> Kernel | None:
@@ -401,7 +516,8 @@ def _reducing(b: Kernel, prologue: Kernel) -> Kernel:
     arg = b.arg._replace(prologue=prologue.expr, reads=now)
     inputs = (*prologue.inputs, *b.inputs[reads:])
     covers = prologue.covers + b.covers
-    return Kernel(b.kind, b.out, inputs, arg, Expr(steps, b.expr.dtypes), b.variant, covers, prologue.stores)
+    stores = (*prologue.stores, *b.epilogue_stores)
+    return Kernel(b.kind, b.out, inputs, arg, Expr(steps, b.expr.dtypes), b.variant, covers, stores)
 
 
 CHEAP = {Op.EQUAL, Op.LESS, Op.CAST, Op.ADD, Op.SUB, Op.MUL, Op.NEG, Op.WHERE}

@@ -52,6 +52,7 @@ from scellis.lower.kernels import (
     View,
 )
 from scellis.lower.merge import merged
+from scellis.lower.series import joined
 from scellis.lower.variants import notes, with_variants
 from scellis.ops import DType, Node, Op
 from scellis.ops import defs as d
@@ -478,8 +479,8 @@ def lower(fn: Function, level: Level, features: frozenset[str] = frozenset()) ->
         if "/" in name and name.split("/", 1)[0] in ("param", "state") and name.split("/", 1)[1] in by_name
     )
     named = {b for _, b in (*inputs, *outputs)}
-    kept = merged(low.kernels, low.buffers, named, {c.src: c.dst for c in carry})
-    kernels = with_variants(kept, level, features)
+    carried = {c.src: c.dst for c in carry}
+    kernels = joined(with_variants(merged(low.kernels, low.buffers, named, carried), level, features), carried)
     return Schedule(
         fn.name, tuple(low.buffers), kernels, tuple(inputs), outputs, carry, notes(kernels, level, features)
     )

@@ -1,10 +1,11 @@
 """The kernel schedule as text (what the Guide shows): one line per kernel with its kind, fused ops,
 output and inputs (buffer, shape, strides when not contiguous) and the IR nodes it computes. A reduction
-with a prologue shows it as of(ops), and its stores are the prologue's (Kind.REDUCE)."""
+with a prologue shows it as of(ops), and its stores are the prologue's (Kind.REDUCE). A series shows its
+parts in brackets, each as its own line would."""
 
 from __future__ import annotations
 
-from scellis.lower.kernels import Apply, Kernel, Reduction, Schedule, View
+from scellis.lower.kernels import Apply, Kernel, Kind, Reduction, Schedule, View
 
 
 def _view(view: View, schedule: Schedule) -> str:
@@ -16,6 +17,9 @@ def _view(view: View, schedule: Schedule) -> str:
 
 
 def kernel_line(index: int, kernel: Kernel, schedule: Schedule) -> str:
+    if kernel.kind is Kind.SERIES:  # its parts, each as a kernel of its own would read, on one line
+        parts = "; ".join(kernel_line(index, part, schedule).split(": ", 1)[1] for part in kernel.parts)
+        return f"k{index}: series of {len(kernel.parts)} [{parts}]"
     fused = [s.op.value for s in kernel.expr.steps if isinstance(s, Apply)]
     fusion = f" fused({', '.join(fused)})" if fused else ""
     if isinstance(kernel.arg, Reduction) and kernel.arg.prologue is not None:  # what it reduces, then fusion

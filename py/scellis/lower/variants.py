@@ -22,6 +22,7 @@ SMALL_WORK = 1 << 20  # or at most this many multiply-adds a matrix: one invocat
 SMALL_SOLVE = 8  # a solve of at most this many unknowns runs one invocation per matrix, larger ones a workgroup
 SERIAL = 64  # a reduction (or a softmax, log-softmax, argmax row) of at most this many elements: one invocation
 ROWS = (Kind.SOFTMAX, Kind.LOG_SOFTMAX, Kind.ARGMAX)
+SERIAL_CHECK = 4096  # indices one invocation checks (a batch's labels); more take a workgroup
 
 
 def quads_along_k(deep: int, across: int, k: int) -> bool:
@@ -119,10 +120,17 @@ def _serial(kernel: Kernel, level: Level) -> str:
     return "serial" if count <= SERIAL else "default"
 
 
+def _check_index(kernel: Kernel, level: Level) -> str:
+    """At most SERIAL_CHECK indices are checked by one invocation in index order ("serial"), which a series
+    can run (lower.series); more by a workgroup. Both record the same count, first position and value."""
+    return "serial" if kernel.inputs[0].size <= SERIAL_CHECK else "default"
+
+
 # The kinds besides MATMUL with a choice of variant (every other kind runs "default"), and how each chooses.
 OTHERS: dict[Kind, Callable[[Kernel, Level], str]] = {
     Kind.SOLVE: _solve,
     Kind.NF4_MATMUL: _nf4,
+    Kind.CHECK_INDEX: _check_index,
     **dict.fromkeys((Kind.REDUCE, *ROWS), _serial),
 }
 

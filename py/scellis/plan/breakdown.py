@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from scellis.ir import Function
 from scellis.ir.function import input_role
-from scellis.lower.kernels import Schedule
+from scellis.lower.kernels import Schedule, flat
 from scellis.ops import Op
 from scellis.ops.defs import Role
 from scellis.optim.storage import MASTER
@@ -72,11 +72,12 @@ def categories(schedule: Schedule, step: Function, forward: Function, backward: 
     # an input's role wins over an output's name: updated in place, `param/w` is `w`'s buffer
     named = {b: name for name, b in (*schedule.outputs, *schedule.inputs)}
     writer: dict[int, int] = {}
-    for kernel in schedule.kernels:
+    kernels = flat(schedule.kernels)  # a series' parts, each in its own phase
+    for kernel in kernels:
         for view in kernel.writes:
             writer.setdefault(view.buffer, kernel.covers[-1] if kernel.covers else -1)
     backward_at = [p == "backward" for p in phase]
-    in_backward = (k for k in schedule.kernels if any(map(backward_at.__getitem__, k.covers)))
+    in_backward = (k for k in kernels if any(map(backward_at.__getitem__, k.covers)))
     read_in_backward = {v.buffer for k in in_backward for v in k.inputs}
     out = []
     for buffer in schedule.buffers:

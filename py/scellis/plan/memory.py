@@ -13,8 +13,9 @@ each takes the first slot that holds nothing over its lifetime, else a new slot 
 grows, and slots come close to the most bytes live at once. Devices allocate exactly the slots.
 
 `update_in_place` (schedule -> schedule, run by the devices before they plan) writes a carried output
-(`param/w`, copied into `w` after the step) straight into its input when one elementwise kernel writes
-all of it, reading the input only at the element it writes, and no later kernel reads the input: the
+(`param/w`, copied into `w` after the step) straight into its input when one kernel writes all of it
+element by element (an elementwise kernel, or the epilogue of a matmul or reduction: the gradient's own
+kernel), reading the input only at the element it writes, and no later kernel reads the input: the
 optimizer then updates parameters and state where they are, with no second copy and no carry copy.
 """
 
@@ -24,10 +25,11 @@ import dataclasses
 import functools
 import itertools
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from heapq import heapify, heappop, heappush
 
-from scellis.lower.kernels import Kind, Schedule, View, contiguous_strides, storage_bytes
+from scellis.lower.kernels import Kernel, Kind, Reduction, Schedule, View, contiguous_strides, series, storage_bytes
 
 Lifetime = tuple[int, int]  # first and last kernel index, both included
 
@@ -126,16 +128,28 @@ def in_place(schedule: Schedule, uses: _Uses | None = None) -> dict[int, int]:
         kernel = kernels[written]
         view = next(v for v in kernel.writes if v.buffer == src)
         shape, strides = view.shape, view.strides
-        if kernel.kind is not elementwise or view.offset != 0 or strides != contiguous_strides(shape):
-            continue  # not elementwise, or not over all of its output
+        own = 0 if kernel.kind is elementwise else _epilogue_from(kernel, view)
+        if own < 0 or view.offset != 0 or strides != contiguous_strides(shape):
+            continue  # not written element by element, or not over all of its output
         if math.prod(shape) != buffers[dst].size or last_read.get(dst, -1) > written:
             continue
-        for v in kernel.inputs:  # the input only at the element it writes
-            if v.buffer == dst and (v.offset != 0 or v.shape != shape or v.strides != strides):
+        for k, v in enumerate(kernel.inputs):  # the input only at the element it writes (not as an operand)
+            if v.buffer == dst and (k < own or v.offset != 0 or v.shape != shape or v.strides != strides):
                 break
         else:
             out[src] = dst
     return out
+
+
+def _epilogue_from(kernel: Kernel, view: View) -> int:
+    """For a kernel that writes `view` in its epilogue, element by element at the output's coordinates (a
+    MATMUL's, or a REDUCE's output or epilogue stores; Kind): how many of its inputs are its own operands,
+    read elsewhere; -1 for any other kernel or view."""
+    if kernel.kind is Kind.MATMUL:
+        return 2
+    if kernel.kind is Kind.REDUCE and isinstance(kernel.arg, Reduction) and len(view.shape) == len(kernel.out.shape):
+        return kernel.arg.reads
+    return -1
 
 
 def update_in_place(schedule: Schedule, uses: _Uses | None = None) -> Schedule:
@@ -155,11 +169,9 @@ def update_in_place(schedule: Schedule, uses: _Uses | None = None) -> Schedule:
     # the kernels to rewrite: each merged output's one writer, and every kernel that reads one
     writers = {uses.first_write[b] for b in merged}
     readers = {i for i, kernel in enumerate(kernels) for v in kernel.inputs if v.buffer in merged}
+
     for i in sorted(writers | readers):
-        kernel = kernels[i]
-        inputs = tuple(map(view, kernel.inputs)) if i in readers else kernel.inputs
-        stores = tuple((view(v), step) for v, step in kernel.stores)
-        kernels[i] = kernel.with_views(view(kernel.out), inputs, stores)
+        kernels[i] = _rewritten(kernels[i], view)
     _merge_uses(uses, merged)
     return dataclasses.replace(
         schedule,
@@ -167,6 +179,14 @@ def update_in_place(schedule: Schedule, uses: _Uses | None = None) -> Schedule:
         outputs=tuple((name, merged.get(b, b)) for name, b in schedule.outputs),
         carry=tuple(c for c in schedule.carry if c.src not in merged),
     )
+
+
+def _rewritten(kernel: Kernel, view: Callable[[View], View]) -> Kernel:
+    """`kernel` with `view` applied to every view it reads and writes (a series': its parts')."""
+    if kernel.kind is Kind.SERIES:
+        return series(tuple(_rewritten(part, view) for part in kernel.parts))
+    stores = tuple((view(v), step) for v, step in kernel.stores)
+    return kernel.with_views(view(kernel.out), tuple(map(view, kernel.inputs)), stores)
 
 
 def _merge_uses(uses: _Uses, merged: dict[int, int]) -> None:

@@ -25,6 +25,7 @@ from scellis.graph import ValidProgram
 from scellis.ir import Function, to_text
 from scellis.ir.owners import LOOP, Owners
 from scellis.lower import Schedule
+from scellis.lower.kernels import Kind
 from scellis.ops import Node, Op
 
 TEXTS = ("forward", "backward", "optimizer", "step")  # the step's text is the optimizer stage's
@@ -156,7 +157,8 @@ def kernel_entries(
     schedule: Schedule, code: Sequence[WgslKernel], step: Function, owners: list[frozenset[str]], order: list[str]
 ) -> list[dict[str, Any]]:
     """Each kernel of `schedule` (lowered from `step`, rendered as `code`) with its label, bindings and
-    dispatch, its CPU-path calls, its owners (in `order`) and the step's ops it computes; not its WGSL."""
+    dispatch, its CPU-path calls, its owners (in `order`) and the step's ops it computes; not its WGSL. A
+    series also lists its parts (kind, variant, label, CPU-path calls, ops), in the order they run."""
     numbers = [n for n, _ in _numbered(step)]
     rank = {owner: i for i, owner in enumerate(order)}
     out = []
@@ -174,4 +176,15 @@ def kernel_entries(
                 "ops": sorted(numbers[p] for p in kernel.covers),
             }
         )
+        if kernel.kind is Kind.SERIES:
+            out[-1]["parts"] = [
+                {
+                    "kind": part.kind.value,
+                    "variant": part.variant,
+                    "label": part.label,
+                    "cpu": list(cpu_calls(part)),
+                    "ops": sorted(numbers[p] for p in part.covers),
+                }
+                for part in kernel.parts
+            ]
     return out

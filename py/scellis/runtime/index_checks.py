@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import struct
 
-from scellis.lower.kernels import INDEX_CHECKS, RECORD_WORDS, Kind, Schedule
+from scellis.lower.kernels import INDEX_CHECKS, RECORD_WORDS, Kind, Schedule, flat
 from scellis.ops.indices import IndexRangeError, IndexUse
 
 
@@ -16,7 +16,7 @@ class IndexChecks:
     """The CHECK_INDEX records of one schedule: (word offset, what it checks), in kernel order."""
 
     def __init__(self, schedule: Schedule) -> None:
-        checks = (k for k in schedule.kernels if k.kind is Kind.CHECK_INDEX)
+        checks = (k for k in flat(schedule.kernels) if k.kind is Kind.CHECK_INDEX)
         self.records = [(k.out.offset, k.arg) for k in checks if isinstance(k.arg, IndexUse)]
 
     def reads(self, names: list[str]) -> list[str]:

@@ -10,11 +10,14 @@ read/write/grow/memory_size`, so the same code runs under wasmtime and in the br
 
 A producer (matmul, reduce, conv...) writes its result (Acc) into its output; a fused epilogue then
 runs as a tape over that output in place. Kinds that write only contiguous results get a temporary
-buffer when their output is a strided part of a buffer (concat, slice_grad), and the tape moves it.
+buffer when their output is a strided part of a buffer (concat, slice_grad), and the tape moves it; so
+does an epilogue that reads its output's own buffer (an update in place, in its gradient's kernel),
+which the result must not overwrite first. Those kernels share one temporary, the largest they need.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 import struct
@@ -24,7 +27,7 @@ from dataclasses import dataclass
 
 from scellis.codegen.cpu import COPY, PRODUCER_EXPORTS, TAPE, needs_temp, prologue_blocks
 from scellis.lower import views
-from scellis.lower.kernels import ACC, Expr, Kernel, Kind, Load, Reduction, View
+from scellis.lower.kernels import ACC, Expr, Kernel, Kind, Load, Reduction, View, flat
 from scellis.ops import DType, Op, nf4
 from scellis.ops import defs as d
 from scellis.plan.budget import Budget, DeviceLimits
@@ -175,10 +178,11 @@ class _Memory:
         schedule = planned.schedule
         count = len(schedule.buffers)
         needing = [i for i, k in enumerate(schedule.kernels) if needs_temp(k)]
-        self.temp = {kernel: count + j for j, kernel in enumerate(needing)}  # kernel index -> buffer number
+        # kernel index -> buffer number: one temporary the kernels share (each empties it before the next runs)
+        self.temp = dict.fromkeys(needing, count)
         # REDUCE prologues computed a block of outputs at a time into one temporary they share
-        self.prologue_temp = count + len(needing)
-        temp_sizes = [4 * schedule.kernels[i].out.size for i in needing]
+        self.prologue_temp = count + 1
+        temp_sizes = [4 * max((schedule.kernels[i].out.size for i in needing), default=0)]
         temp_sizes.append(4 * max((prologue_blocks(k)[2] for k in schedule.kernels), default=0))
         self.plan = plan = planned.memory
         self.slot_bytes = planned.allocated
@@ -206,7 +210,9 @@ def _aligned(nbytes: int) -> int:
 
 def compile_schedule(cpu: CpuPath, planned: Planned, host: CompiledCpu | None = None) -> CompiledCpu:
     """Place `planned`'s schedule in `cpu`'s memory as its plan assigns (its borrowed slots at `host`'s),
-    and encode every kernel once (see the module docstring)."""
+    and encode every kernel once, a series' parts one by one (see the module docstring)."""
+    kernels = flat(planned.schedule.kernels)
+    planned = dataclasses.replace(planned, schedule=dataclasses.replace(planned.schedule, kernels=kernels))
     schedule = planned.schedule
     if any(b.dtype is DType.F16 for b in schedule.buffers):
         raise ValueError(
@@ -302,7 +308,7 @@ def _prologue_parts(kernel: Kernel, memory: _Memory, acc: View) -> list[Part]:
         shape = (n, *x.shape[1:]) if kernel.out.shape else x.shape
         values = View.contiguous(memory.prologue_temp, shape)
         reads = tuple(block(v) for v in kernel.inputs[: kernel.arg.reads])
-        stores = tuple((block(v), at) for v, at in kernel.stores)
+        stores = tuple((block(v), at) for v, at in kernel.prologue_stores)
         tape = Kernel(Kind.ELEMENTWISE, values, reads, None, kernel.arg.prologue, stores=stores)
         calls.append(_tape(tape, Source(), memory))
         part = Kernel(kernel.kind, block(kernel.out), (values,), kernel.arg)
@@ -311,8 +317,7 @@ def _prologue_parts(kernel: Kernel, memory: _Memory, acc: View) -> list[Part]:
 
 
 def _tape(kernel: Kernel, acc: Source, memory: _Memory) -> Part:
-    stores = () if kernel.kind is Kind.REDUCE else kernel.stores  # a REDUCE's are its prologue's
-    words = encode(kernel.expr, kernel.inputs, acc, kernel.out, memory.address, stores=stores)
+    words = encode(kernel.expr, kernel.inputs, acc, kernel.out, memory.address, stores=kernel.epilogue_stores)
     return Part(TAPE, tuple(words), kernel.out.size, "sc_cpu_tape_scratch_bytes")
 
 

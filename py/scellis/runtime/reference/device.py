@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
-from scellis.lower.kernels import Acc, Apply, Const, Coord, Expr, Kernel, Kind, Load, Reduction, Schedule, View
+from scellis.lower.kernels import Acc, Apply, Const, Coord, Expr, Kernel, Kind, Load, Reduction, Schedule, View, flat
 from scellis.ops import DType, Op
 from scellis.ops import defs as d
 from scellis.plan.budget import Budget, DeviceLimits
@@ -112,7 +112,7 @@ class CompiledReference(Synchronous):
 
     def run(self) -> None:
         with np.errstate(over="ignore", invalid="ignore", divide="ignore"):  # IEEE results are the contract
-            for kernel in self.schedule.kernels:
+            for kernel in flat(self.schedule.kernels):  # a series' parts one after another
                 results = self._kernel(kernel)  # every value computed before any is written
                 for view, value in zip(kernel.writes, results, strict=True):
                     self._view(view)[...] = value
@@ -123,21 +123,20 @@ class CompiledReference(Synchronous):
         """What the kernel writes through each of its views (Kernel.writes)."""
         # float16 storage is widened on load, as every device does (stores round: numpy assigns to nearest)
         inputs = [x.astype(FLOAT) if x.dtype == np.float16 else x for x in map(self._view, kernel.inputs)]
-        stored: list[np.ndarray] = []
+        stored: dict[View, np.ndarray] = {}
         reduced = inputs  # what the kernel's own computation takes (a prologue's value, for a REDUCE)
         if isinstance(kernel.arg, Reduction):  # reduced from a row-major copy, whatever the view
             reads, shape = kernel.arg.reads, kernel.inputs[0].shape
             before = (
                 inputs[:1] if kernel.arg.prologue is None else steps(kernel.arg.prologue, inputs[:reads], None, shape)
             )
-            stored = [np.array(np.broadcast_to(before[step], shape)) for _, step in kernel.stores]
+            stored |= {v: np.array(np.broadcast_to(before[step], shape)) for v, step in kernel.prologue_stores}
             reduced = [np.ascontiguousarray(np.broadcast_to(before[-1], shape))]
         acc = self._accumulator(kernel, reduced)
         values = steps(kernel.expr, inputs, acc, kernel.out.shape)
         shape = kernel.out.shape
-        if kernel.kind is not Kind.REDUCE:
-            stored = [np.array(np.broadcast_to(values[step], shape)) for _, step in kernel.stores]
-        return [np.array(np.broadcast_to(values[-1], shape)), *stored]
+        stored |= {v: np.array(np.broadcast_to(values[step], shape)) for v, step in kernel.epilogue_stores}
+        return [np.array(np.broadcast_to(values[-1], shape)), *(stored[v] for v, _ in kernel.stores)]
 
     def _accumulator(self, kernel: Kernel, inputs: list[np.ndarray]) -> np.ndarray | None:  # noqa: PLR0911 - one branch per kind
         kind = kernel.kind

@@ -1,0 +1,162 @@
+"""Stage: lower. Kernels that each run one invocation per index i of [0, N) joined into SERIES kernels
+(Kind.SERIES): one dispatch whose every invocation runs the parts one after another. A step's small
+kernels (a cross-entropy's log-softmax, its rows' sums and its argmax; the loss's and the accuracy's sums)
+then cost one dispatch instead of several.
+
+Expects a schedule's kernels in execution order with their variants chosen, its buffers, and the outputs
+the step carries into its inputs (Schedule.carry). Guarantees: the same values, bit for bit (every part runs
+its own code, in the schedule's order for every element). A kernel joins a series when:
+- it runs one invocation per index (`invocations`: ELEMENTWISE, the "serial" REDUCE, row and CHECK_INDEX
+  variants, the "dot" MATMUL), at most GRID of them, and writes no carried output (a parameter's update
+  stays a kernel of its own, so plan.memory.update_in_place still writes it in place);
+- it can run where the series runs (the series' first part's place): no kernel in between writes what it
+  reads or writes, or reads what it writes (an output and the input it is carried into count as one);
+- every buffer that it and an earlier part both touch, one of them writing it, they touch alike: each
+  invocation i the same elements (`_footprint`), so no invocation reads what another writes (or both run
+  one invocation);
+- the series binds at most MAX_BINDINGS buffers.
+Each kernel tries the series opened most recently first (at most OPEN of them), else opens its own; a
+series of one part stays that kernel.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+from scellis.lower.kernels import Kernel, Kind, Reduction, Shape, View, series
+from scellis.lower.merge import MAX_BINDINGS
+
+GRID = 65535 * 64  # invocations a series runs at most: a 1-D grid of 64-invocation workgroups
+OPEN = 8  # series a kernel tries to join, the most recent first
+ROWS = (Kind.SOFTMAX, Kind.LOG_SOFTMAX, Kind.ARGMAX)
+
+# How one invocation touches a buffer: the canonical map from its index i (row-major over the iteration
+# shape) to an offset, and the canonical set of offsets it adds to that (the elements it loops over).
+Footprint = tuple[int, tuple[tuple[int, int], ...], tuple[tuple[int, int], ...]]
+
+
+def invocations(kernel: Kernel) -> int | None:
+    """How many invocations `kernel` runs, one per index, when it is of a kind and variant that does."""
+    kind, variant = kernel.kind, kernel.variant
+    if kind is Kind.ELEMENTWISE or (kind is Kind.MATMUL and variant == "dot"):
+        return kernel.out.size
+    if kind is Kind.REDUCE and variant == "serial":
+        return math.prod(kernel.out.shape)
+    if kind in ROWS and variant == "serial":
+        return math.prod(kernel.inputs[0].shape[:-1])
+    if kind is Kind.CHECK_INDEX and variant == "serial":
+        return 1
+    return None
+
+
+def joined(kernels: Sequence[Kernel], carried: dict[int, int]) -> tuple[Kernel, ...]:
+    """`kernels` with those that can run as series joined (module docstring)."""
+    alias = dict(carried)
+    slots: list[list[Kernel]] = []  # the schedule so far: each entry a kernel or a series' parts
+    open_: list[int] = []  # indices into slots of open series, oldest first
+    for kernel in kernels:
+        n = invocations(kernel)
+        joinable = n is not None and n <= GRID and not any(v.buffer in carried for v in kernel.writes)
+        if joinable:
+            mine = _touches(kernel, alias)
+            for at in reversed(open_[-OPEN:]):
+                if _fits(slots, at, kernel, mine, alias):
+                    slots[at].append(kernel)
+                    break
+            else:
+                open_.append(len(slots))
+                slots.append([kernel])
+        else:
+            slots.append([kernel])
+    return tuple(parts[0] if len(parts) == 1 else series(tuple(parts)) for parts in slots)
+
+
+Touches = dict[int, tuple[bool, set[Footprint]]]  # buffer -> (written, the footprints of its accesses)
+
+
+def _fits(slots: list[list[Kernel]], at: int, kernel: Kernel, mine: Touches, alias: dict[int, int]) -> bool:
+    """Whether `kernel` (touching `mine`) can join the series at slots[at] (module docstring)."""
+    parts = slots[at]
+    writes = {b for b, (w, _) in mine.items() if w}
+    for between in slots[at + 1 :]:  # what the kernel moves past to run at the series' place
+        for other in between:
+            theirs = _touches(other, alias)
+            if any(theirs[b][0] for b in mine if b in theirs) or any(b in theirs for b in writes):
+                return False
+    n = invocations(kernel)
+    for part in parts:
+        theirs = _touches(part, alias)
+        for b, (w, prints) in mine.items():
+            if b not in theirs or not (w or theirs[b][0]):
+                continue
+            if invocations(part) == n == 1:
+                continue  # one invocation runs both, in order
+            if invocations(part) != n or len(prints | theirs[b][1]) != 1:
+                return False
+    bound = {v.buffer for part in (*parts, kernel) for v in (*part.inputs, *part.writes)}
+    return len(bound) <= MAX_BINDINGS
+
+
+def _touches(kernel: Kernel, alias: dict[int, int]) -> Touches:
+    """Each buffer `kernel` touches (an output named by the input it is carried into): whether it writes
+    it, and the footprints of its accesses."""
+    out: Touches = {}
+    for view, lead, written in _accesses(kernel):
+        b = alias.get(view.buffer, view.buffer)
+        was, prints = out.get(b, (False, set()))
+        out[b] = (was or written, prints | {_footprint(view, lead)})
+    return out
+
+
+def _accesses(kernel: Kernel) -> list[tuple[View, int, bool]]:
+    """(view, how many of its leading axes follow the invocation index, written) for each access; a view's
+    other axes are the elements one invocation loops over. A matmul's operands are given as views over
+    the output's shape and K (`_operand`)."""
+    kind, rank = kernel.kind, len(kernel.out.shape)
+    out: list[tuple[View, int, bool]] = [(v, len(v.shape), True) for v in kernel.writes]
+    if kind is Kind.REDUCE:
+        assert isinstance(kernel.arg, Reduction)
+        out = [(v, rank, True) for v in kernel.writes]  # prologue stores: [*out, *reduced]
+        out += [(v, rank, False) for v in kernel.inputs]
+    elif kind in ROWS:
+        out = [(v, len(v.shape) - (kind is not Kind.ARGMAX), True) for v in kernel.writes]
+        out += [(v, len(v.shape) - 1, False) for v in kernel.inputs]
+    elif kind is Kind.CHECK_INDEX:  # one invocation reads every index and writes the record
+        out = [(v, 0, True) for v in kernel.writes] + [(v, 0, False) for v in kernel.inputs]
+    elif kind is Kind.MATMUL:
+        a, b = kernel.inputs[:2]
+        out += [(_operand(a, kernel.out.shape, 0), rank, False), (_operand(b, kernel.out.shape, 1), rank, False)]
+        out += [(v, rank, False) for v in kernel.inputs[2:]]
+    else:
+        out += [(v, len(v.shape), False) for v in kernel.inputs]
+    return out
+
+
+def _operand(view: View, out: Shape, which: int) -> View:
+    """A matmul operand ([..., M, K] for a, which 0; [..., K, N] for b) as the invocation at output
+    (..., m, n) reads it: a view of shape [*out, K] (strides 0 along the side it does not vary with)."""
+    *batch, m_or_k, k_or_n = view.strides
+    k = view.shape[-1] if which == 0 else view.shape[-2]
+    strides = (*batch, m_or_k, 0, k_or_n) if which == 0 else (*batch, 0, k_or_n, m_or_k)
+    return View(view.buffer, (*out, k), strides, view.offset)
+
+
+def _footprint(view: View, lead: int) -> Footprint:
+    """The elements invocation i touches through `view` whose first `lead` axes follow i (row-major),
+    canonical: equal footprints touch the same elements for every i."""
+    index = [(n, s) for n, s in zip(view.shape[:lead], view.strides[:lead], strict=True) if n != 1]
+    merged: list[tuple[int, int]] = []
+    for n, s in index:  # adjacent axes that step as one
+        if merged and merged[-1][1] == n * s:
+            merged[-1] = (merged[-1][0] * n, s)
+        else:
+            merged.append((n, s))
+    loop = sorted((s, n) for n, s in zip(view.shape[lead:], view.strides[lead:], strict=True) if n != 1 and s)
+    spans: list[tuple[int, int]] = []
+    for s, n in loop:  # the offsets looped over, as a set
+        if spans and spans[-1][0] * spans[-1][1] == s:
+            spans[-1] = (spans[-1][0], spans[-1][1] * n)
+        else:
+            spans.append((s, n))
+    return view.offset, tuple(merged), tuple(spans)
