@@ -75,7 +75,7 @@ def test_the_guide_follows_the_program_and_level(loaded: LoadedApp) -> None:
         "(shown) => document.getElementById('guide-summary').textContent.endsWith(shown)", arg=shown
     )
     before = step_key(page)
-    page.fill("#plan-cap", "0.1")  # 100 KiB: the digits MLP is red, a smaller batch is offered
+    page.fill("#plan-cap", "0.15")  # 150 KiB: the digits MLP is red, a smaller batch is offered
     page.click("#plan-cap-form button[type=submit]")
     page.wait_for_selector("#plan-remedies button")
     page.click("#plan-remedies button >> nth=0")

@@ -55,6 +55,15 @@ export class CompiledStep {
       return { pipeline, bind, workgroups: kernel.workgroups };
     });
     this.carry = plan.carry;
+    this.host = { steps: 0, ms: 0 }; // what recording and submitting the steps took here (hostCost)
+  }
+
+  // The host's cost of the steps run so far: ms per step spent writing the inputs, recording every dispatch
+  // and submitting, and µs per dispatch (that over the step's kernels); null before a step.
+  hostCost() {
+    if (!this.host.steps) return null;
+    const perStep = this.host.ms / this.host.steps;
+    return { steps: this.host.steps, ms_per_step: perStep, us_per_dispatch: (1000 * perStep) / this.steps.length };
   }
 
   write(name, bytes) {
@@ -65,6 +74,7 @@ export class CompiledStep {
   // {name: ArrayBuffer} that settles after the GPU finishes; the caller need not wait for it.
   step(writes, reads) {
     this.watch.check("a step");
+    const began = performance.now();
     for (const [name, bytes] of Object.entries(writes)) this.write(name, bytes);
     const encoder = this.device.createCommandEncoder();
     const pass = encoder.beginComputePass();
@@ -79,6 +89,8 @@ export class CompiledStep {
     }
     const copies = this.stage(encoder, reads);
     this.device.queue.submit([encoder.finish()]);
+    this.host.ms += performance.now() - began;
+    this.host.steps += 1;
     return this.collect(copies, "a step");
   }
 

@@ -34,10 +34,13 @@ export function formatDuration(seconds) {
   return `${Math.floor(m / 60)} h ${String(m % 60).padStart(2, "0")} min`;
 }
 
-// One line of where the run stands: steps of the total, epoch, rate and time left (once measured).
+// One line of where the run stands: steps of the total, epoch, rate, what recording a step costs the host a
+// kernel (a GPU's executor measures it) and time left (once measured).
 export function figures(state) {
   const parts = [`step ${state.step} of ${state.total}`, `epoch ${state.epoch} of ${state.epochs}`];
   if (state.steps_per_s !== null) parts.push(`${formatRate(state.steps_per_s)} steps/s`);
+  const us = state.host_us_per_dispatch;
+  if (us !== null && us !== undefined) parts.push(`host ${us < 10 ? us.toFixed(1) : Math.round(us)} µs a dispatch`);
   if (state.done) parts.push(state.stopped ? "stopped by a rule" : "done");
   else if (state.eta_s !== null)
     parts.push(state.eta_s < 1 ? "under a second left" : `about ${formatDuration(state.eta_s)} left`);

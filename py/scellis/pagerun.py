@@ -252,7 +252,8 @@ class PageRun:
         decision log, the checkpoints written (step, key), the epochs finished since the last call, and
         whether the run is done (and stopped by a rule). `saved`: the states saved from the page. `retired`:
         the keys of `checkpoints` no longer stored (the retention rule deleted them, this run or the run it
-        resumed); `keep`: how many of the last the rule keeps (None: every one)."""
+        resumed); `keep`: how many of the last the rule keeps (None: every one). `host_us_per_dispatch`: what
+        recording and submitting a step cost the host a kernel (a GPU's executor measures it; else None)."""
         s, rate = self.session, self.steps_per_s
         rows, self.rows = self.rows, []
         left = max(self.total - s.steps, 0)
@@ -275,6 +276,7 @@ class PageRun:
             "stopped": s.loop.stopped,
             "level": s.level.value,
             "device": s.device.name,
+            "host_us_per_dispatch": _host_us(s.step),
             "trains": s.trains,  # false: a simulation or an analysis (no loss; its metrics are its results)
         }
 
@@ -360,6 +362,14 @@ class PageRun:
         outcome = Outcome.of(s, final, self.train, self.test, device_kind=self.device_kind, epochs=self.epochs)
         ok, lines = compare(self.pins, outcome, self.engine)
         return {"verified": ok, "final": final, "pinned": self.pins.settings.final, "lines": lines}
+
+
+def _host_us(step: object) -> float | None:
+    """µs the host spent a dispatch on the steps so far (recording and submitting), where the step's device
+    measures it (a GPU's executor); None on the CPU path, which runs a step as one call."""
+    cost = getattr(step, "host_cost", None)
+    measured = cost() if cost is not None else None
+    return None if measured is None else measured["us_per_dispatch"]
 
 
 def _number(value: float) -> float | str:

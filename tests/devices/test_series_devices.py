@@ -1,7 +1,8 @@
-"""Series (lower.series: kernels of one invocation per index run one after another by one dispatch) on every
-device: a row's log-softmax, its argmax and its sum with an elementwise epilogue, and whole reductions of
-one invocation each, give the same bytes as the kernels apart and match the float64 reference
-within 1e-5 relative to the largest magnitude; one dispatch runs them all."""
+"""Series (lower.series: kernels run one after another by one dispatch) on every device: a row's log-softmax,
+its argmax and its sum with an elementwise epilogue, and whole reductions, an invocation an index; long rows'
+softmax, the sum of each row of it and their maxima, a workgroup a row; give the same bytes as the kernels
+apart and match the float64 reference within 1e-5 relative to the largest magnitude; two dispatches run
+them all."""
 
 from __future__ import annotations
 
@@ -32,18 +33,23 @@ def devices(cpu: CpuPath) -> dict[str, object]:
 
 
 def rows() -> tuple[Function, dict[str, np.ndarray]]:
-    x = input_node("x", d.Role.DATA, DType.F32, (37, 9))
+    x, y = input_node("x", d.Role.DATA, DType.F32, (37, 9)), input_node("y", d.Role.DATA, DType.F32, (37, 100))
     ls = make(Op.LOG_SOFTMAX, x, arg=d.AxisArg(1))
     total = make(Op.SUM, ls, arg=d.ReduceArg((1,), False))
     outs = {
         "log_softmax": ls,
         "argmax": make(Op.ARGMAX, x, arg=d.AxisArg(1)),
         "scaled": mul(unary(Op.TANH, total), total),
-        "mean": make(Op.MEAN, x, arg=d.ReduceArg((0, 1), False)),  # 333 elements: a workgroup, no series
+        "mean": make(Op.MEAN, x, arg=d.ReduceArg((0, 1), False)),  # 333 elements: a workgroup
         "row0": make(Op.MAX, make(Op.SLICE, x, arg=d.SliceArg((0, 0), (1, 9), (1, 1))), arg=d.ReduceArg((0, 1), False)),
         "row1": make(Op.MAX, make(Op.SLICE, x, arg=d.SliceArg((1, 0), (2, 9), (1, 1))), arg=d.ReduceArg((0, 1), False)),
     }
-    return Function("rows", (x,), tuple(outs.items())), {"x": RNG.standard_normal((37, 9))}
+    # rows of 100: a workgroup each (a lane tree); the sum reads the row of the softmax its workgroup wrote
+    softmax = make(Op.SOFTMAX, y, arg=d.AxisArg(1))
+    outs |= {"softmax": softmax, "softmax_sum": make(Op.SUM, softmax, arg=d.ReduceArg((1,), False))}
+    outs |= {"top": make(Op.MAX, y, arg=d.ReduceArg((1,), False))}
+    inputs = {"x": RNG.standard_normal((37, 9)), "y": RNG.standard_normal((37, 100))}
+    return Function("rows", (x, y), tuple(outs.items())), inputs
 
 
 @pytest.mark.parametrize("level", [Level.DEBUG, Level.PROD], ids=lambda v: v.value)
@@ -54,9 +60,12 @@ def test_a_series_gives_the_bytes_of_its_kernels_apart(
     fn, inputs = rows()
     kernels = lower(fn, level).kernels
     series = [k for k in kernels if k.kind is Kind.SERIES]
-    # the rows' three kernels (the sum with its elementwise epilogue) and the two slices' maxima, one
-    # invocation each (independent of the rows); the whole mean takes a workgroup, apart
-    assert [[p.kind for p in k.parts] for k in series] == [[Kind.LOG_SOFTMAX, Kind.ARGMAX] + [Kind.REDUCE] * 3]
+    # the short rows' three kernels (the sum with its elementwise epilogue) and the two slices' maxima, an
+    # invocation an index; the long rows' softmax, sum and maximum and the whole mean, a workgroup an index
+    assert [[p.kind for p in k.parts] for k in series] == [
+        [Kind.LOG_SOFTMAX, Kind.ARGMAX] + [Kind.REDUCE] * 3,
+        [Kind.SOFTMAX, Kind.REDUCE, Kind.REDUCE, Kind.REDUCE],
+    ]
     together = run_on(devices[device], fn, inputs, level)
     with monkeypatch.context() as patch:
         patch.setattr("scellis.lower.schedule.joined", lambda kernels, *_: tuple(kernels))

@@ -279,6 +279,9 @@ test("figures and durations", () => {
   assert.equal(done, "step 440 of 440 · epoch 20 of 20 · 90.0 steps/s · done");
   assert.ok(stopped.endsWith("· stopped by a rule"), stopped);
   assert.ok(soon.endsWith("· 361 steps/s · under a second left"), soon);
+  const gpu = at({ step: 120, epoch: 6, steps_per_s: 85.24, eta_s: 3.75, done: false, host_us_per_dispatch: 7.26 });
+  assert.equal(gpu, "step 120 of 440 · epoch 6 of 20 · 85.2 steps/s · host 7.3 µs a dispatch · about 4 s left");
+  assert.ok(at({ step: 1, epoch: 1, steps_per_s: 9, eta_s: 50, host_us_per_dispatch: 31.7 }).includes("host 32 µs"));
   assert.deepEqual([0.2, 59.4, 61, 3600 * 2 + 65].map(runs.formatDuration), [
     "under a second",
     "59 s",

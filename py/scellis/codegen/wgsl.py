@@ -9,8 +9,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from scellis.codegen import wgsl_dense, wgsl_expr, wgsl_nf4, wgsl_random, wgsl_solve, wgsl_sort, wgsl_spatial
+from scellis.codegen.wgsl_expr import grid
 from scellis.lower.kernels import Kernel, Kind, Schedule
-from scellis.lower.series import invocations
+from scellis.lower.series import WORKGROUP, indices, invocations
 
 
 @dataclass(frozen=True)
@@ -56,20 +57,26 @@ BUILTIN = re.compile(r"@builtin\(\w+\) ")
 
 def series(kernel: Kernel, schedule: Schedule, b: wgsl_expr.Bindings) -> tuple[str, tuple[int, int, int]]:
     """A SERIES: each part rendered with the series' bindings, its entry point made a function part<k>,
-    called in order by the series' one entry point with the same invocation ids. Every part computes its
-    index as the flat invocation index, which on a 1-D grid of 64-invocation workgroups it is whatever
-    workgroup size the part's own kernel declares; helper functions are written once."""
+    called in order by the series' one entry point with the same invocation ids. Parts of one invocation an
+    index compute it as the flat invocation index, which on a 1-D grid of 64-invocation workgroups it is
+    whatever workgroup size the part's own kernel declares; parts of one 64-lane workgroup an index take the
+    flat workgroup index, and a storage and a workgroup barrier separate them (a part's lanes read what the
+    one before wrote, and reuse its workgroup memory). Helper functions and workgroup variables are written
+    once."""
     helpers: dict[str, None] = {}
     calls, bodies = [], []
+    lanes = (indices(kernel.parts[0]) or ("",))[0] == WORKGROUP
     for k, part in enumerate(kernel.parts):
         source, _ = RENDERERS[part.kind](part, schedule, b)
         head, entry = source.split("@compute", 1)
         kept = [line for line in head.split("\n") if not line.startswith(("@group(", "enable f16;"))]
-        for item in re.split(r"(?m)^(?=fn )", "\n".join(kept).strip()):
+        for item in re.split(r"(?m)^(?=fn |var<workgroup>)", "\n".join(kept).strip()):
             if item.strip():
                 helpers.setdefault(item.strip(), None)
         entry = entry.split("\n", 1)[1]  # the workgroup size line goes
         bodies.append(BUILTIN.sub("", entry.replace("fn main(", f"fn part{k}(", 1)))
+        if k and lanes:
+            calls.append("  storageBarrier();\n  workgroupBarrier();")
         calls.append(f"  part{k}(gid, lid, wid, groups);")
     count = max(invocations(part) or 1 for part in kernel.parts)
     main = [
@@ -81,7 +88,7 @@ def series(kernel: Kernel, schedule: Schedule, b: wgsl_expr.Bindings) -> tuple[s
     ]
     enable = ["enable f16;"] if b.half else []
     text = "\n".join([*enable, b.declarations(schedule).removeprefix("enable f16;\n"), *helpers, *bodies, *main])
-    return text, (-(-count // SERIES_LANES), 1, 1)
+    return text, grid(count) if lanes else (-(-count // SERIES_LANES), 1, 1)
 
 
 RENDERERS[Kind.SERIES] = series

@@ -244,7 +244,7 @@ def rows(kernel: Kernel, schedule: Schedule, b: w.Bindings) -> Source:
     if kernel.kind is Kind.ARGMAX:
         out_at = w.index_expr(kernel.out, ocoords)
         stored = [f"{b.array(kernel.out.buffer)}[{out_at}] = i32(best_i);"]
-        finish = stored if serial else fragment("rows_argmax", OUT_AT=out_at)
+        finish = stored if serial else fragment("rows_argmax", OUT_AT=out_at, OUT=b.array(kernel.out.buffer))
     else:
         result = f"exp({x_at} - top) / total" if kernel.kind is Kind.SOFTMAX else f"{x_at} - top - log(total)"
         values: dict[str, Value] = {
@@ -256,7 +256,8 @@ def rows(kernel: Kernel, schedule: Schedule, b: w.Bindings) -> Source:
         if serial:
             finish = fragment("rows_serial_softmax", **values, OUT=b.array(kernel.out.buffer))
         else:
-            finish = fragment("rows_softmax", **values, LANE_TREE=w.lane_tree("lane_tree", COMBINE="(s + o)"))
+            tree = w.lane_tree("lane_tree", COMBINE="(s + o)")
+            finish = fragment("rows_softmax", **values, LANE_TREE=tree, OUT=b.array(kernel.out.buffer))
     frame: dict[str, Value] = {"ROWS": f"{nrows}u", "COUNT": f"{count}u", "DECODE": decode_o, "X_AT": x_at}
     if serial:
         source = template("rows_serial").fill(**frame, FINISH=finish)

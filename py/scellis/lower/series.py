@@ -6,14 +6,15 @@ then cost one dispatch instead of several.
 Expects a schedule's kernels in execution order with their variants chosen, its buffers, and the outputs
 the step carries into its inputs (Schedule.carry). Guarantees: the same values, bit for bit (every part runs
 its own code, in the schedule's order for every element). A kernel joins a series when:
-- it runs one invocation per index (`invocations`: ELEMENTWISE, the "serial" REDUCE, row and CHECK_INDEX
-  variants, the "dot" MATMUL), at most GRID of them, and writes no carried output (a parameter's update
-  stays a kernel of its own, so plan.memory.update_in_place still writes it in place);
+- it runs one invocation per index (`indices`: ELEMENTWISE, the "serial" REDUCE, row and CHECK_INDEX
+  variants, the "dot" MATMUL; at most GRID of them), or one 64-lane workgroup per index (the other REDUCE
+  and row variants), as the series' parts do, and writes no carried output (a parameter's update stays a
+  kernel of its own, so plan.memory.update_in_place still writes it in place);
 - it can run where the series runs (the series' first part's place): no kernel in between writes what it
   reads or writes, or reads what it writes (an output and the input it is carried into count as one);
 - every buffer that it and an earlier part both touch, one of them writing it, they touch alike: each
-  invocation i the same elements (`_footprint`), so no invocation reads what another writes (or both run
-  one invocation);
+  index i the same elements (`_footprint`), so no invocation or workgroup reads what another writes (or
+  both run one index);
 - the series binds at most MAX_BINDINGS buffers.
 Each kernel tries the series opened most recently first (at most OPEN of them), else opens its own; a
 series of one part stays that kernel.
@@ -27,7 +28,7 @@ from collections.abc import Sequence
 from scellis.lower.kernels import Kernel, Kind, Reduction, Shape, View, series
 from scellis.lower.merge import MAX_BINDINGS
 
-GRID = 65535 * 64  # invocations a series runs at most: a 1-D grid of 64-invocation workgroups
+GRID = 65535 * 64  # invocations a series of them runs at most: a 1-D grid of 64-invocation workgroups
 OPEN = 8  # series a kernel tries to join, the most recent first
 ROWS = (Kind.SOFTMAX, Kind.LOG_SOFTMAX, Kind.ARGMAX)
 
@@ -36,18 +37,28 @@ ROWS = (Kind.SOFTMAX, Kind.LOG_SOFTMAX, Kind.ARGMAX)
 Footprint = tuple[int, tuple[tuple[int, int], ...], tuple[tuple[int, int], ...]]
 
 
-def invocations(kernel: Kernel) -> int | None:
-    """How many invocations `kernel` runs, one per index, when it is of a kind and variant that does."""
+INVOCATION, WORKGROUP = "invocation", "workgroup"  # what runs each index of a kernel
+
+
+def indices(kernel: Kernel) -> tuple[str, int] | None:
+    """What runs each index of `kernel` (an invocation, or a workgroup of 64 with a lane tree) and how many
+    indices, for the kinds and variants a series runs; None for the others."""
     kind, variant = kernel.kind, kernel.variant
     if kind is Kind.ELEMENTWISE or (kind is Kind.MATMUL and variant == "dot"):
-        return kernel.out.size
-    if kind is Kind.REDUCE and variant == "serial":
-        return math.prod(kernel.out.shape)
-    if kind in ROWS and variant == "serial":
-        return math.prod(kernel.inputs[0].shape[:-1])
+        return INVOCATION, kernel.out.size
+    if kind is Kind.REDUCE:
+        return (INVOCATION if variant == "serial" else WORKGROUP), math.prod(kernel.out.shape)
+    if kind in ROWS:
+        return (INVOCATION if variant == "serial" else WORKGROUP), math.prod(kernel.inputs[0].shape[:-1])
     if kind is Kind.CHECK_INDEX and variant == "serial":
-        return 1
+        return INVOCATION, 1
     return None
+
+
+def invocations(kernel: Kernel) -> int | None:
+    """How many indices `kernel` runs (`indices`), or None."""
+    found = indices(kernel)
+    return None if found is None else found[1]
 
 
 def joined(kernels: Sequence[Kernel], carried: dict[int, int]) -> tuple[Kernel, ...]:
@@ -56,8 +67,9 @@ def joined(kernels: Sequence[Kernel], carried: dict[int, int]) -> tuple[Kernel, 
     slots: list[list[Kernel]] = []  # the schedule so far: each entry a kernel or a series' parts
     open_: list[int] = []  # indices into slots of open series, oldest first
     for kernel in kernels:
-        n = invocations(kernel)
-        joinable = n is not None and n <= GRID and not any(v.buffer in carried for v in kernel.writes)
+        found = indices(kernel)
+        small = found is not None and (found[0] == WORKGROUP or found[1] <= GRID)
+        joinable = small and not any(v.buffer in carried for v in kernel.writes)
         if joinable:
             mine = _touches(kernel, alias)
             for at in reversed(open_[-OPEN:]):
@@ -78,6 +90,8 @@ Touches = dict[int, tuple[bool, set[Footprint]]]  # buffer -> (written, the foot
 def _fits(slots: list[list[Kernel]], at: int, kernel: Kernel, mine: Touches, alias: dict[int, int]) -> bool:
     """Whether `kernel` (touching `mine`) can join the series at slots[at] (module docstring)."""
     parts = slots[at]
+    if indices(parts[0])[0] != indices(kernel)[0]:  # type: ignore[index]
+        return False  # a series' parts run their indices alike: each in an invocation, or each in a workgroup
     writes = {b for b, (w, _) in mine.items() if w}
     for between in slots[at + 1 :]:  # what the kernel moves past to run at the series' place
         for other in between:

@@ -1,5 +1,6 @@
 """An awaitable that is already done: what a synchronous device returns where the browser's devices
-return a pending promise, so the session code awaits both the same way."""
+return a pending promise, so the session code awaits both the same way. And what a GPU executor's host
+spends per step (`HostCost`)."""
 
 from __future__ import annotations
 
@@ -19,6 +20,25 @@ class Ready(Generic[T]):
     def __await__(self) -> Generator[None, None, T]:
         return self.value
         yield  # a generator, so `await` works
+
+
+class HostCost:
+    """The host's time over the steps a GPU executor has submitted: writing the inputs, recording every
+    dispatch and submitting (not the GPU's own time)."""
+
+    def __init__(self) -> None:
+        self.steps, self.seconds = 0, 0.0
+
+    def add(self, seconds: float) -> None:
+        self.steps += 1
+        self.seconds += seconds
+
+    def cost(self, dispatches: int) -> dict[str, float] | None:
+        """{steps, ms_per_step, us_per_dispatch} (a step of `dispatches` kernels); None before a step."""
+        if not self.steps:
+            return None
+        per_step = self.seconds / self.steps
+        return {"steps": self.steps, "ms_per_step": 1e3 * per_step, "us_per_dispatch": 1e6 * per_step / dispatches}
 
 
 class Synchronous(abc.ABC):

@@ -66,6 +66,12 @@ class BrowserCompiled:
         with _loss_named():
             return Reads(self.handle.step(js_writes, to_js(self.checks.reads(reads))), self.checks, reads)
 
+    def host_cost(self) -> dict[str, float] | None:
+        """What executor.js measured of the steps so far (CompiledStep.hostCost): ms per step writing the
+        inputs, recording every dispatch and submitting, and µs per dispatch; None before a step."""
+        cost = self.handle.hostCost()
+        return None if cost is None or cost is jsnull else dict(cost.to_py())
+
     async def fetch(self, names: list[str]) -> dict[str, bytes]:
         with _loss_named():
             promise = self.handle.fetch(to_js(self.checks.reads(names)))

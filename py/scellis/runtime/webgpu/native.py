@@ -4,6 +4,7 @@ does: every dispatch and carry copy recorded into one command encoder, one submi
 
 from __future__ import annotations
 
+import time
 from importlib.metadata import version
 from typing import Any
 
@@ -11,7 +12,7 @@ from scellis.plan.budget import Budget, DeviceLimits, probe_search, run_search
 from scellis.plan.planned import Planned
 from scellis.runtime.device import DeviceInfo, borrowed
 from scellis.runtime.index_checks import IndexChecks
-from scellis.runtime.ready import Synchronous, copy_sizes
+from scellis.runtime.ready import HostCost, Ready, Synchronous, copy_sizes
 from scellis.runtime.webgpu.wire import step_plan
 
 # Backends wgpu can drive compute through well; GL's compute support is partial.
@@ -92,6 +93,7 @@ class CompiledWgpu(Synchronous):
         ]
         owned = [buffer for buffer, b in zip(self.buffers, borrows, strict=True) if b < 0]
         self.allocated = sum(b.size for b in owned)  # what the device was asked for, by the buffers
+        self.host = HostCost()
         self.steps = []
         for kernel in plan["kernels"]:
             pipeline = device.pipeline(kernel["source"], kernel["label"])
@@ -103,6 +105,20 @@ class CompiledWgpu(Synchronous):
 
     def write(self, name: str, data: bytes) -> None:
         self.device.device.queue.write_buffer(self.buffers[self.names[name]], 0, data)
+
+    def submit(self, writes: dict[str, bytes], reads: list[str]) -> Ready[dict[str, bytes]]:
+        """Write, run, and hold the reads (Synchronous.submit), timing the host's part (`host_cost`)."""
+        began = time.perf_counter()
+        for name, data in writes.items():
+            self.write(name, data)
+        self.run()
+        self.host.add(time.perf_counter() - began)
+        return Ready(self._read_checked(reads))
+
+    def host_cost(self) -> dict[str, float] | None:
+        """ms per step the host spent writing the inputs, recording every dispatch and submitting, and µs
+        per dispatch; None before a step (the page's executor.js measures its own alike)."""
+        return self.host.cost(len(self.steps))
 
     def read(self, name: str) -> bytes:
         return bytes(self.device.device.queue.read_buffer(self.buffers[self.names[name]]))
