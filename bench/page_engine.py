@@ -82,15 +82,20 @@ async def prepare(device, name):
 async def time_steps(name, every, steps):
     session, writes = OPEN[name]
     start = time.perf_counter()
+    calls = 0.0  # seconds inside the submit calls: Python, the crossing into the executor and the executor
     if every:
         for _ in range(steps):
             loss = (await session.step.step(writes, ["loss"]))["loss"]
     else:
         for i in range(steps):
+            began = time.perf_counter()
             pending = session.step.submit(writes, ["loss"] if i == steps - 1 else [])
+            calls += time.perf_counter() - began
         loss = (await pending)["loss"]
     ms = (time.perf_counter() - start) / steps * 1000
-    return {"ms": ms, "loss": struct.unpack("<f", loss)[0]}
+    cost = session.step.host_cost()  # the executor's own part, over every step so far
+    return {"ms": ms, "loss": struct.unpack("<f", loss)[0], "submit_ms": 1000 * calls / steps,
+            "executor_ms": cost["ms_per_step"] if cost else None}
 """
 
 # The adapter the worker gets, as the engine asks for it (enginehost.js prepareDevice), described.
@@ -247,7 +252,9 @@ def measure(sides: Sides, names: list[str], rounds: int, steps: int) -> list[dic
         kernels = sides.prepare(name)
         for every, mode in MODES.items():
             rows.append({"workload": name, "mode": mode, "every": every, "kernels": kernels})
-            rows[-1].update({side: {"ms": [], "loss": None} for side in ("wgpu-py", "Deno")})
+            rows[-1].update(
+                {side: {"ms": [], "loss": None, "submit": [], "executor": []} for side in ("wgpu-py", "Deno")}
+            )
     for r in range(rounds):
         for row in rows:
             for side in ("wgpu-py", "Deno") if r % 2 == 0 else ("Deno", "wgpu-py"):
@@ -255,6 +262,9 @@ def measure(sides: Sides, names: list[str], rounds: int, steps: int) -> list[dic
                 if timed is not None:
                     row[side]["ms"].append(timed["ms"])
                     row[side]["loss"] = timed["loss"]
+                    if not row["every"]:
+                        row[side]["submit"].append(timed["submit_ms"])
+                        row[side]["executor"].append(timed["executor_ms"] or 0.0)
     return rows
 
 
@@ -276,7 +286,7 @@ def train_digits(sides: Sides) -> dict[str, Any] | None:
 
 
 def median(values: list[float]) -> str:
-    return f"{statistics.median(values):.2f}" if values else "failed"
+    return f"{statistics.median(values):.3f}" if values else "failed"
 
 
 def report(about: dict[str, Any], rows: list[dict[str, Any]], trained: dict[str, Any] | None, args: Any) -> None:
@@ -303,6 +313,18 @@ def report(about: dict[str, Any], rows: list[dict[str, Any]], trained: dict[str,
             f"({verdict} the 95 % the page's test asks) after {trained['steps']} steps, "
             f"{trained['seconds']:.1f} s driving the run ({rate:.0f} steps/s)"
         )
+    print("\nhost per step, back to back (ms/step, medians): the submit call from Python, and the executor's part")
+    print("of it (writing the inputs, recording every dispatch, submitting); the rest is Python and the crossing\n")
+    print("| workload | kernels | wgpu-py submit | wgpu-py executor | Deno submit | Deno executor | Deno µs/dispatch |")
+    print("| --- | --- | --- | --- | --- | --- | --- |")
+    for row in rows:
+        native, page = row["wgpu-py"], row["Deno"]
+        if row["every"] or not page["executor"]:
+            continue
+        kernels = row["kernels"].get("wgpu-py") or row["kernels"].get("Deno")
+        per = 1000 * statistics.median(page["executor"]) / kernels
+        cells = [median(native["submit"]), median(native["executor"]), median(page["submit"]), median(page["executor"])]
+        print(f"| {row['workload']} | {kernels} | {' | '.join(cells)} | {per:.1f} |")
     print("\nfailed on the way: " + ("; ".join(about["failed"]) if about["failed"] else "nothing"))
 
 

@@ -1,7 +1,8 @@
 """lower.series on hand-made kernels: kernels of one invocation per index join the series opened before them
 when they touch what its parts touch alike; a read through another footprint, a kernel in between that
-writes what a kernel reads, a carried output, and more than MAX_BINDINGS buffers keep a kernel out; kernels
-of one invocation share anything. And on a program: the digits MLP's cross-entropy rows run as one series."""
+writes what a kernel reads, an update whose input another part touches, and more than MAX_BINDINGS buffers
+keep a kernel out; kernels of one invocation share anything; updates wait for a later one. And on a
+program: the digits MLP's cross-entropy rows run as one series."""
 
 from __future__ import annotations
 
@@ -56,10 +57,12 @@ def test_a_kernel_does_not_move_past_one_that_writes_what_it_reads() -> None:
     assert series.parts == (first, independent) and kept is sort
 
 
-def test_a_carried_output_and_too_many_buffers_keep_a_kernel_out() -> None:
-    first = copy(grid(0), grid(1))
-    update = copy(grid(0), grid(5))
-    assert joined([first, update], {5: 9}) == (first, update)  # buffer 5 is carried into buffer 9
+def test_an_update_another_part_touches_and_too_many_buffers_keep_a_kernel_out() -> None:
+    first = copy(grid(9), grid(1))  # reads the parameter the update updates
+    update = copy(grid(9), grid(5))  # buffer 5 is carried into buffer 9: updated in place, once alone
+    assert joined([first, update], {5: 9}) == (first, update)
+    (alone,) = joined([copy(grid(0), grid(1)), update], {5: 9})
+    assert alone.kind is Kind.SERIES  # with a part that touches neither, it joins
     wide = [copy(grid(2 * i), grid(2 * i + 1)) for i in range(MAX_BINDINGS // 2 + 1)]
     out = joined(wide, {})
     assert [len(k.parts) for k in out] == [MAX_BINDINGS // 2, 1]
@@ -80,3 +83,15 @@ def test_the_digits_mlp_runs_its_cross_entropy_rows_as_one_series() -> None:
     assert [Kind.LOG_SOFTMAX, Kind.CHECK_INDEX, Kind.REDUCE, Kind.ARGMAX] in kinds
     carried = {c.src for c in schedule.carry}
     assert not any(v.buffer in carried for k in schedule.kernels if k.kind is Kind.SERIES for v in k.writes)
+
+
+def test_updates_wait_for_a_later_update_and_run_with_it_where_nothing_between_touches_them() -> None:
+    first = copy(grid(0), grid(1))  # carried into buffer 10: an update
+    sort = Kernel(Kind.SORT, grid(3), (grid(2),), AxisArg(1))  # touches neither
+    second = copy(grid(3), grid(5))  # carried into buffer 11; reads what the sort writes: cannot run earlier
+    kept, series = joined([first, sort, second], {1: 10, 5: 11})
+    assert kept is sort and series.parts == (first, second)
+    reads_it = Kernel(Kind.SORT, grid(3), (grid(10),), AxisArg(1))  # reads what the first update updates
+    assert joined([first, reads_it, second], {1: 10, 5: 11}) == (first, reads_it, second)
+    plain = copy(grid(6), grid(7))  # no update: it does not wait
+    assert joined([plain, sort, second], {5: 11}) == (plain, sort, second)

@@ -1,5 +1,5 @@
-"""Stage: lower. Kernels that each run one invocation per index i of [0, N) joined into SERIES kernels
-(Kind.SERIES): one dispatch whose every invocation runs the parts one after another. A step's small
+"""Stage: lower. Kernels that each run one invocation (or one workgroup) per index i of [0, N) joined into
+SERIES kernels (Kind.SERIES): one dispatch whose every invocation runs the parts one after another. A step's small
 kernels (a cross-entropy's log-softmax, its rows' sums and its argmax; the loss's and the accuracy's sums)
 then cost one dispatch instead of several.
 
@@ -8,16 +8,20 @@ the step carries into its inputs (Schedule.carry). Guarantees: the same values, 
 its own code, in the schedule's order for every element). A kernel joins a series when:
 - it runs one invocation per index (`indices`: ELEMENTWISE, the "serial" REDUCE, row and CHECK_INDEX
   variants, the "dot" MATMUL; at most GRID of them), or one 64-lane workgroup per index (the other REDUCE
-  and row variants), as the series' parts do, and writes no carried output (a parameter's update stays a
-  kernel of its own, so plan.memory.update_in_place still writes it in place);
+  and row variants), as the series' parts do;
+- a part that writes an output the step carries into an input (a parameter's update) is the only part that
+  touches either, so plan.memory.update_in_place still writes it in place (`_updates_alone`); such an
+  output binds as its input where that update is sure (`_updated_in_place`);
 - it can run where the series runs (the series' first part's place): no kernel in between writes what it
   reads or writes, or reads what it writes (an output and the input it is carried into count as one);
+  or the series is one of updates that can run at the kernel's place, on the same terms;
 - every buffer that it and an earlier part both touch, one of them writing it, they touch alike: each
   index i the same elements (`_footprint`), so no invocation or workgroup reads what another writes (or
   both run one index);
 - the series binds at most MAX_BINDINGS buffers.
-Each kernel tries the series opened most recently first (at most OPEN of them), else opens its own; a
-series of one part stays that kernel.
+Each kernel tries the series opened most recently first (at most OPEN of them), else a series of updates
+that can wait for it (`_defers`: the series then runs at the kernel's place), else opens its own; a series
+of one part stays that kernel.
 """
 
 from __future__ import annotations
@@ -63,41 +67,105 @@ def invocations(kernel: Kernel) -> int | None:
 
 def joined(kernels: Sequence[Kernel], carried: dict[int, int]) -> tuple[Kernel, ...]:
     """`kernels` with those that can run as series joined (module docstring)."""
-    alias = dict(carried)
+    alias, sure = dict(carried), _updated_in_place(kernels, carried)
     slots: list[list[Kernel]] = []  # the schedule so far: each entry a kernel or a series' parts
     open_: list[int] = []  # indices into slots of open series, oldest first
     for kernel in kernels:
         found = indices(kernel)
-        small = found is not None and (found[0] == WORKGROUP or found[1] <= GRID)
-        joinable = small and not any(v.buffer in carried for v in kernel.writes)
-        if joinable:
-            mine = _touches(kernel, alias)
-            for at in reversed(open_[-OPEN:]):
-                if _fits(slots, at, kernel, mine, alias):
-                    slots[at].append(kernel)
-                    break
-            else:
-                open_.append(len(slots))
-                slots.append([kernel])
-        else:
+        if found is None or (found[0] != WORKGROUP and found[1] > GRID):
             slots.append([kernel])
+            continue
+        mine = _touches(kernel, alias)
+        recent = list(reversed(open_[-OPEN:]))
+        at = next(
+            (at for at in recent if _moves(slots, at, mine, alias) and _fits(slots[at], kernel, mine, alias, sure)),
+            None,
+        )
+        if at is not None:  # the kernel runs earlier, at the series' place
+            slots[at].append(kernel)
+            continue
+        at = next((at for at in recent if _defers(slots, at, alias, carried)), None)
+        if at is not None and _fits(slots[at], kernel, mine, alias, sure):  # the updates run later, with it
+            parts = slots.pop(at)
+            open_ = [i - (i > at) for i in open_ if i != at]
+            open_.append(len(slots))
+            slots.append([*parts, kernel])
+            continue
+        open_.append(len(slots))
+        slots.append([kernel])
     return tuple(parts[0] if len(parts) == 1 else series(tuple(parts)) for parts in slots)
+
+
+def _updated_in_place(kernels: Sequence[Kernel], carried: dict[int, int]) -> dict[int, int]:
+    """The carried outputs an elementwise kernel writes whole, reading the input it is carried into only at
+    the element it writes, with no later kernel reading that input: those plan.memory.update_in_place
+    writes into their inputs (output -> input), so a series binds each pair once."""
+    last_read = {v.buffer: i for i, k in enumerate(kernels) for v in k.inputs}
+    out: dict[int, int] = {}
+    for i, kernel in enumerate(kernels):
+        if kernel.kind is not Kind.ELEMENTWISE:
+            continue
+        for view in kernel.writes:
+            dst = carried.get(view.buffer)
+            if dst is None or last_read.get(dst, -1) > i or view.offset or not view.is_contiguous:
+                continue
+            if all(v == view._replace(buffer=dst) for v in kernel.inputs if v.buffer == dst):
+                out[view.buffer] = dst
+    return out
+
+
+def _moves(slots: list[list[Kernel]], at: int, mine: Touches, alias: dict[int, int]) -> bool:
+    """Whether a kernel touching `mine` can run earlier, at slots[at]: nothing in between writes what it
+    touches or touches what it writes."""
+    writes = {b for b, (w, _) in mine.items() if w}
+    for between in slots[at + 1 :]:
+        for other in between:
+            theirs = _touches(other, alias)
+            if any(theirs[b][0] for b in mine if b in theirs) or any(b in theirs for b in writes):
+                return False
+    return True
+
+
+def _defers(slots: list[list[Kernel]], at: int, alias: dict[int, int], carried: dict[int, int]) -> bool:
+    """Whether the series at slots[at], all of whose parts write only carried outputs (updates of
+    parameters and state), can run later, after everything since: nothing in between touches what a part
+    writes (or the input it is carried into) or writes what a part reads."""
+    parts = slots[at]
+    if not all(v.buffer in carried for part in parts for v in part.writes):
+        return False
+    ours: Touches = {}
+    for part in parts:
+        ours |= _touches(part, alias)
+    for between in slots[at + 1 :]:
+        for other in between:
+            theirs = _touches(other, alias)
+            if any(b in theirs and (theirs[b][0] or ours[b][0]) for b in ours):
+                return False
+    return True
+
+
+def _updates_alone(parts: list[Kernel], kernel: Kernel, carried: dict[int, int]) -> bool:
+    """Whether the series of `parts` and `kernel` leaves each carried output's update a part of its own:
+    no other part touches the output or the input it is carried into (plan.memory.in_place then still
+    writes it into its input)."""
+    for a in (*parts, kernel):
+        updated = {b for v in a.writes if v.buffer in carried for b in (v.buffer, carried[v.buffer])}
+        touched = (v.buffer for b in (*parts, kernel) if b is not a for v in (*b.inputs, *b.writes))
+        if updated and any(b in updated for b in touched):
+            return False
+    return True
 
 
 Touches = dict[int, tuple[bool, set[Footprint]]]  # buffer -> (written, the footprints of its accesses)
 
 
-def _fits(slots: list[list[Kernel]], at: int, kernel: Kernel, mine: Touches, alias: dict[int, int]) -> bool:
-    """Whether `kernel` (touching `mine`) can join the series at slots[at] (module docstring)."""
-    parts = slots[at]
+def _fits(parts: list[Kernel], kernel: Kernel, mine: Touches, alias: dict[int, int], sure: dict[int, int]) -> bool:
+    """Whether `kernel` (touching `mine`) and the series of `parts` can run as one (module docstring); an
+    output updated in place for sure binds as its input (`_updated_in_place`)."""
     if indices(parts[0])[0] != indices(kernel)[0]:  # type: ignore[index]
         return False  # a series' parts run their indices alike: each in an invocation, or each in a workgroup
-    writes = {b for b, (w, _) in mine.items() if w}
-    for between in slots[at + 1 :]:  # what the kernel moves past to run at the series' place
-        for other in between:
-            theirs = _touches(other, alias)
-            if any(theirs[b][0] for b in mine if b in theirs) or any(b in theirs for b in writes):
-                return False
+    if not _updates_alone(parts, kernel, alias):
+        return False
     n = invocations(kernel)
     for part in parts:
         theirs = _touches(part, alias)
@@ -108,7 +176,7 @@ def _fits(slots: list[list[Kernel]], at: int, kernel: Kernel, mine: Touches, ali
                 continue  # one invocation runs both, in order
             if invocations(part) != n or len(prints | theirs[b][1]) != 1:
                 return False
-    bound = {v.buffer for part in (*parts, kernel) for v in (*part.inputs, *part.writes)}
+    bound = {sure.get(v.buffer, v.buffer) for part in (*parts, kernel) for v in (*part.inputs, *part.writes)}
     return len(bound) <= MAX_BINDINGS
 
 

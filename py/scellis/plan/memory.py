@@ -15,8 +15,9 @@ grows, and slots come close to the most bytes live at once. Devices allocate exa
 `update_in_place` (schedule -> schedule, run by the devices before they plan) writes a carried output
 (`param/w`, copied into `w` after the step) straight into its input when one kernel writes all of it
 element by element (an elementwise kernel, or the epilogue of a matmul or reduction: the gradient's own
-kernel), reading the input only at the element it writes, and no later kernel reads the input: the
-optimizer then updates parameters and state where they are, with no second copy and no carry copy.
+kernel; or such a part of a series whose other parts do not touch the input), reading the input only at the
+element it writes, and no later kernel reads the input: the optimizer then updates parameters and state
+where they are, with no second copy and no carry copy.
 """
 
 from __future__ import annotations
@@ -126,6 +127,12 @@ def in_place(schedule: Schedule, uses: _Uses | None = None) -> dict[int, int]:
         if written < 0 or last_write[src] != written:
             continue  # not written by exactly one kernel
         kernel = kernels[written]
+        if kernel.kind is Kind.SERIES:  # the part that writes it, when no other part touches the input
+            part = next(p for p in kernel.parts if any(v.buffer == src for v in p.writes))
+            others = (v for p in kernel.parts if p is not part for v in (*p.inputs, *p.writes))
+            if any(v.buffer in (src, dst) for v in others):
+                continue
+            kernel = part
         view = next(v for v in kernel.writes if v.buffer == src)
         shape, strides = view.shape, view.strides
         own = 0 if kernel.kind is elementwise else _epilogue_from(kernel, view)
