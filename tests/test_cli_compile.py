@@ -54,3 +54,18 @@ def test_the_level_is_required(tmp_path: Path) -> None:
     assert done.returncode == 2 and "--level" in done.stderr
     debug = scellis("compile", str(program), "--level", "debug", "--stage", "kernel schedule (training step)")
     assert debug.returncode == 0 and "level debug" in debug.stdout and "tile128" not in debug.stdout
+
+
+def test_compiles_for_a_device_that_binds_more_buffers(tmp_path: Path) -> None:
+    program = tmp_path / "digits.json"
+    program.write_text(json.dumps(digits_mlp()))
+
+    def kernels(*extra: str) -> int:
+        done = scellis("compile", str(program), "--level", "prod", "--stage", "kernel schedule (training step)", *extra)
+        assert done.returncode == 0, done.stderr
+        line = next(x for x in done.stdout.splitlines() if x.startswith("schedule "))
+        return int(line.split(": ")[1].split()[0])
+
+    assert kernels("--bindings", "16") < kernels() == kernels("--bindings", "8")
+    too_few = scellis("compile", str(program), "--level", "prod", "--bindings", "4")
+    assert too_few.returncode == 2 and "--bindings 4" in too_few.stderr

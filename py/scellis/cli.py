@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from scellis.levels import Level
+from scellis.lower.merge import MAX_BINDINGS, MOST_BINDINGS, bindings_feature
 from scellis.models.commands import finetune_parser, model_files, text_arguments, texts
 from scellis.torchexport.command import parsers as export_parsers
 
@@ -178,7 +179,10 @@ def compile_cmd(args: argparse.Namespace) -> int:
         return 2
     compiled = loaded[1]
     level = parse_level(args.level)
-    features = frozenset(f for f in args.features.split(",") if f)
+    if args.bindings < MAX_BINDINGS:
+        print(f"scellis compile: --bindings {args.bindings}: every WebGPU device binds {MAX_BINDINGS}", file=sys.stderr)
+        return 2
+    features = frozenset(f for f in args.features.split(",") if f) | bindings_feature(args.bindings)
     try:
         at = compiled.at(level, features)
         stages = guide.stages(at)
@@ -675,6 +679,13 @@ def main(argv: list[str] | None = None) -> int:
         default="",
         choices=["", "shader-f16"],
         help="optional device features to compile for (fast uses shader-f16); default: none",
+    )
+    p_compile.add_argument(
+        "--bindings",
+        type=int,
+        default=MAX_BINDINGS,
+        help=f"storage buffers a kernel may bind on the device (its maxStorageBuffersPerShaderStage; {MAX_BINDINGS} "
+        f"is WebGPU's default, browsers often offer 10; merges use at most {MOST_BINDINGS}); default: {MAX_BINDINGS}",
     )
     p_compile.set_defaults(func=compile_cmd)
     p_plan = sub.add_parser("plan", help="the memory a session of a program holds on a device here")

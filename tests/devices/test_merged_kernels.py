@@ -84,3 +84,40 @@ def test_an_adam_update_runs_in_its_gradients_kernel_writing_the_parameter_and_i
         assert {param, f"opt.m/{param}", f"opt.v/{param}"} <= inputs  # updated where they are
         assert len({v.buffer for v in (*writers[0].inputs, *writers[0].writes)}) <= merge.MAX_BINDINGS
     assert not schedule.carry or all(names.get(c.src) == "state/opt.step" for c in schedule.carry)
+
+
+@pytest.mark.parametrize("name", list(PROGRAMS))
+def test_a_device_that_binds_more_buffers_runs_fewer_kernels_with_the_same_bytes(
+    devices: dict[str, object], name: str
+) -> None:
+    webgpu: Any = devices["webgpu"]
+    assert merge.bindings_of(webgpu.features) == webgpu.limits.max_storage_buffers or (
+        merge.bindings_of(webgpu.features) == merge.MOST_BINDINGS < webgpu.limits.max_storage_buffers
+    )
+    if merge.bindings_of(webgpu.features) == merge.MAX_BINDINGS:
+        pytest.skip("this adapter binds only WebGPU's default 8 storage buffers a kernel")
+    wide = run(PROGRAMS[name](), webgpu, Level.PROD)
+    given = webgpu.features
+    webgpu.features = frozenset(f for f in given if not f.startswith(merge.BINDINGS))
+    try:
+        narrow = run(PROGRAMS[name](), webgpu, Level.PROD)
+    finally:
+        webgpu.features = given
+    assert wide[0] < narrow[0]
+    assert wide[1:] == narrow[1:]
+
+
+def test_the_bindings_a_kernel_may_take_follow_the_device_up_to_a_cap() -> None:
+    assert merge.bindings_feature(8) == frozenset()
+    assert merge.bindings_feature(10) == {"bindings=10"}
+    assert merge.bindings_feature(1 << 20) == {f"bindings={merge.MOST_BINDINGS}"}
+    assert merge.bindings_of(frozenset({"shader-f16"})) == merge.MAX_BINDINGS
+    assert merge.bindings_of(frozenset({"bindings=12"})) == 12
+    assert merge.bindings_of(frozenset({"bindings=99"})) == merge.MOST_BINDINGS
+    compiled = compile_program(digits_cnn())
+    for features in (frozenset(), frozenset({"bindings=10"}), frozenset({"bindings=16"})):
+        schedule = planned(lower(compiled.step, Level.PROD, features)).schedule
+        most = max(len({v.buffer for v in (*k.inputs, *k.writes)}) for k in schedule.kernels)
+        assert most <= merge.bindings_of(features), features
+    counts = [len(lower(compiled.step, Level.PROD, frozenset({f"bindings={n}"})).kernels) for n in (8, 10, 16)]
+    assert counts[0] > counts[1] > counts[2]

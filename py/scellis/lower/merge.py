@@ -12,7 +12,7 @@ step names (its inputs and outputs). Guarantees: the kernels compute the same va
 producer A (ELEMENTWISE, the one writer of a float32, int32 or uint32 buffer X, all of it, contiguously) is
 merged into a later ELEMENTWISE kernel B when B reads X only through A's own view of it (element c of B's
 iteration is element c of A's), B does not write X and does not simply copy it, no kernel between them
-reads X or writes what A reads, and the merged kernel binds at most MAX_BINDINGS buffers. The merged kernel
+reads X or writes what A reads, and the merged kernel binds at most `bindings` buffers. The merged kernel
 runs where B ran; it computes A's expression in registers where B loaded X and still writes X, unless B was
 X's only reader and the step does not name X (then X is written by nobody and gets no memory). A REDUCE B
 takes A the same way when it reduces X through a permutation of X's axes (A then iterates in B's order) and
@@ -37,19 +37,42 @@ from scellis.lower.views import canonical, permute
 from scellis.ops import DType, Op
 
 MAX_BINDINGS = 8  # WebGPU's default maxStorageBuffersPerShaderStage: every adapter binds at least this many
+MOST_BINDINGS = 16  # a kernel binds at most this many, however many the device offers (below)
+BINDINGS = "bindings="  # a device's features name "bindings=N" where its kernels may bind N > MAX_BINDINGS
+
+
+def bindings_feature(limit: int) -> frozenset[str]:
+    """The feature that says a device's kernels may bind `limit` storage buffers (its
+    maxStorageBuffersPerShaderStage, as requested): none at WebGPU's default, at most MOST_BINDINGS. Every
+    device that offers MOST_BINDINGS or more so lowers a program alike."""
+    n = min(limit, MOST_BINDINGS)
+    return frozenset({f"{BINDINGS}{n}"}) if n > MAX_BINDINGS else frozenset()
+
+
+def bindings_of(features: frozenset[str]) -> int:
+    """How many storage buffers a kernel may bind on a device with `features` (`bindings_feature`)."""
+    named = [int(f[len(BINDINGS) :]) for f in features if f.startswith(BINDINGS)]
+    return max([MAX_BINDINGS, *(min(n, MOST_BINDINGS) for n in named)])
+
+
 KEPT = (DType.F32, DType.I32, DType.U32)  # stored and loaded back unchanged (bool is stored as u32 words)
 
 
 def merged(
-    kernels: Sequence[Kernel], buffers: Sequence[Buffer], named: set[int], carried: dict[int, int]
+    kernels: Sequence[Kernel],
+    buffers: Sequence[Buffer],
+    named: set[int],
+    carried: dict[int, int],
+    bindings: int = MAX_BINDINGS,
 ) -> tuple[Kernel, ...]:
     """`kernels` with every producer that can be merged into its consumer merged (module docstring);
-    `carried` maps each output the step carries to the input it becomes (Schedule.carry). A reduction that
-    repeats an earlier one is dropped first (`once`)."""
+    `carried` maps each output the step carries to the input it becomes (Schedule.carry); `bindings`: the
+    storage buffers a kernel may bind on the device (`bindings_of`). A reduction that repeats an earlier
+    one is dropped first (`once`)."""
     first = once(kernels, named)
     banned: frozenset[int] = frozenset()
     while True:  # each try bans what the one before could not keep (at most once per parameter)
-        merger = _Merger(first, buffers, named, carried, banned)
+        merger = _Merger(first, buffers, named, carried, banned, bindings=bindings)
         out = merger.run()
         lost = merger.still_in_place()
         if not lost:
@@ -117,7 +140,10 @@ class _Merger:
         named: set[int],
         carried: dict[int, int],
         banned: frozenset[int] = frozenset(),
+        *,
+        bindings: int = MAX_BINDINGS,
     ) -> None:
+        self.bindings = bindings  # the storage buffers a merged kernel may bind
         self.kernels: dict[float, Kernel] = {float(i): k for i, k in enumerate(kernels)}
         self.buffers, self.named, self.carried = buffers, named, carried
         # buffers x whose merge may not count on updates in place (`binds`): a try before lost them
@@ -162,7 +188,7 @@ class _Merger:
             i = last.get(b.out.shape)
             a = self.kernels.get(i) if i is not None else None
             candidate = _merge(a, b, -1, keep=True) if a is not None and i is not None else None
-            fits = candidate is not None and _bindings(candidate) <= MAX_BINDINGS
+            fits = candidate is not None and _bindings(candidate) <= self.bindings
             if a is None or i is None or candidate is None or not fits or not self.independent(a, b, i, j):
                 last[b.out.shape] = j
                 continue
@@ -207,7 +233,7 @@ class _Merger:
             keep = self.readers[x] != [j] or x in self.named
             candidate = _merge(a, b, x, keep)
             at = self.place(a, candidate, i, j) if candidate is not None else None
-            if candidate is None or at is None or _bindings(candidate) > MAX_BINDINGS:
+            if candidate is None or at is None or _bindings(candidate) > self.bindings:
                 continue
             b, j = self.adopt(x, (a, i), (b, j), (candidate, at), keep=keep)
 
@@ -250,15 +276,15 @@ class _Merger:
             return
 
     def binds(self, kernel: Kernel, at: float, moving: tuple[float, float], x: int) -> bool:
-        """Whether `kernel`, to run at `at` in place of the kernels at `moving`, binds at most MAX_BINDINGS
+        """Whether `kernel`, to run at `at` in place of the kernels at `moving`, binds at most self.bindings
         buffers once the outputs it updates in place share their inputs' (`updated_in_place`); one that
         counts on that is recorded under x, the buffer whose merge made it, for `still_in_place`."""
         if x in self.banned:
-            return _bindings(kernel) <= MAX_BINDINGS
+            return _bindings(kernel) <= self.bindings
         updated = self.updated_in_place(kernel, at, moving)
-        if _bindings(kernel, updated) > MAX_BINDINGS:
+        if _bindings(kernel, updated) > self.bindings:
             return False
-        if _bindings(kernel) > MAX_BINDINGS:
+        if _bindings(kernel) > self.bindings:
             self.hosted[x] = updated
         return True
 

@@ -51,7 +51,7 @@ from scellis.lower.kernels import (
     Step,
     View,
 )
-from scellis.lower.merge import merged
+from scellis.lower.merge import bindings_of, merged
 from scellis.lower.series import joined
 from scellis.lower.variants import notes, with_variants
 from scellis.ops import DType, Node, Op
@@ -450,7 +450,9 @@ def _rebuild(tree: Tree, reload: Callable[[View], View], lead: int) -> Tree:
 @paused
 def lower(fn: Function, level: Level, features: frozenset[str] = frozenset()) -> Schedule:
     """The kernel schedule of `fn` for a determinism level on a device with `features` (WebGPU feature
-    names such as shader-f16; only fast uses any), see the module docstring."""
+    names such as shader-f16, which only fast uses; and "bindings=N" where a kernel may bind more storage
+    buffers than WebGPU's default 8, which merges and series use: merge.bindings_of), see the module
+    docstring."""
     low = Lowerer(fn)
     nodes = fn.nodes()
     low.position = {node: i for i, node in enumerate(nodes)}
@@ -480,7 +482,9 @@ def lower(fn: Function, level: Level, features: frozenset[str] = frozenset()) ->
     )
     named = {b for _, b in (*inputs, *outputs)}
     carried = {c.src: c.dst for c in carry}
-    kernels = joined(with_variants(merged(low.kernels, low.buffers, named, carried), level, features), carried)
+    most = bindings_of(features)
+    kernels = merged(low.kernels, low.buffers, named, carried, most)
+    kernels = joined(with_variants(kernels, level, features), carried, most)
     return Schedule(
         fn.name, tuple(low.buffers), kernels, tuple(inputs), outputs, carry, notes(kernels, level, features)
     )

@@ -18,7 +18,7 @@ its own code, in the schedule's order for every element). A kernel joins a serie
 - every buffer that it and an earlier part both touch, one of them writing it, they touch alike: each
   index i the same elements (`_footprint`), so no invocation or workgroup reads what another writes (or
   both run one index);
-- the series binds at most MAX_BINDINGS buffers.
+- the series binds at most `bindings` buffers (the device's, merge.bindings_of).
 Each kernel tries the series opened most recently first (at most OPEN of them), else a series of updates
 that can wait for it (`_defers`: the series then runs at the kernel's place), else opens its own; a series
 of one part stays that kernel.
@@ -65,7 +65,7 @@ def invocations(kernel: Kernel) -> int | None:
     return None if found is None else found[1]
 
 
-def joined(kernels: Sequence[Kernel], carried: dict[int, int]) -> tuple[Kernel, ...]:
+def joined(kernels: Sequence[Kernel], carried: dict[int, int], bindings: int = MAX_BINDINGS) -> tuple[Kernel, ...]:
     """`kernels` with those that can run as series joined (module docstring)."""
     alias, sure = dict(carried), _updated_in_place(kernels, carried)
     slots: list[list[Kernel]] = []  # the schedule so far: each entry a kernel or a series' parts
@@ -78,14 +78,20 @@ def joined(kernels: Sequence[Kernel], carried: dict[int, int]) -> tuple[Kernel, 
         mine = _touches(kernel, alias)
         recent = list(reversed(open_[-OPEN:]))
         at = next(
-            (at for at in recent if _moves(slots, at, mine, alias) and _fits(slots[at], kernel, mine, alias, sure)),
+            (
+                at
+                for at in recent
+                if _moves(slots, at, mine, alias) and _fits(slots[at], kernel, mine, alias, sure, bindings=bindings)
+            ),
             None,
         )
         if at is not None:  # the kernel runs earlier, at the series' place
             slots[at].append(kernel)
             continue
         at = next((at for at in recent if _defers(slots, at, alias, carried)), None)
-        if at is not None and _fits(slots[at], kernel, mine, alias, sure):  # the updates run later, with it
+        if at is not None and _fits(
+            slots[at], kernel, mine, alias, sure, bindings=bindings
+        ):  # the updates run later, with it
             parts = slots.pop(at)
             open_ = [i - (i > at) for i in open_ if i != at]
             open_.append(len(slots))
@@ -159,9 +165,11 @@ def _updates_alone(parts: list[Kernel], kernel: Kernel, carried: dict[int, int])
 Touches = dict[int, tuple[bool, set[Footprint]]]  # buffer -> (written, the footprints of its accesses)
 
 
-def _fits(parts: list[Kernel], kernel: Kernel, mine: Touches, alias: dict[int, int], sure: dict[int, int]) -> bool:
-    """Whether `kernel` (touching `mine`) and the series of `parts` can run as one (module docstring); an
-    output updated in place for sure binds as its input (`_updated_in_place`)."""
+def _fits(
+    parts: list[Kernel], kernel: Kernel, mine: Touches, alias: dict[int, int], sure: dict[int, int], *, bindings: int
+) -> bool:
+    """Whether `kernel` (touching `mine`) and the series of `parts` can run as one, binding at most `bindings`
+    buffers (module docstring); an output updated in place for sure binds as its input (`_updated_in_place`)."""
     if indices(parts[0])[0] != indices(kernel)[0]:  # type: ignore[index]
         return False  # a series' parts run their indices alike: each in an invocation, or each in a workgroup
     if not _updates_alone(parts, kernel, alias):
@@ -177,7 +185,7 @@ def _fits(parts: list[Kernel], kernel: Kernel, mine: Touches, alias: dict[int, i
             if invocations(part) != n or len(prints | theirs[b][1]) != 1:
                 return False
     bound = {sure.get(v.buffer, v.buffer) for part in (*parts, kernel) for v in (*part.inputs, *part.writes)}
-    return len(bound) <= MAX_BINDINGS
+    return len(bound) <= bindings
 
 
 def _touches(kernel: Kernel, alias: dict[int, int]) -> Touches:

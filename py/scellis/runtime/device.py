@@ -54,7 +54,9 @@ class CompiledStep(Protocol):
 
 class Device(Protocol):
     name: str
-    features: frozenset[str]  # optional WebGPU features enabled on it (shader-f16); the fast level reads them
+    # optional WebGPU features enabled on it (shader-f16, which the fast level reads), and "bindings=N" where
+    # its kernels may bind more storage buffers than WebGPU's default (lower.merge.bindings_feature)
+    features: frozenset[str]
     limits: DeviceLimits  # the largest buffer and binding, and how many buffers a kernel may bind
 
     async def budget(self, need: int) -> Budget:

@@ -15,6 +15,7 @@ import js  # only importable in Pyodide
 import scellis_host  # the engine worker's (app/src/enginehost.js): the device it opened
 from pyodide.ffi import JsException, jsnull, to_js
 
+from scellis.lower.merge import bindings_feature
 from scellis.plan.budget import Budget, DeviceLimits, probe_search
 from scellis.plan.planned import Planned
 from scellis.runtime.device import DeviceInfo, DeviceLost, borrowed
@@ -101,11 +102,13 @@ class BrowserWebGPU:
     def __init__(self) -> None:
         self.gpu = scellis_host.gpu
         self.name = str(self.gpu.name)
-        self.features = frozenset(str(f) for f in self.gpu.features)
         limits = self.gpu.limits
         self.limits = DeviceLimits(
             int(limits.max_buffer_size), int(limits.max_storage_binding), int(limits.max_storage_buffers)
         )
+        # what the lowering may use: the features the worker enabled, and the bindings a kernel may take
+        enabled = frozenset(str(f) for f in self.gpu.features)
+        self.features = enabled | bindings_feature(self.limits.max_storage_buffers)
 
     async def budget(self, need: int) -> Budget:
         """WebGPU does not say how much memory its device has: the page's allocation probe measures

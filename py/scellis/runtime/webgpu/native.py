@@ -8,6 +8,7 @@ import time
 from importlib.metadata import version
 from typing import Any
 
+from scellis.lower.merge import bindings_feature
 from scellis.plan.budget import Budget, DeviceLimits, probe_search, run_search
 from scellis.plan.planned import Planned
 from scellis.runtime.device import DeviceInfo, borrowed
@@ -32,15 +33,17 @@ class WgpuDevice:
             raise RuntimeError(f"no {backend} WebGPU adapter (lavapipe comes with mesa-vulkan-drivers)")
         self.adapter = adapters[0]
         # the optional features the fast level can use, enabled when the adapter has them
-        self.features = frozenset(f for f in ("shader-f16",) if f in self.adapter.features)
-        # the adapter's largest buffers, not WebGPU's defaults (256 MiB buffers, 128 MiB bindings)
+        enabled = sorted(f for f in ("shader-f16",) if f in self.adapter.features)
+        # the adapter's largest buffers and most bindings, not WebGPU's defaults (256 MiB, 128 MiB, 8)
         wanted = {k: self.adapter.limits[k] for k in LIMIT_KEYS}
-        self.device = self.adapter.request_device_sync(required_features=sorted(self.features), required_limits=wanted)
+        self.device = self.adapter.request_device_sync(required_features=enabled, required_limits=wanted)
         self.limits = DeviceLimits(
             max_buffer_size=int(self.device.limits["max-buffer-size"]),
             max_storage_binding=int(self.device.limits["max-storage-buffer-binding-size"]),
             max_storage_buffers=int(self.device.limits["max-storage-buffers-per-shader-stage"]),
         )
+        # what the lowering may use: those features, and the bindings a kernel may take
+        self.features = frozenset(enabled) | bindings_feature(self.limits.max_storage_buffers)
         self.name = self.adapter.info["device"]
         self._pipelines: dict[str, Any] = {}
         self._probes: dict[int, bool] = {}
