@@ -299,6 +299,9 @@ export async function openDevice(adapter, storage = pageStorage(), line = null) 
       return watch.lost;
     },
     features,
+    // an adapter that emulates a GPU on the CPU (SwiftShader, a fallback adapter): its matmuls take the
+    // blocks made for it (the lowering's "software" feature)
+    software: Boolean(info.isFallbackAdapter) || info.architecture === "swiftshader",
     limits: {
       max_buffer_size: device.limits.maxBufferSize,
       max_storage_binding: device.limits.maxStorageBufferBindingSize,

@@ -1,8 +1,8 @@
-"""The pipelined matmul tiles (codegen/wgsl_matmul.py) on lavapipe against the float64 reference, every
-blocking the plan may choose on edge shapes: ragged edges, a K of one partial slice (K = 1 too) and of
-many slices, thin outputs, batches (one broadcast), transposed operands, A and B in one buffer, a fused
-epilogue. Each does tile64's multiply-adds in tile64's order, so its bits are tile64's: debug may choose
-them too."""
+"""The pipelined matmul tiles and a software adapter's blocks (codegen/wgsl_matmul.py) on lavapipe against
+the float64 reference, every blocking the plan may choose on edge shapes: ragged edges, a K of one partial
+slice (K = 1 too) and of many slices, thin outputs, batches (one broadcast), transposed operands, A and B
+in one buffer, a fused epilogue. Each does tile64's multiply-adds in tile64's order, so its bits are
+tile64's: debug may choose them too."""
 
 from __future__ import annotations
 
@@ -80,14 +80,52 @@ def test_pipelined_tiles_match_the_reference_with_tile64s_bits(
     assert got.tobytes() == tile64.tobytes()
 
 
-def test_one_buffer_for_both_operands_and_a_fused_epilogue(gpu: WgpuDevice) -> None:
+SOFTWARE = frozenset({variants.SOFTWARE})
+
+
+@pytest.mark.parametrize("variant", list(variants.BLOCKS))
+@pytest.mark.parametrize(
+    "case", [c for c in CASES if product(*c)[2] % 4 == 0], ids=lambda c: f"{c[0]}x{c[1]}{'T' * c[2]}{'t' * c[3]}"
+)
+def test_blocks_match_the_reference_with_tile64s_bits(
+    gpu: WgpuDevice, monkeypatch: pytest.MonkeyPatch, variant: str, case: tuple
+) -> None:
+    """A software adapter's blocks, at every level (debug's bits are tile64's), on every case whose K is a
+    multiple of 4 (130 rows and 260 columns: blocks past both edges)."""
+    fn, inputs, k = product(*case)
+    with monkeypatch.context() as patch:
+        forced(patch, fn, "tile64", Level.DEBUG)
+        tile64 = run_on(gpu, fn, inputs, Level.DEBUG)["m"]
+    monkeypatch.setattr(variants, "_small", lambda kernel: False)
+    assert [k.variant for k in lower(fn, Level.DEBUG, SOFTWARE).kernels] == [variant]
+    got, want = run_on(gpu, fn, inputs, Level.DEBUG, SOFTWARE)["m"], run(fn, inputs)["m"]
+    scale = max(1.0, float(np.max(np.abs(want))))
+    assert float(np.max(np.abs(got - want))) <= variants.TOLERANCE[variant] * np.sqrt(k) * scale
+    assert got.tobytes() == tile64.tobytes()
+
+
+def test_a_software_adapter_takes_blocks_where_they_apply() -> None:
+    """Blocks where the operands read as vec4 and K is a multiple of 4; a K of 1 keeps the tiles; a product
+    of little work stays dot's; without the feature, the tiles."""
+    blocked, _, _ = product((256, 784), (784, 512), False, False)
+    assert [k.variant for k in lower(blocked, Level.PROD, SOFTWARE).kernels] == ["block4x8"]
+    assert [k.variant for k in lower(blocked, Level.PROD).kernels] == ["tile64-pipe"]
+    shallow, _, _ = product((300, 1), (1, 4000), False, False)
+    assert [k.variant for k in lower(shallow, Level.PROD, SOFTWARE).kernels][0].endswith("-pipe")
+    small, _, _ = product((64, 64), (64, 128), False, False)
+    assert [k.variant for k in lower(small, Level.PROD, SOFTWARE).kernels] == ["dot"]
+
+
+@pytest.mark.parametrize("features", [frozenset(), SOFTWARE], ids=["tiles", "blocks"])
+def test_one_buffer_for_both_operands_and_a_fused_epilogue(gpu: WgpuDevice, features: frozenset[str]) -> None:
     """x x^T + c, relu'd: A and B read as vec4 from one binding, the epilogue fused into the stores."""
     x, c = data("x", (136, 64)), data("c", (136,))  # ragged edges, and work enough for tiles (not dot's)
     gram = make(Op.MATMUL, x, x, arg=d.MatmulArg(False, True))
     fn = Function("gram", (x, c), (("y", make(Op.RELU, make(Op.ADD, gram, c))),))
-    assert [k.variant for k in lower(fn, Level.PROD).kernels] == ["tile64-pipe"]
+    variant = "block4x8" if features else "tile64-pipe"
+    assert [k.variant for k in lower(fn, Level.PROD, features).kernels] == [variant]
     inputs = {"x": RNG.standard_normal((136, 64)), "c": RNG.standard_normal(136)}
-    got, want = run_on(gpu, fn, inputs)["y"], run(fn, inputs)["y"]
+    got, want = run_on(gpu, fn, inputs, Level.PROD, features)["y"], run(fn, inputs)["y"]
     np.testing.assert_allclose(got, want, rtol=0, atol=1e-5 * np.sqrt(64) * max(1.0, float(np.max(np.abs(want)))))
 
 

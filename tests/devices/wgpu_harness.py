@@ -15,10 +15,15 @@ DEVICE_DTYPES = {DType.F32: "<f4", DType.I32: "<i4", DType.U32: "<u4", DType.BOO
 
 
 def run_on(
-    device: object, fn: Function, inputs: dict[str, np.ndarray], level: Level = Level.PROD
+    device: object,
+    fn: Function,
+    inputs: dict[str, np.ndarray],
+    level: Level = Level.PROD,
+    features: frozenset[str] = frozenset(),
 ) -> dict[str, np.ndarray]:
-    """Lower `fn` at `level`, compile it on `device`, write the inputs, run once, read every output."""
-    compiled = asyncio.run(device.compile(lowered(fn, level)))  # type: ignore[attr-defined]
+    """Lower `fn` at `level` as for a device with `features`, compile it on `device`, write the inputs, run
+    once, read every output."""
+    compiled = asyncio.run(device.compile(lowered(fn, level, features)))  # type: ignore[attr-defined]
     for name, value in inputs.items():
         node = fn.input(name)
         compiled.write(name, np.asarray(value).astype(DEVICE_DTYPES[node.dtype]).tobytes())

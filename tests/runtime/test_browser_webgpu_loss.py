@@ -49,6 +49,7 @@ def browser(monkeypatch: pytest.MonkeyPatch) -> Iterator[types.ModuleType]:
     gpu = types.SimpleNamespace(
         name="Acme X1",
         features=[],
+        software=False,
         limits=types.SimpleNamespace(max_buffer_size=1 << 30, max_storage_binding=1 << 30, max_storage_buffers=8),
         measure=rejecting("GpuLostError"),
         compile=rejecting("GpuLostError"),

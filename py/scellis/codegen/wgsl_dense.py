@@ -67,8 +67,9 @@ def elementwise(kernel: Kernel, schedule: Schedule, b: w.Bindings) -> Source:
 
 
 def matmul(kernel: Kernel, schedule: Schedule, b: w.Bindings) -> Source:
-    """By variant: dot (one invocation per output), tile64, the 128 tiles (tile128[-f16]) or the pipelined
-    tiles (wgsl_matmul.BLOCKINGS); every one bounds-checks its edges, so any M, N, K works."""
+    """By variant: dot (one invocation per output), tile64, the 128 tiles (tile128[-f16]), the pipelined
+    tiles (wgsl_matmul.BLOCKINGS) or a software adapter's blocks (wgsl_matmul.BLOCKS); every one
+    bounds-checks its edges, so any M, N, K works (K a multiple of 4 for the blocks)."""
     a, bm = kernel.inputs[:2]
     *batch, m, n = kernel.out.shape
     decode, bcoords = w.decode("wid.z", tuple(batch), "b")
@@ -85,6 +86,8 @@ def matmul(kernel: Kernel, schedule: Schedule, b: w.Bindings) -> Source:
         return _matmul_dot(kernel, schedule, b, values)
     if kernel.variant in wgsl_matmul.BLOCKINGS:
         return wgsl_matmul.matmul(kernel, schedule, b, values, lambda cells: _stores(kernel, schedule, b, cells))
+    if kernel.variant in wgsl_matmul.BLOCKS:
+        return wgsl_matmul.blocks(kernel, schedule, b, values, lambda cells: _stores(kernel, schedule, b, cells))
     if kernel.variant.startswith("tile128"):
         f16 = kernel.variant.endswith("-f16")
         declared = b.declarations(schedule, frozenset(), f16)

@@ -1,7 +1,8 @@
 """Stage: code. The pipelined matmul tiles (wgsl/matmul_pipelined.wgsl): a register block per thread, the
 next K slice fetched while the current one is multiplied, the slice's steps written out, and bounds checks
 only where the shape has ragged edges. `Blocking` says how a variant blocks; BLOCKINGS names the ones the
-plan chooses from (lower/variants.py)."""
+plan chooses from (lower/variants.py). And the blocks of a software adapter (wgsl/matmul_block.wgsl,
+`blocks`): one invocation per block of outputs, its operands read as vec4 from their buffers."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from dataclasses import dataclass
 from scellis.codegen import wgsl_expr as w
 from scellis.codegen.wgsl_template import Value, template
 from scellis.lower.kernels import Kernel, Schedule
-from scellis.lower.variants import quads_along_k
+from scellis.lower.variants import BLOCKS, quads_along_k
 
 THREADS = 256  # a workgroup: a 16 x 16 grid of threads
 SPAN = 64  # 16 threads x 4: how far apart a thread's vec4 groups of rows (and of columns) lie
@@ -272,3 +273,88 @@ def matmul(
     tile_m, tile_n = blocking.tile
     groups = (-(-n // tile_n), -(-m // tile_m), math.prod(batch))
     return declared + "\n" + w.helpers(kernel.expr) + "\n" + source, groups
+
+
+BLOCK_GROUP = 64  # wgsl/matmul_block.wgsl's workgroup size
+
+
+def _block_step(block: tuple[int, int], a: Operand, b: Operand, sizes: tuple[int, int]) -> list[str]:
+    """Four steps of K from k0 for a rows x cols `block` at (row0, col0) of an m x n output (`sizes`): the
+    loads (a row or column past a ragged edge clamped to the last one: read, never stored), then the
+    multiply-adds in K's order."""
+    (rows, cols), (m, n), groups = block, sizes, block[1] // 4
+
+    def at(origin: str, first: int, side: int, size: int, step: int) -> str:
+        """Row or column `origin` + `first`, clamped to the last one that starts `step` inside `side`."""
+        return f"min({origin} + {first}u, {side - step}u)" if side % size else f"({origin} + {first}u)"
+
+    def load(name: str, op: Operand, index: str) -> str:
+        return f"let {name} = {op.read(f'({op.base} + {index}) / 4u')};"
+
+    lines, a_at, b_at = [], {}, {}
+    if a.along_k:  # a vec4 of K per row: a[row, k0 + kk] is ar[kk]
+        lines += [load(f"a{r}", a, f"{at('row0', r, m, rows, 1)} * {a.across}u + k0") for r in range(rows)]
+        a_at = {(r, kk): f"a{r}[{kk}]" for r in range(rows) for kk in range(4)}
+    else:  # a vec4 of rows per step of K (M is a multiple of 4 then)
+        for kk in range(4):
+            lines += [
+                load(f"a{kk}_{g}", a, f"(k0 + {kk}u) * {a.deep}u + {at('row0', 4 * g, m, rows, 4)}")
+                for g in range(-(-rows // 4))
+            ]
+        a_at = {(r, kk): f"a{kk}_{r // 4}[{r % 4}]" for r in range(rows) for kk in range(4)}
+    if b.along_k:  # a vec4 of K per column, regrouped into vec4 of columns per step of K
+        lines += [load(f"q{c}", b, f"{at('col0', c, n, cols, 1)} * {b.across}u + k0") for c in range(cols)]
+        quads = [[", ".join(f"q{4 * h + c}[{kk}]" for c in range(4)) for h in range(groups)] for kk in range(4)]
+        b_at = {(kk, h): f"vec4<f32>({quads[kk][h]})" for kk in range(4) for h in range(groups)}
+    else:  # a vec4 of columns per step of K (N is a multiple of 4 then)
+        for kk in range(4):
+            lines += [
+                load(f"b{kk}_{h}", b, f"(k0 + {kk}u) * {b.deep}u + {at('col0', 4 * h, n, cols, 4)}")
+                for h in range(groups)
+            ]
+        b_at = {(kk, h): f"b{kk}_{h}" for kk in range(4) for h in range(groups)}
+    for kk in range(4):
+        lines += [
+            f"c{r}_{h} = fma(vec4<f32>({a_at[r, kk]}), {b_at[kk, h]}, c{r}_{h});"
+            for r in range(rows)
+            for h in range(groups)
+        ]
+    return lines
+
+
+def blocks(
+    kernel: Kernel, schedule: Schedule, b: w.Bindings, values: dict[str, str], stores: Callable[[Cells], list[str]]
+) -> tuple[str, tuple[int, int, int]]:
+    """The kernel's source and workgroups in the blocks its variant names (lower/variants.py's BLOCKS):
+    wgsl/matmul_block.wgsl filled; `values` its A_BASE and B_BASE, `stores` the statements storing each
+    output's sum."""
+    rows, cols = BLOCKS[kernel.variant]
+    *batch, m, n = kernel.out.shape
+    k = kernel.inputs[0].shape[-1]
+    a, bm = operands(kernel, b)
+    across, cells = -(-n // cols), -(-m // rows) * -(-n // cols)
+    total = math.prod(batch) * cells
+    decode, _ = w.decode("bi", tuple(batch), "b")
+    source = template("matmul_block").fill(
+        BLOCKS=f"{total}u",
+        CELLS=f"{cells}u",
+        ACROSS=f"{across}u",
+        ROWS=f"{rows}u",
+        COLS=f"{cols}u",
+        K=f"{k}u",
+        A_BASE=values["A_BASE"],
+        B_BASE=values["B_BASE"],
+        DECODE=decode,
+        ACCUMULATORS=[f"var c{r}_{h} = vec4<f32>(0.0);" for r in range(rows) for h in range(cols // 4)],
+        STEP=_block_step((rows, cols), a, bm, (m, n)),
+        STORES=stores(
+            [
+                (f"c{r}_{h}[{c}]", f"{r}u", f"{4 * h + c}u")
+                for r in range(rows)
+                for h in range(cols // 4)
+                for c in range(4)
+            ]
+        ),
+    )
+    declared = b.declarations(schedule, frozenset(v.buffer for v in kernel.inputs[:2]))
+    return declared + "\n" + w.helpers(kernel.expr) + "\n" + source, w.grid(-(-total // BLOCK_GROUP))

@@ -20,8 +20,18 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol
 
+from scellis.lower.merge import bindings_feature
+from scellis.lower.variants import SOFTWARE
 from scellis.plan.budget import Budget, DeviceLimits
 from scellis.plan.planned import Planned
+
+
+def lowering_features(enabled: frozenset[str], bindings: int, software: bool) -> frozenset[str]:
+    """What the lowering may use on a WebGPU device: its `enabled` optional features, the storage buffers
+    a kernel may bind (its maxStorageBuffersPerShaderStage, lower.merge.bindings_feature), and
+    lower.variants.SOFTWARE where the adapter emulates a GPU on the CPU. The Guide lowers with these too,
+    so it shows the kernels the device runs."""
+    return enabled | bindings_feature(bindings) | (frozenset({SOFTWARE}) if software else frozenset())
 
 
 def borrowed(planned: Planned, host: object) -> list[int]:
@@ -54,8 +64,9 @@ class CompiledStep(Protocol):
 
 class Device(Protocol):
     name: str
-    # optional WebGPU features enabled on it (shader-f16, which the fast level reads), and "bindings=N" where
-    # its kernels may bind more storage buffers than WebGPU's default (lower.merge.bindings_feature)
+    # what the lowering may use (lowering_features): optional WebGPU features enabled on it (shader-f16,
+    # which the fast level reads), "bindings=N" where its kernels may bind more storage buffers than
+    # WebGPU's default, "software" where the adapter emulates a GPU on the CPU
     features: frozenset[str]
     limits: DeviceLimits  # the largest buffer and binding, and how many buffers a kernel may bind
 
@@ -80,7 +91,7 @@ class DeviceInfo:
     software: bool = False  # a software rasteriser or fallback adapter, not a GPU
     max_buffer_size: int = 0
     max_storage_binding: int = 0
-    features: tuple[str, ...] = field(default_factory=tuple)
+    features: tuple[str, ...] = field(default_factory=tuple)  # lowering_features, as the device will have them
 
     def to_json(self) -> dict:
         data = asdict(self)

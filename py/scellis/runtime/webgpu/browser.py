@@ -15,10 +15,9 @@ import js  # only importable in Pyodide
 import scellis_host  # the engine worker's (app/src/enginehost.js): the device it opened
 from pyodide.ffi import JsException, jsnull, to_js
 
-from scellis.lower.merge import bindings_feature
 from scellis.plan.budget import Budget, DeviceLimits, probe_search
 from scellis.plan.planned import Planned
-from scellis.runtime.device import DeviceInfo, DeviceLost, borrowed
+from scellis.runtime.device import DeviceInfo, DeviceLost, borrowed, lowering_features
 from scellis.runtime.index_checks import IndexChecks
 from scellis.runtime.webgpu.wire import step_plan
 
@@ -106,9 +105,8 @@ class BrowserWebGPU:
         self.limits = DeviceLimits(
             int(limits.max_buffer_size), int(limits.max_storage_binding), int(limits.max_storage_buffers)
         )
-        # what the lowering may use: the features the worker enabled, and the bindings a kernel may take
         enabled = frozenset(str(f) for f in self.gpu.features)
-        self.features = enabled | bindings_feature(self.limits.max_storage_buffers)
+        self.features = lowering_features(enabled, self.limits.max_storage_buffers, bool(self.gpu.software))
 
     async def budget(self, need: int) -> Budget:
         """WebGPU does not say how much memory its device has: the page's allocation probe measures
@@ -170,7 +168,9 @@ async def adapters() -> list[DeviceInfo]:
         return []
     info, limits = adapter.info, adapter.limits
     vendor, arch = str(info.vendor or ""), str(info.architecture or "")
-    fallback = bool(getattr(info, "isFallbackAdapter", False))
+    software = bool(getattr(info, "isFallbackAdapter", False)) or arch == "swiftshader"
+    enabled = frozenset({"shader-f16"} if adapter.features.has("shader-f16") else ())
+    features = lowering_features(enabled, int(limits.maxStorageBuffersPerShaderStage), software)
     return [
         DeviceInfo(
             kind="webgpu",
@@ -178,9 +178,9 @@ async def adapters() -> list[DeviceInfo]:
             host=f"{_browser()} WebGPU",
             vendor=vendor,
             architecture=arch,
-            software=fallback or arch == "swiftshader",
+            software=software,
             max_buffer_size=int(limits.maxBufferSize),
             max_storage_binding=int(limits.maxStorageBufferBindingSize),
-            features=("shader-f16",) if adapter.features.has("shader-f16") else (),
+            features=tuple(sorted(features)),
         )
     ]

@@ -8,10 +8,9 @@ import time
 from importlib.metadata import version
 from typing import Any
 
-from scellis.lower.merge import bindings_feature
 from scellis.plan.budget import Budget, DeviceLimits, probe_search, run_search
 from scellis.plan.planned import Planned
-from scellis.runtime.device import DeviceInfo, borrowed
+from scellis.runtime.device import DeviceInfo, borrowed, lowering_features
 from scellis.runtime.index_checks import IndexChecks
 from scellis.runtime.ready import HostCost, Ready, Synchronous, copy_sizes
 from scellis.runtime.webgpu.wire import step_plan
@@ -42,8 +41,8 @@ class WgpuDevice:
             max_storage_binding=int(self.device.limits["max-storage-buffer-binding-size"]),
             max_storage_buffers=int(self.device.limits["max-storage-buffers-per-shader-stage"]),
         )
-        # what the lowering may use: those features, and the bindings a kernel may take
-        self.features = frozenset(enabled) | bindings_feature(self.limits.max_storage_buffers)
+        software = self.adapter.info.get("adapter_type", "") == "CPU"
+        self.features = lowering_features(frozenset(enabled), self.limits.max_storage_buffers, software)
         self.name = self.adapter.info["device"]
         self._pipelines: dict[str, Any] = {}
         self._probes: dict[int, bool] = {}
@@ -165,6 +164,9 @@ def adapters() -> list[DeviceInfo]:
     for adapter in wgpu.gpu.enumerate_adapters_sync():
         info, limits = adapter.info, adapter.limits
         backend = info.get("backend_type", "")
+        enabled = frozenset(f for f in adapter.features if f == "shader-f16")
+        bindings = int(limits["max-storage-buffers-per-shader-stage"])
+        software = info.get("adapter_type", "") == "CPU"
         found.append(
             DeviceInfo(
                 kind="webgpu",
@@ -172,10 +174,10 @@ def adapters() -> list[DeviceInfo]:
                 host=f"wgpu-py {version('wgpu')} ({backend})",
                 vendor=info.get("vendor", ""),
                 architecture=info.get("architecture", ""),
-                software=info.get("adapter_type", "") == "CPU",
+                software=software,
                 max_buffer_size=int(limits["max-buffer-size"]),
                 max_storage_binding=int(limits["max-storage-buffer-binding-size"]),
-                features=tuple(sorted(f for f in adapter.features if f == "shader-f16")),
+                features=tuple(sorted(lowering_features(enabled, bindings, software))),
             )
         )
     return sorted(found, key=lambda d: not d.host.endswith(tuple(f"({b})" for b in NATIVE_BACKENDS)))
