@@ -39,5 +39,5 @@ def test_the_kept_kernels_cover_every_kind_and_variant() -> None:
                 seen |= {(k.kind, k.variant) for k in kernels} | {(p.kind, p.variant) for k in kernels for p in k.parts}
     assert {kind for kind, _ in seen} == set(RENDERERS)
     variants = {variant for _, variant in seen}
-    assert {"dot", "tile64", "tile128", "tile128-f16", *wgsl_matmul.BLOCKINGS} <= variants
+    assert {"dot", "tile64", "tile128", "tile128-f16", *wgsl_matmul.BLOCKINGS, *wgsl_matmul.BLOCKS} <= variants
     assert {"solve-invocation", "solve-workgroup"} <= variants

@@ -100,8 +100,11 @@ def test_skips_backoff_and_growth_follow_the_reference(devices: dict[str, object
     assert max(s for s, _, _ in expected) == 2.0**122 and min(s for s, _, _ in expected) == 2.0**121
 
 
+LARGE = [1026, 1026]  # hidden layers of a width not a multiple of 4: products not read as vec4 take float16 tiles
+
+
 def mlp_step() -> tuple[Function, Function]:
-    program = mlp(64, [1024, 1024], 10, 512)
+    program = mlp(64, LARGE, 10, 512)
     program["optimizer"] = {"kind": "sgd", "lr": 0.05}
     compiled = compile_program(program)
     f16 = frozenset({"shader-f16"})
@@ -113,8 +116,8 @@ def test_fast_mlp_steps_on_lavapipe_match_the_reference() -> None:
     assert "shader-f16" in device.features
     fn, init = mlp_step()
     schedule = lower(fn, Level.FAST, device.features)
-    # the input gradient of the 10 logits; the other products take the float32 pipelined tiles, which
-    # outrun float16 ones (lower.variants.choose), or dot
+    # the products of 512 x 1026 by 1026 x 1026, which cannot be read as vec4 (products that can take the
+    # float32 pipelined tiles or blocks, which outrun float16 ones: lower.variants.choose); thin ones dot
     assert sum("f16" in k.variant for k in schedule.kernels) >= 1
     reference = rt.initial_state(init, fn, seed=2)
     compiled = asyncio.run(device.compile(planned(schedule)))
@@ -148,7 +151,7 @@ def test_a_fast_session_scales_its_loss_only_with_float16_kernels(devices: dict[
     assert asyncio.run(small.fit(train, test, epochs=1))[0].loss_scale is None
     if device == "cpu":
         return
-    program = mlp(64, [1024, 1024], 10, 512)
+    program = mlp(64, LARGE, 10, 512)
     large = Session(program, devices[device], seed=1, level=Level.FAST, eval_batch=test.n)  # type: ignore[arg-type]
     results = asyncio.run(large.fit(train, test, epochs=1))
     assert [r.loss_scale for r in results] == [2.0**15]  # 2 finite steps: no skip, no growth yet

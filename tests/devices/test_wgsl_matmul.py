@@ -96,7 +96,7 @@ def test_blocks_match_the_reference_with_tile64s_bits(
     with monkeypatch.context() as patch:
         forced(patch, fn, "tile64", Level.DEBUG)
         tile64 = run_on(gpu, fn, inputs, Level.DEBUG)["m"]
-    monkeypatch.setattr(variants, "_small", lambda kernel: False)
+    monkeypatch.setattr(variants, "_thin", lambda kernel: False)
     assert [k.variant for k in lower(fn, Level.DEBUG, SOFTWARE).kernels] == [variant]
     got, want = run_on(gpu, fn, inputs, Level.DEBUG, SOFTWARE)["m"], run(fn, inputs)["m"]
     scale = max(1.0, float(np.max(np.abs(want))))
@@ -105,15 +105,21 @@ def test_blocks_match_the_reference_with_tile64s_bits(
 
 
 def test_a_software_adapter_takes_blocks_where_they_apply() -> None:
-    """Blocks where the operands read as vec4 and K is a multiple of 4; a K of 1 keeps the tiles; a product
-    of little work stays dot's; without the feature, the tiles."""
+    """Blocks where the operands read as vec4, K is a multiple of 4 and the product is not thin (small ones
+    too: the digits MLP's); a K of 1 keeps the tiles; a thin product (a side or K of at most 16) stays
+    dot's on every device; without the feature, the tiles."""
     blocked, _, _ = product((256, 784), (784, 512), False, False)
     assert [k.variant for k in lower(blocked, Level.PROD, SOFTWARE).kernels] == ["block4x8"]
     assert [k.variant for k in lower(blocked, Level.PROD).kernels] == ["tile64-pipe"]
     shallow, _, _ = product((300, 1), (1, 4000), False, False)
-    assert [k.variant for k in lower(shallow, Level.PROD, SOFTWARE).kernels][0].endswith("-pipe")
+    assert [k.variant for k in lower(shallow, Level.PROD).kernels] == ["dot"]
     small, _, _ = product((64, 64), (64, 128), False, False)
-    assert [k.variant for k in lower(small, Level.PROD, SOFTWARE).kernels] == ["dot"]
+    assert [k.variant for k in lower(small, Level.PROD, SOFTWARE).kernels] == ["block4x8"]
+    assert [k.variant for k in lower(small, Level.PROD).kernels] == ["dot"]
+    for features in (frozenset(), SOFTWARE):
+        for a, b in (((256, 12), (12, 512)), ((256, 512), (512, 12)), ((4, 512), (512, 512))):
+            thin, _, _ = product(a, b, False, False)
+            assert [k.variant for k in lower(thin, Level.PROD, features).kernels] == ["dot"]
 
 
 @pytest.mark.parametrize("features", [frozenset(), SOFTWARE], ids=["tiles", "blocks"])
@@ -130,7 +136,7 @@ def test_one_buffer_for_both_operands_and_a_fused_epilogue(gpu: WgpuDevice, feat
 
 
 def test_a_depth_not_a_multiple_of_4_takes_the_other_tiles() -> None:
-    """A contiguous along a K of 5 can be read as vec4 neither along K nor along M."""
-    fn, _, _ = product((1100, 5), (5, 1000), False, False)
+    """A contiguous along a K of 21 can be read as vec4 neither along K nor along M."""
+    fn, _, _ = product((1100, 21), (21, 1000), False, False)
     assert [k.variant for k in lower(fn, Level.PROD).kernels] == ["tile128"]
     assert [k.variant for k in lower(fn, Level.DEBUG).kernels] == ["tile64"]

@@ -58,7 +58,7 @@ def test_structural_key_is_stable_and_sensitive() -> None:
     assert compile_program(mlp(lr=2e-3)).at(Level.PROD).key != key
     assert first.at(Level.DEBUG).key == key  # the same step function; only the kernels differ
     assert first.at(Level.FAST, frozenset({"shader-f16"})).key == key  # too small for float16 tiles: no scaling
-    large = compile_program(examples.mlp(64, [1024, 1024], 10, 512))
+    large = compile_program(examples.mlp(64, [1026, 1026], 10, 512))
     assert large.at(Level.FAST, frozenset({"shader-f16"})).key != large.at(Level.PROD).key  # fast scales its loss
 
 
@@ -107,7 +107,7 @@ def test_verifier_rejects_a_bad_argument() -> None:
 
 
 def test_fast_stages_show_the_loss_scaled_functions() -> None:
-    compiled = compile_program(examples.mlp(64, [1024, 1024], 10, 512))
+    compiled = compile_program(examples.mlp(64, [1026, 1026], 10, 512))
     fast, prod = dict(stages(compiled.at(Level.FAST, frozenset({"shader-f16"})))), dict(stages(compiled.at(Level.PROD)))
     for title in ("backward IR", "optimizer IR (training step)"):
         assert "loss_scaled" in fast[title] and "loss_scaled" not in prod[title]

@@ -116,7 +116,7 @@ def test_float16_storage_needs_shader_f16_at_every_level() -> None:
 
 def test_fast_scales_its_loss_over_float16_storage_too() -> None:
     """Loss scaling and float16 storage compose: the scaled step stores in float16 the same way."""
-    compiled = compile_program(stored_as(mlp(64, [1024, 1024], 10, 512), "float16"))
+    compiled = compile_program(stored_as(mlp(64, [1026, 1026], 10, 512), "float16"))
     assert compiled.at(Level.FAST, F16).scales_loss
     fast = compiled.at(Level.FAST, F16).step
     assert fast is compiled.loss_scaled.step and fast.has_input(LOSS_SCALE)

@@ -70,7 +70,7 @@ CASES: dict[str, tuple[Callable[[], Compiled], Level, frozenset[str]]] = {
         frozenset(),
     ),
     "branches": (lambda: compile_program(branches()), Level.DEBUG, frozenset()),
-    "mlp_loss_scaled": (lambda: compile_program(mlp(64, [1024, 1024], 10, 512)), Level.FAST, F16),
+    "mlp_loss_scaled": (lambda: compile_program(mlp(64, [1026, 1026], 10, 512)), Level.FAST, F16),
     "mlp_rules_resident": (
         lambda: compile_program(with_memory(with_rules(digits_mlp()), data="resident"), examples=500),
         Level.PROD,

@@ -14,8 +14,9 @@ from scellis.ops import DType
 
 LARGE_MATMUL = 128  # both output sides at least this
 SMALL_MATMUL = 256  # at most this many outputs a matrix: one invocation each (a 64 x 64 tile would idle)
-THIN_MATMUL = 16  # or at most this many rows or columns (a classifier's logits, a matrix-vector product):
-# one invocation each too (on lavapipe a 256 x 512 by 512 x 10 product takes 2.8 ms so, 6.2 ms in 64 x 64 tiles)
+THIN_MATMUL = 16  # or at most this many rows, columns or terms (a classifier's logits, a matrix-vector
+# product, a gradient through the logits): one invocation each too (on lavapipe a 256 x 512 by 512 x 10
+# product takes 2.8 ms so, 6.2 ms in 64 x 64 tiles; a 256 x 10 by 10 x 512 one 1.6 ms in them, mostly padding)
 LARGE_TILES = 32  # and at least this many 128 x 128 output tiles
 NF4_LARGE_TILES = 128  # for a product with NF4 weights, whose tile load decodes: at least this many
 SMALL_WORK = 1 << 20  # or at most this many multiply-adds a matrix: one invocation each too
@@ -94,16 +95,22 @@ def _large(kernel: Kernel) -> bool:
     return min(m, n) >= LARGE_MATMUL and tiles >= LARGE_TILES
 
 
-def _small(kernel: Kernel) -> bool:
+def _thin(kernel: Kernel) -> bool:
     """Products of a few outputs a matrix (e.g. a bootstrap's 2,000 4 x 4 information matrices, each a sum
-    over 569 rows), of a few rows or columns (its 2,000 569 x 4 by 4 x 1 linear predictors), or of little
-    work (at most SMALL_WORK multiply-adds a matrix: the digits MLP's): one invocation per output, its K
-    multiply-adds in order. In a 64 x 64 tile 256 threads would compute mostly padding, a barrier every 16
-    steps of K (1,000x slower on lavapipe); and a small product's tiles are not worth making: SwiftShader
-    takes about 1 s to make a tile64 pipeline and 3 s a pipelined one, 20 ms this one."""
+    over 569 rows), or of a few rows, columns or terms (its 2,000 569 x 4 by 4 x 1 linear predictors)."""
     *_, m, n = kernel.out.shape
     k = kernel.inputs[0].shape[-1]
-    return m * n <= SMALL_MATMUL or min(m, n) <= THIN_MATMUL or m * n * k <= SMALL_WORK
+    return m * n <= SMALL_MATMUL or min(m, n, k) <= THIN_MATMUL
+
+
+def _small(kernel: Kernel) -> bool:
+    """Thin products (_thin), or of little work (at most SMALL_WORK multiply-adds a matrix: the digits
+    MLP's): one invocation per output, its K multiply-adds in order. In a 64 x 64 tile 256 threads would
+    compute mostly padding, a barrier every 16 steps of K (1,000x slower on lavapipe); and a small
+    product's tiles are not worth making: SwiftShader takes about 1 s to make a tile64 pipeline and 3 s a
+    pipelined one, 20 ms this one."""
+    *_, m, n = kernel.out.shape
+    return _thin(kernel) or m * n * kernel.inputs[0].shape[-1] <= SMALL_WORK
 
 
 def _nf4(kernel: Kernel, level: Level) -> str:
@@ -158,15 +165,20 @@ def choose(kernel: Kernel, level: Level, features: frozenset[str]) -> str:
     takes them where they apply). A solve splits its matrices over invocations or workgroups by size at
     every level: both do every matrix's arithmetic in one order (wasm/cpu_solve.c's), so neither changes
     what debug promises. On a software adapter (SOFTWARE among `features`) a matmul whose operands read as
-    vec4 takes BLOCKS instead of tiles, at every level, for the same reason."""
+    vec4, not thin, takes BLOCKS instead of tiles or dot (small ones too: 4 x 8 blocks read each operand
+    an eighth and a quarter as often as dot), at every level, for the same reason."""
     if kernel.kind in OTHERS:
         return OTHERS[kernel.kind](kernel, level)
-    if kernel.kind is not Kind.MATMUL:
-        return "default"
-    if _small(kernel):  # a matmul: the same multiply-adds in the same order as tile64, so debug's bits hold
+    return _matmul(kernel, level, features) if kernel.kind is Kind.MATMUL else "default"
+
+
+def _matmul(kernel: Kernel, level: Level, features: frozenset[str]) -> str:
+    if SOFTWARE in features and _blocked(kernel) and not _thin(kernel):  # tile64's order, so debug's bits hold
+        return next(iter(BLOCKS))
+    if _small(kernel):  # the same multiply-adds in the same order again
         return "dot"
     if _quad_operands(kernel):  # the same again, and faster than float16 tiles: every level
-        return next(iter(BLOCKS)) if SOFTWARE in features and _blocked(kernel) else _pipelined(kernel)
+        return _pipelined(kernel)
     if level is Level.DEBUG or not _large(kernel):
         return "tile64"
     return "tile128-f16" if level is Level.FAST and F16 in features else "tile128"
