@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from scellis.examples import digits_mlp
+from scellis.examples import digits_mlp, mlp
 from scellis.guide import STAGE_TITLES
 from scellis.levels import Level
 from scellis.pipeline import compile_program
@@ -69,3 +69,13 @@ def test_compiles_for_a_device_that_binds_more_buffers(tmp_path: Path) -> None:
     assert kernels("--bindings", "16") < kernels() == kernels("--bindings", "8")
     too_few = scellis("compile", str(program), "--level", "prod", "--bindings", "4")
     assert too_few.returncode == 2 and "--bindings 4" in too_few.stderr
+
+
+def test_compiles_for_a_software_adapter(tmp_path: Path) -> None:
+    """--software: the matmuls of the 784-512-512-10 MLP that read as vec4 take blocks, not tiles."""
+    program = tmp_path / "mlp.json"
+    program.write_text(json.dumps(mlp(784, [512, 512], 10, 256)))
+    stage = ("--level", "prod", "--stage", "kernel schedule (training step)")
+    tiles, blocks = scellis("compile", str(program), *stage), scellis("compile", str(program), *stage, "--software")
+    assert tiles.returncode == blocks.returncode == 0, blocks.stderr
+    assert "block4x8" in blocks.stdout and "block4x8" not in tiles.stdout and "-pipe" in tiles.stdout

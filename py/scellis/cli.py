@@ -18,8 +18,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from scellis.levels import Level
-from scellis.lower.merge import MAX_BINDINGS, MOST_BINDINGS, bindings_feature
+from scellis.lower.merge import MAX_BINDINGS, MOST_BINDINGS
 from scellis.models.commands import finetune_parser, model_files, text_arguments, texts
+from scellis.runtime.device import lowering_features
 from scellis.torchexport.command import parsers as export_parsers
 
 if TYPE_CHECKING:
@@ -182,7 +183,8 @@ def compile_cmd(args: argparse.Namespace) -> int:
     if args.bindings < MAX_BINDINGS:
         print(f"scellis compile: --bindings {args.bindings}: every WebGPU device binds {MAX_BINDINGS}", file=sys.stderr)
         return 2
-    features = frozenset(f for f in args.features.split(",") if f) | bindings_feature(args.bindings)
+    enabled = frozenset(f for f in args.features.split(",") if f)
+    features = lowering_features(enabled, args.bindings, args.software)
     try:
         at = compiled.at(level, features)
         stages = guide.stages(at)
@@ -686,6 +688,12 @@ def main(argv: list[str] | None = None) -> int:
         default=MAX_BINDINGS,
         help=f"storage buffers a kernel may bind on the device (its maxStorageBuffersPerShaderStage; {MAX_BINDINGS} "
         f"is WebGPU's default, browsers often offer 10; merges use at most {MOST_BINDINGS}); default: {MAX_BINDINGS}",
+    )
+    p_compile.add_argument(
+        "--software",
+        action="store_true",
+        help="compile for an adapter that emulates a GPU on the CPU (SwiftShader, lavapipe, a fallback adapter): "
+        "its matmuls take blocks without workgroup memory",
     )
     p_compile.set_defaults(func=compile_cmd)
     p_plan = sub.add_parser("plan", help="the memory a session of a program holds on a device here")
