@@ -121,3 +121,24 @@ def test_the_bindings_a_kernel_may_take_follow_the_device_up_to_a_cap() -> None:
         assert most <= merge.bindings_of(features), features
     counts = [len(lower(compiled.step, Level.PROD, frozenset({f"bindings={n}"})).kernels) for n in (8, 10, 16)]
     assert counts[0] > counts[1] > counts[2]
+
+
+@pytest.mark.parametrize("bindings", [8, 10, 16])
+def test_every_rendered_kernel_binds_within_the_budget(bindings: int) -> None:
+    """The WGSL of each kernel of a planned step (the CNN, the char transformer; as a software adapter
+    lowers them too) declares at most the storage buffers the device binds: the count the merge keeps to
+    is the count the shader asks for."""
+    from scellis.codegen import render
+    from scellis.examples import char_transformer
+    from scellis.lower.variants import SOFTWARE
+
+    for program in (digits_cnn(), char_transformer()):
+        step = compile_program(program).step
+        for extra in (frozenset(), frozenset({SOFTWARE})):
+            schedule = planned(lower(step, Level.PROD, merge.bindings_feature(bindings) | extra)).schedule
+            counts = []
+            for kernel in schedule.kernels:
+                declared = render(kernel, schedule).source.count("@binding(")
+                counts.append(declared)
+                assert declared <= bindings, f"{program['name']}: {kernel.kind.value} declares {declared}"
+            assert max(counts) > min(bindings, 10) - 2  # the merge uses the room it has
