@@ -43,6 +43,9 @@ def test_the_guide_follows_a_node_to_its_code(loaded: LoadedApp) -> None:
     expected = list(STAGE_TITLES)
     expected.insert(expected.index("kernel schedule (training step)") + 1, MEMORY)
     assert titles(loaded) == expected
+    # the kernels the page's device runs: the Guide lowers with its features (a software adapter's, its bindings)
+    features = frozenset(f for f in (page.get_attribute("#guide-summary", "data-features") or "").split(",") if f)
+    at = compile_program(digits_mlp()).at(Level.PROD, features)
     typed_ir = page.locator("#guide details[data-stage='typed IR'] pre").inner_text()
     assert typed_ir.startswith("func digits-mlp.train(\n    %pixels: f32[64,64] data,\n    %digit: i32[64] label,")
     bars = page.locator(f"#guide details[data-stage='{MEMORY}'] rect").count()

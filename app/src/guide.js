@@ -87,8 +87,12 @@ export class Guide {
     this.data = data;
     byId("guide-name").textContent = data.name;
     const level = defaulted ? `${data.level} (choose a level to see its own)` : data.level;
-    byId("guide-summary").textContent =
-      `Compiled in the engine in ${data.compile_ms.toFixed(0)} ms; kernels shown for level ${level}. Training-step key ${data.key}.`;
+    // what the device lowers with (its lowering features: runtime/device.py's lowering_features)
+    const features = [...(this.features ?? [])];
+    const device = features.length ? ` for a device with ${features.join(", ")}` : "";
+    const summary = byId("guide-summary");
+    summary.dataset.features = features.join(",");
+    summary.textContent = `Compiled in the engine in ${data.compile_ms.toFixed(0)} ms${device}; kernels shown for level ${level}. Training-step key ${data.key}.`;
     const blocks = data.stages.map(([title, text], index) => stageBlock(title, text, index));
     const schedule = data.links.kernel_stages[0];
     blocks.splice(schedule + 1, 0, memoryBlock(data.timeline));
