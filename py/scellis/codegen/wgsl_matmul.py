@@ -332,7 +332,8 @@ def blocks(
     *batch, m, n = kernel.out.shape
     k = kernel.inputs[0].shape[-1]
     a, bm = operands(kernel, b)
-    across, cells = -(-n // cols), -(-m // rows) * -(-n // cols)
+    across = -(-n // cols)
+    cells = -(-m // rows) * across
     total = math.prod(batch) * cells
     decode, _ = w.decode("bi", tuple(batch), "b")
     source = template("matmul_block").fill(

@@ -20,6 +20,11 @@ NATIVE_BACKENDS = ("Vulkan", "Metal", "D3D12")
 LIMIT_KEYS = ("max-buffer-size", "max-storage-buffer-binding-size", "max-storage-buffers-per-shader-stage")
 
 
+def _software(info: Any) -> bool:
+    """Whether an adapter (its wgpu-py info) emulates a GPU on the CPU, as lavapipe does."""
+    return bool(info.get("adapter_type", "") == "CPU")
+
+
 class WgpuDevice:
     """One adapter and its device; pipelines are cached by WGSL source."""
 
@@ -41,7 +46,7 @@ class WgpuDevice:
             max_storage_binding=int(self.device.limits["max-storage-buffer-binding-size"]),
             max_storage_buffers=int(self.device.limits["max-storage-buffers-per-shader-stage"]),
         )
-        software = self.adapter.info.get("adapter_type", "") == "CPU"
+        software = _software(self.adapter.info)
         self.features = lowering_features(frozenset(enabled), self.limits.max_storage_buffers, software)
         self.name = self.adapter.info["device"]
         self._pipelines: dict[str, Any] = {}
@@ -166,7 +171,7 @@ def adapters() -> list[DeviceInfo]:
         backend = info.get("backend_type", "")
         enabled = frozenset(f for f in adapter.features if f == "shader-f16")
         bindings = int(limits["max-storage-buffers-per-shader-stage"])
-        software = info.get("adapter_type", "") == "CPU"
+        software = _software(info)
         found.append(
             DeviceInfo(
                 kind="webgpu",
