@@ -78,4 +78,4 @@ def test_compiles_for_a_software_adapter(tmp_path: Path) -> None:
     stage = ("--level", "prod", "--stage", "kernel schedule (training step)")
     tiles, blocks = scellis("compile", str(program), *stage), scellis("compile", str(program), *stage, "--software")
     assert tiles.returncode == blocks.returncode == 0, blocks.stderr
-    assert "block4x8" in blocks.stdout and "block4x8" not in tiles.stdout and "-pipe" in tiles.stdout
+    assert "block8x8" in blocks.stdout and "block" not in tiles.stdout and "-pipe" in tiles.stdout

@@ -182,6 +182,29 @@ def test_rows(gpu: WgpuDevice, shape: tuple, axis: int) -> None:
     check(gpu, Function("rows", (x,), tuple(outs)), {"x": values}, 2e-6)
 
 
+def test_a_software_adapter_runs_long_reductions_and_rows_of_many_outputs_one_invocation_each(
+    gpu: WgpuDevice,
+) -> None:
+    """On a software adapter, a bias gradient (a 300 x 130 column sum, 130 outputs) and 70 rows of 300
+    run serial, against the reference within their tolerances; 4 outputs of 300 keep their workgroups,
+    and without the feature long ones keep theirs."""
+    software = frozenset({variants.SOFTWARE})
+    x, r, f = data("x", (300, 130)), data("r", (70, 300)), data("f", (4, 300))
+    outs = [(op.value, make(op, x, arg=d.ReduceArg((0,), False))) for op in (Op.SUM, Op.MEAN, Op.MAX, Op.VAR)]
+    outs += [(op.value, make(op, r, arg=d.AxisArg(1))) for op in (Op.SOFTMAX, Op.LOG_SOFTMAX, Op.ARGMAX)]
+    outs += [("few", make(Op.SUM, f, arg=d.ReduceArg((1,), False)))]
+    fn = Function("long", (x, r, f), tuple(outs))
+    chosen = {(p.out.shape, p.variant) for k in lower(fn, Level.PROD, software).kernels for p in k.parts}
+    assert {variant for shape, variant in chosen if shape != (4,)} == {"serial"}
+    assert {variant for shape, variant in chosen if shape == (4,)} == {"default"}
+    assert {k.variant for k in lower(fn, Level.PROD).kernels} == {"default"}
+    inputs = {"x": RNG.standard_normal((300, 130)), "r": RNG.standard_normal((70, 300)) * 30}
+    inputs["f"] = RNG.standard_normal((4, 300))
+    got, want = run_on(gpu, fn, inputs, Level.PROD, software), run(fn, inputs)
+    for name, _ in fn.outputs:
+        close(got[name], want[name], variants.TOLERANCE["serial"] * np.sqrt(300))
+
+
 def test_argmax_takes_the_first_maximum(gpu: WgpuDevice) -> None:
     x = data("x", (3, 130))
     values = np.zeros((3, 130))

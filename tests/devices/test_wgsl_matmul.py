@@ -97,6 +97,7 @@ def test_blocks_match_the_reference_with_tile64s_bits(
         forced(patch, fn, "tile64", Level.DEBUG)
         tile64 = run_on(gpu, fn, inputs, Level.DEBUG)["m"]
     monkeypatch.setattr(variants, "_thin", lambda kernel: False)
+    monkeypatch.setattr(variants, "_blocks", lambda kernel: variant)
     assert [k.variant for k in lower(fn, Level.DEBUG, SOFTWARE).kernels] == [variant]
     got, want = run_on(gpu, fn, inputs, Level.DEBUG, SOFTWARE)["m"], run(fn, inputs)["m"]
     scale = max(1.0, float(np.max(np.abs(want))))
@@ -105,11 +106,11 @@ def test_blocks_match_the_reference_with_tile64s_bits(
 
 
 def test_a_software_adapter_takes_blocks_where_they_apply() -> None:
-    """Blocks where the operands read as vec4, K is a multiple of 4 and the product is not thin (small ones
-    too: the digits MLP's); a K of 1 keeps the tiles; a thin product (a side or K of at most 16) stays
-    dot's on every device; without the feature, the tiles."""
+    """Blocks where the operands read as vec4, K is a multiple of 4 and the product is not thin: 8 x 8 where
+    they fill 16 workgroups, else 4 x 8 (small ones too: the digits MLP's); a K of 1 keeps the tiles; a thin
+    product (a side or K of at most 16) stays dot's on every device; without the feature, the tiles."""
     blocked, _, _ = product((256, 784), (784, 512), False, False)
-    assert [k.variant for k in lower(blocked, Level.PROD, SOFTWARE).kernels] == ["block4x8"]
+    assert [k.variant for k in lower(blocked, Level.PROD, SOFTWARE).kernels] == ["block8x8"]
     assert [k.variant for k in lower(blocked, Level.PROD).kernels] == ["tile64-pipe"]
     shallow, _, _ = product((300, 1), (1, 4000), False, False)
     assert [k.variant for k in lower(shallow, Level.PROD).kernels] == ["dot"]

@@ -327,6 +327,8 @@ CASES = (
     Case("matmul 33x47x29", _matmul("matmul small", (33, 47), (47, 29), d.MatmulArg()), {"a": UNIT, "b": UNIT}),
     # more work than dot takes, an odd K (no vec4 operands): the 64 x 64 tiles
     Case("matmul 97x47x257", _matmul("matmul tiled", (97, 47), (47, 257), d.MatmulArg()), {"a": UNIT, "b": UNIT}),
+    # a software adapter's small blocks (4 x 8, ragged rows); dot elsewhere
+    Case("matmul 98x48x124", _matmul("matmul blocks", (98, 48), (48, 124), d.MatmulArg()), {"a": UNIT, "b": UNIT}),
     Case("matmul 768x40x768", _matmul("matmul large", (768, 40), (40, 768), d.MatmulArg()), {"a": UNIT, "b": UNIT}),
     Case(
         "matmul 2x520x36x516 (b transposed)",

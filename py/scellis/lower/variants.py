@@ -22,6 +22,7 @@ NF4_LARGE_TILES = 128  # for a product with NF4 weights, whose tile load decodes
 SMALL_WORK = 1 << 20  # or at most this many multiply-adds a matrix: one invocation each too
 SMALL_SOLVE = 8  # a solve of at most this many unknowns runs one invocation per matrix, larger ones a workgroup
 SERIAL = 64  # a reduction (or a softmax, log-softmax, argmax row) of at most this many elements: one invocation
+SERIAL_OUTPUTS = 64  # on a software adapter, one of at least this many outputs too, at any length (_serial)
 ROWS = (Kind.SOFTMAX, Kind.LOG_SOFTMAX, Kind.ARGMAX)
 SERIAL_CHECK = 4096  # indices one invocation checks (a batch's labels); more take a workgroup
 
@@ -76,15 +77,27 @@ F16 = "shader-f16"
 # its matmuls then take BLOCKS, one invocation per block of outputs with no workgroup memory (below).
 SOFTWARE = "software"
 # The blocks by variant: (rows, columns) of outputs an invocation computes (columns a multiple of 4). On
-# SwiftShader in Chromium 156 (2 cores) a 256 x 784 by 784 x 512 product took 40 ms in 4 x 8 blocks, 43
-# in 8 x 4, 56 in 4 x 4, 151 in tile64-pipe and 405 as dot; its pipeline 30 ms to make, tile64-pipe's 1.5 s.
-BLOCKS = {"block4x8": (4, 8)}
+# SwiftShader every load from a buffer is a gather, one per component and lane, so a block's multiply-adds
+# per load decide its speed. In Chromium 156 (2 cores) a 256 x 784 by 784 x 512 product took 34-38 ms in
+# 8 x 8 blocks, 47-53 in 4 x 8, 40-46 in 16 x 4, 46-51 in 8 x 4, 47-50 in 8 x 12, 12 x 8, 8 x 16 and
+# 16 x 8 (their accumulators spill), 56 in 4 x 4, 151 in tile64-pipe and 405 as dot; lavapipe runs the
+# 8 x 8 blocks about a fifth faster than the 4 x 8 too. Larger blocks mean fewer invocations: a product
+# takes 8 x 8 blocks only when they fill BLOCK_FILL invocations (16 workgroups of 64, for the CPU's
+# threads to share), else 4 x 8 (_blocks).
+BLOCKS = {"block4x8": (4, 8), "block8x8": (8, 8)}
+BLOCK_FILL = 1024
 
 
 def _blocked(kernel: Kernel) -> bool:
     """A matmul the blocks can run: A and B read as vec4 (_quad_operands) over a K that is a multiple of 4
     (a block's step takes four at a time)."""
     return _quad_operands(kernel) and kernel.inputs[0].shape[-1] % 4 == 0
+
+
+def _blocks(kernel: Kernel) -> str:
+    """8 x 8 blocks where they make BLOCK_FILL invocations, else 4 x 8."""
+    *batch, m, n = kernel.out.shape
+    return "block8x8" if math.prod(batch) * -(-m // 8) * -(-n // 8) >= BLOCK_FILL else "block4x8"
 
 
 def _large(kernel: Kernel) -> bool:
@@ -113,7 +126,7 @@ def _small(kernel: Kernel) -> bool:
     return _thin(kernel) or m * n * kernel.inputs[0].shape[-1] <= SMALL_WORK
 
 
-def _nf4(kernel: Kernel, level: Level) -> str:
+def _nf4(kernel: Kernel, level: Level, features: frozenset[str]) -> str:
     """A product with NF4 weights: at debug one invocation per output, its sum in K's order (the CPU path's
     order); elsewhere the float32 matmul's tiles, by the same rule of size (a product of few outputs stays
     one invocation each), except that 128 x 128 tiles need NF4_LARGE_TILES of them (on the H200, MiniLM's
@@ -127,27 +140,31 @@ def _nf4(kernel: Kernel, level: Level) -> str:
     return "tile128" if min(rows, n) >= LARGE_MATMUL and tiles >= NF4_LARGE_TILES else "tile64"
 
 
-def _solve(kernel: Kernel, level: Level) -> str:
+def _solve(kernel: Kernel, level: Level, features: frozenset[str]) -> str:
     return "solve-invocation" if kernel.inputs[0].shape[-1] <= SMALL_SOLVE else "solve-workgroup"
 
 
-def _serial(kernel: Kernel, level: Level) -> str:
+def _serial(kernel: Kernel, level: Level, features: frozenset[str]) -> str:
     """A reduction or a row operation of at most SERIAL elements an output runs one invocation per output,
     in index order ("serial"): a workgroup per output would leave most of its lanes idle and wait on its
-    barriers. Both orders are fixed, so every level chooses by size alike."""
+    barriers. On a software adapter so does one of at least SERIAL_OUTPUTS outputs, whatever its length:
+    there a barrier costs more than a long loop (SwiftShader took 12.3 ms for a 256 x 512 bias gradient in
+    workgroups, lavapipe 0.65). Both orders are fixed, so every level chooses by size alike."""
     x = kernel.inputs[0]
     count = x.shape[-1] if kernel.kind in ROWS else math.prod(x.shape[len(kernel.out.shape) :])
-    return "serial" if count <= SERIAL else "default"
+    outputs = math.prod(x.shape[:-1]) if kernel.kind in ROWS else math.prod(kernel.out.shape)
+    software = SOFTWARE in features and outputs >= SERIAL_OUTPUTS
+    return "serial" if count <= SERIAL or software else "default"
 
 
-def _check_index(kernel: Kernel, level: Level) -> str:
+def _check_index(kernel: Kernel, level: Level, features: frozenset[str]) -> str:
     """At most SERIAL_CHECK indices are checked by one invocation in index order ("serial"), which a series
     can run (lower.series); more by a workgroup. Both record the same count, first position and value."""
     return "serial" if kernel.inputs[0].size <= SERIAL_CHECK else "default"
 
 
 # The kinds besides MATMUL with a choice of variant (every other kind runs "default"), and how each chooses.
-OTHERS: dict[Kind, Callable[[Kernel, Level], str]] = {
+OTHERS: dict[Kind, Callable[[Kernel, Level, frozenset[str]], str]] = {
     Kind.SOLVE: _solve,
     Kind.NF4_MATMUL: _nf4,
     Kind.CHECK_INDEX: _check_index,
@@ -165,16 +182,16 @@ def choose(kernel: Kernel, level: Level, features: frozenset[str]) -> str:
     takes them where they apply). A solve splits its matrices over invocations or workgroups by size at
     every level: both do every matrix's arithmetic in one order (wasm/cpu_solve.c's), so neither changes
     what debug promises. On a software adapter (SOFTWARE among `features`) a matmul whose operands read as
-    vec4, not thin, takes BLOCKS instead of tiles or dot (small ones too: 4 x 8 blocks read each operand
-    an eighth and a quarter as often as dot), at every level, for the same reason."""
+    vec4, not thin, takes BLOCKS (_blocks) instead of tiles or dot (small ones too: 4 x 8 blocks read each
+    operand an eighth and a quarter as often as dot), at every level, for the same reason."""
     if kernel.kind in OTHERS:
-        return OTHERS[kernel.kind](kernel, level)
+        return OTHERS[kernel.kind](kernel, level, features)
     return _matmul(kernel, level, features) if kernel.kind is Kind.MATMUL else "default"
 
 
 def _matmul(kernel: Kernel, level: Level, features: frozenset[str]) -> str:
     if SOFTWARE in features and _blocked(kernel) and not _thin(kernel):  # tile64's order, so debug's bits hold
-        return next(iter(BLOCKS))
+        return _blocks(kernel)
     if _small(kernel):  # the same multiply-adds in the same order again
         return "dot"
     if _quad_operands(kernel):  # the same again, and faster than float16 tiles: every level
