@@ -53,6 +53,11 @@ APP_STATIC = ["index.html", "start.html", "limits.html", "correctness.html", "st
 # What esbuild writes from the entries: main.css is the CSS main.js imports (React Flow's, the editor's).
 APP_BUNDLES = ["main.js", "main.css", "engine_worker.js", "correctness_page.js", "limits_page.js", "sw.js"]
 SETUP_HINT = "run `scripts/setup` (it installs everything the build needs)"
+# The engine's Python started and imported at build time (scripts/python-snapshot.mjs), and the wheel
+# it holds (build.json's "snapshot").
+SNAPSHOT = DIST / "python-snapshot.gz"
+SNAPSHOT_SCRIPT = ROOT / "scripts" / "python-snapshot.mjs"
+SNAPSHOT_OF = BUILD / "snapshot" / "wheel.json"
 
 sys.path.insert(0, str(ROOT / "py"))
 
@@ -239,6 +244,17 @@ def build_pyodide() -> None:
         shutil.copyfile(NODE_MODULES / "pyodide" / name, target / name)
 
 
+def build_snapshot() -> None:
+    """Python started under Node with the wheel installed and the worker's modules imported, its memory
+    written to SNAPSHOT; SNAPSHOT_OF names the wheel it holds."""
+    wheel = wheel_path()
+    if wheel is None:
+        raise BuildError("the snapshot needs the wheel: build it first (python build.py)")
+    run(["node", str(SNAPSHOT_SCRIPT), str(NODE_MODULES / "pyodide"), str(wheel), str(SNAPSHOT)], "Python snapshot")
+    SNAPSHOT_OF.parent.mkdir(parents=True, exist_ok=True)
+    SNAPSHOT_OF.write_text(json.dumps({"wheel": wheel.name, "wheel_sha256": sha256(wheel)}) + "\n")
+
+
 def bundle(outdir: Path, test_hooks: bool) -> None:
     """The app's entries bundled by esbuild into `outdir`; the test hooks compiled in or left out."""
     outdir.mkdir(exist_ok=True)
@@ -389,6 +405,7 @@ def write_manifest(tools: dict[str, str], dist: Path = DIST, variant: str = "pro
         "variant": variant,
         **engine,
         "wheel": wheel.name,
+        "snapshot": {"file": SNAPSHOT.name, **json.loads(SNAPSHOT_OF.read_text())},
         "tools": tools,
         "files": {str(p.relative_to(dist)): {"sha256": sha256(p), "bytes": p.stat().st_size} for p in shipped},
     }
@@ -442,6 +459,13 @@ def steps(tools: dict[str, str]) -> list[Step]:
             lambda: [DIST / "pyodide" / n for n in PYODIDE_FILES],
             build_pyodide,
             " ".join(PYODIDE_FILES),
+        ),
+        Step(
+            "snapshot",
+            lambda: [*wheel_outputs()[:1], pyodide_dir / "package.json", SNAPSHOT_SCRIPT],
+            lambda: [SNAPSHOT, SNAPSHOT_OF],
+            build_snapshot,
+            "1",
         ),
         Step(
             "app",

@@ -31,9 +31,28 @@ def test_starts_from_localhost_alone(loaded: LoadedApp) -> None:
 
 def test_start_up_shows_its_stages(loaded: LoadedApp) -> None:
     stages = loaded.session()["stages"]
-    assert [s["label"].split(" ")[0] for s in stages] == ["Reading", "Loading", "Installing", "Finding"]
+    assert [s["label"].split(" ")[0] for s in stages] == ["Reading", "Starting", "Installing", "Finding"]
     assert [s["atMs"] for s in stages] == sorted(s["atMs"] for s in stages)
     assert loaded.page.locator("#loading").is_hidden()
+
+
+def test_python_starts_from_the_builds_snapshot_with_the_engine_imported(loaded: LoadedApp, base_url: str) -> None:
+    """The worker's Pyodide is the build's snapshot (scripts/python-snapshot.mjs): said on the page, the
+    engine's modules already imported, sys.executable a page's; and `random`, seeded once for every copy
+    of the snapshot, seeded again by each page (a second page draws another state)."""
+    assert loaded.session()["report"]["python_start"] == "started from the build's snapshot"
+    assert "started from the build's snapshot" in loaded.page.inner_text("#engine")
+    code = "import sys, json, random\njson.dumps([sys.executable, 'scellis.calls' in sys.modules, random.random()])"
+    executable, imported, draw = json.loads(loaded.page.evaluate("(code) => window.scellis.python(code)", code))
+    assert executable == "/home/pyodide/this.program" and imported
+    browser = loaded.context.browser
+    assert browser is not None
+    other = open_app(browser, base_url)
+    try:
+        _, _, other_draw = json.loads(other.page.evaluate("(code) => window.scellis.python(code)", code))
+    finally:
+        other.context.close()
+    assert other_draw != draw
 
 
 def test_engine_version_is_the_builds(loaded: LoadedApp, dist: Path) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import json
 import re
@@ -50,6 +51,18 @@ def test_dist_holds_the_app_pyodide_wheel_and_cpu_module(dist: Path) -> None:
         assert name in data["files"], name
     assert data["tools"]["pyodide"] == "314.0.7"
     assert set(data["tools"]) == {"python", "zig", "hatchling", "esbuild", "pyodide", "scikit-learn"}
+
+
+def test_the_python_snapshot_holds_the_builds_wheel(dist: Path) -> None:
+    """build.json names the snapshot (scripts/python-snapshot.mjs) and the wheel it was made from, which is
+    the one it ships; the snapshot is gzipped, in Pyodide's snapshot format (its magic, then the
+    interpreter's memory). That the same sources make the same bytes: test_clean_build_reproduces_build_json."""
+    data = manifest(dist)
+    wheel = data["wheel"]
+    held = {"file": "python-snapshot.gz", "wheel": wheel, "wheel_sha256": data["files"][wheel]["sha256"]}
+    assert data["snapshot"] == held
+    memory = gzip.decompress((dist / "python-snapshot.gz").read_bytes())
+    assert memory[:4] == b"\x00snp" and len(memory) > 16 << 20
 
 
 def test_wheel_carries_the_same_cpu_module_and_wgsl(dist: Path) -> None:
@@ -121,7 +134,7 @@ def test_changed_kernel_source_rebuilds_only_what_depends_on_it(
     copy = "((sc_u32 *)dst)[i] = ((const sc_u32 *)src)[i];"
     assert copy in source.read_text()
     source.write_text(source.read_text().replace(copy, copy.replace("[i];", "[i] + 1u;")))
-    assert build.build() == ["wasm", "wheel", "app", "manifest"]
+    assert build.build() == ["wasm", "wheel", "snapshot", "app", "manifest"]
     assert manifest(fresh_copy / "dist")["engine_version"] != before
 
 

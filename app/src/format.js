@@ -51,7 +51,7 @@ export function engineFacts(report, build, readyMs) {
         : `MISMATCH: build.json says ${build.engine_version}`,
     ],
     ["Python", `${report.python}, ${report.environment}`],
-    ["Pyodide", build.tools.pyodide],
+    ["Pyodide", report.python_start ? `${build.tools.pyodide}, ${report.python_start}` : build.tools.pyodide],
     ["Cross-origin isolated", globalThis.crossOriginIsolated ? "yes (CPU-path workers can share memory)" : "no"],
     ["CPU path self-check", checkFact(report.cpu_check)],
     ...webgpu,

@@ -3,7 +3,7 @@
 // the one build.json names. A mixed copy (files of two builds: a half-finished upload, a stale cache) is
 // refused before anything runs, naming each file that differs, with a repair that drops this site's saved
 // copy of the app and loads it again (runs and checkpoints are kept: they live in IndexedDB).
-// Nothing here touches the page on import; the worker imports `verifiedWheel`.
+// Nothing here touches the page on import; the worker imports `verifiedWheel` and `verifiedSnapshot`.
 
 import { isLazy } from "./lazy.js";
 
@@ -48,6 +48,10 @@ export function readBuild(text) {
     throw refuse("it names no engine wheel among its files");
   if (typeof build.engine_version !== "string") throw refuse("it names no engine version");
   if (typeof build.tools?.pyodide !== "string") throw refuse("it names no Pyodide version");
+  const snapshot = build.snapshot;
+  if (snapshot !== undefined && (!(snapshot?.file in build.files) || !HEX64.test(snapshot?.wheel_sha256 ?? ""))) {
+    throw refuse("its Python snapshot is not one of its files with the SHA-256 of the wheel it holds");
+  }
   return build;
 }
 
@@ -100,6 +104,19 @@ export async function verifiedFile(base, build, name) {
 
 export function verifiedWheel(base, build) {
   return verifiedFile(base, build, build.wheel);
+}
+
+// The build's Python snapshot (build.json's "snapshot", made by scripts/python-snapshot.mjs) checked and
+// unzipped: the memory of Pyodide's interpreter with the engine imported, for loadPyodide. A snapshot
+// that holds another wheel than the build's, or whose bytes differ, is a BuildMismatch.
+export async function verifiedSnapshot(base, build) {
+  const { file, wheel_sha256: holds } = build.snapshot;
+  if (holds !== build.files[build.wheel].sha256) {
+    throw new BuildMismatch([{ name: file, why: `it holds another engine wheel than ${build.wheel}` }]);
+  }
+  const zipped = await verifiedFile(base, build, file);
+  const stream = new Blob([zipped]).stream().pipeThrough(new DecompressionStream("gzip"));
+  return new Uint8Array(await new Response(stream).arrayBuffer());
 }
 
 // The engine the worker installed (its report) against the one build.json names.

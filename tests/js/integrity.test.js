@@ -5,13 +5,21 @@
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
 import { test } from "node:test";
+import { gzipSync } from "node:zlib";
 import * as integrity from "../../app/src/integrity.js";
 import { faultLog } from "./lib.js";
 
 const FUZZ = 1000;
 const WHEEL = "scellis-0.1.0-py3-none-any.whl";
 const text = (s) => new TextEncoder().encode(s);
-const FILES = { "main.js": text("console.log(1)"), [WHEEL]: text("PK wheel"), "data/x.f32": new Uint8Array(16) };
+const SNAPSHOT = "python-snapshot.gz";
+const MEMORY = text("\0snp the interpreter's memory");
+const FILES = {
+  "main.js": text("console.log(1)"),
+  [WHEEL]: text("PK wheel"),
+  "data/x.f32": new Uint8Array(16),
+  [SNAPSHOT]: new Uint8Array(gzipSync(MEMORY)),
+};
 const hex = (bytes) => createHash("sha256").update(bytes).digest("hex");
 
 const buildOf = (files) => ({
@@ -20,6 +28,7 @@ const buildOf = (files) => ({
   package_version: "0.1.0",
   tools: { pyodide: "314.0.7" },
   wheel: WHEEL,
+  snapshot: { file: SNAPSHOT, wheel: WHEEL, wheel_sha256: hex(FILES[WHEEL]) },
   files: Object.fromEntries(Object.entries(files).map(([n, d]) => [n, { sha256: hex(d), bytes: d.length }])),
 });
 
@@ -72,6 +81,34 @@ test("each differing file is named with why", async () => {
   }
 });
 
+test("the Python snapshot is the build's, unzipped, or a mismatch naming it", async () => {
+  // Served as built: the interpreter's memory comes back unzipped. Bytes of another build, or a snapshot
+  // build.json says holds another wheel than the one it ships: refused, naming the snapshot.
+  const app = new URL("http://app/");
+  const realFetch = globalThis.fetch;
+  const serve = (files) => async (url) => new Response(new Uint8Array(files[new URL(url).pathname.slice(1)]));
+  try {
+    globalThis.fetch = serve(FILES);
+    const build = integrity.readBuild(JSON.stringify(buildOf(FILES)));
+    assert.deepEqual(Array.from(await integrity.verifiedSnapshot(app, build)), Array.from(MEMORY));
+    globalThis.fetch = serve({ ...FILES, [SNAPSHOT]: new Uint8Array(gzipSync(text("another"))) });
+    await assert.rejects(integrity.verifiedSnapshot(app, build), (e) => {
+      assert.deepEqual(e.files, [SNAPSHOT]);
+      return true;
+    });
+    globalThis.fetch = serve(FILES);
+    const other = structuredClone(build);
+    other.snapshot.wheel_sha256 = "0".repeat(64);
+    await assert.rejects(integrity.verifiedSnapshot(app, other), (e) => {
+      assert.deepEqual(e.files, [SNAPSHOT]);
+      assert.ok(e.message.includes(`it holds another engine wheel than ${WHEEL}`), e.message);
+      return true;
+    });
+  } finally {
+    globalThis.fetch = realFetch;
+  }
+});
+
 test("the engine installed must be the one build.json names", () => {
   const build = integrity.readBuild(JSON.stringify(buildOf(FILES)));
   assert.equal(
@@ -106,6 +143,9 @@ const mutations = (build) => {
     (b) => delete b.engine_version,
     (b) => (b.tools = null),
     (b) => (b.tools = { pyodide: 1 }),
+    (b) => (b.snapshot = null),
+    (b) => (b.snapshot.file = "other.gz"),
+    (b) => (b.snapshot.wheel_sha256 = "xyz"),
   ];
 };
 
