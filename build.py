@@ -7,7 +7,8 @@
 
 Steps, in order: the CPU-path module (wasm/*.c -> scellis_cpu.wasm, zig cc), the scellis
 wheel (hatchling; it carries the module and the WGSL templates), Pyodide (from node_modules),
-the app bundle (esbuild), the correctness matrix's records as the test suite last wrote them
+the Python snapshot (scripts/python-snapshot.mjs under Node: Pyodide with the wheel installed and the
+engine imported, python-snapshot.gz), the app bundle (esbuild), the correctness matrix's records as the test suite last wrote them
 (build/correctness/ -> correctness.json), and dist/build.json (every shipped file's SHA-256, tool versions,
 engine version). A step runs only when the hash of its inputs changed or an output is gone.
 

@@ -21,9 +21,10 @@ async def report_json() -> str:
 # name -> "module:function" that answers it, called with the page's arguments as keywords: (arguments) ->
 # answer; each function's docstring is its contract. Named, not imported: importing scellis.app (the whole
 # pipeline) takes seconds in Pyodide, and start-up waits only for the report (the build's snapshot,
-# scripts/python-snapshot.mjs, holds them all imported; a start from scratch imports each on first use). `source, files` is the data
-# the page names (the worker's `files`); `build` is dist/build.json's text, which the worker adds, as it adds
-# `phases` (session.Phases: where opening a run spends its time, for the page's timeline).
+# scripts/python-snapshot.mjs, holds all but fine-tuning's imported; a start from scratch imports each on
+# first use). `source, files` is the data the page names (the worker's `files`); `build` is
+# dist/build.json's text, which the worker adds, as it adds `phases` (session.Phases: where opening a run
+# spends its time, for the page's timeline).
 CALLS: dict[str, str] = {
     # () -> {package_version, engine_version, devices, selected, levels, cpu_check, ...} as JSON
     "report": "scellis.calls:report_json",
