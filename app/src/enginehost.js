@@ -11,6 +11,7 @@
 import { openDevice } from "./executor.js";
 import { GpuLostError } from "./gpulost.js";
 import { verifiedFile, verifiedSnapshot, verifiedWheel } from "./integrity.js";
+import { startPython } from "./pythonstart.js";
 import { mirroredStorage, serve } from "./rpc.js";
 import { openStore } from "./store.js";
 import { timeline } from "./timeline.js";
@@ -80,7 +81,15 @@ class Engine {
     this.storage = mirroredStorage(storageEntries, (key, value) => this.rpc.emit("storage", { key, value }));
     this.buildText = buildText;
     const build = JSON.parse(buildText);
-    const python = await this.startPython(build);
+    const { loadPyodide } = await import(new URL("pyodide/pyodide.mjs", this.base).href);
+    const { pyodide, python } = await startPython({
+      loadPyodide,
+      indexURL: new URL("pyodide/", this.base).href,
+      version: `Pyodide ${build.tools.pyodide}`,
+      snapshot: build.snapshot === undefined ? null : verifiedSnapshot(this.base, build),
+      stage: (label) => this.rpc.emit("stage", [1, label]),
+    });
+    this.pyodide = pyodide;
     this.pyodide.registerJsModule("scellis_host", this.host);
     this.rpc.emit("stage", [2, `Installing the engine (${build.wheel})…`]);
     // the wheel's bytes checked against build.json, and exactly those installed
@@ -92,35 +101,6 @@ class Engine {
     this.names = new Set(table); // a dict iterates over its keys
     table.destroy();
     return { ...JSON.parse(await this.call("report")), python_start: python };
-  }
-
-  // Pyodide started from the build's snapshot (its interpreter with the engine already imported, fetched
-  // while Pyodide's own files load), else from scratch; answers how it started, in words for the page. A
-  // snapshot that is not the build's rejects (a mixed build); one that is but does not start is said so
-  // and Python starts from scratch. Python's `random`, seeded once for every copy of the snapshot, is
-  // seeded again here from this browser's entropy.
-  async startPython(build) {
-    const { loadPyodide } = await import(new URL("pyodide/pyodide.mjs", this.base).href);
-    const indexURL = new URL("pyodide/", this.base).href;
-    const version = `Pyodide ${build.tools.pyodide}`;
-    if (build.snapshot === undefined) {
-      this.rpc.emit("stage", [1, `Loading Python (${version})…`]);
-      this.pyodide = await loadPyodide({ indexURL });
-      return "started from scratch: this build has no snapshot";
-    }
-    this.rpc.emit("stage", [1, `Starting Python (${version}) from the build's snapshot…`]);
-    const snapshot = verifiedSnapshot(this.base, build);
-    let python = "started from the build's snapshot";
-    try {
-      this.pyodide = await loadPyodide({ indexURL, _loadSnapshot: snapshot });
-    } catch (error) {
-      await snapshot; // a snapshot that is not the build's rejects here
-      python = `started from scratch: the build's snapshot did not start (${error.message})`;
-      this.rpc.emit("stage", [1, `Loading Python (${version}): the build's snapshot did not start…`]);
-      this.pyodide = await loadPyodide({ indexURL });
-    }
-    this.pyodide.runPython("import sys\nif 'random' in sys.modules:\n    sys.modules['random'].seed()");
-    return python;
   }
 
   // The answer of the engine's call `name` (scellis.calls.CALLS) to `args`, its keyword arguments as the
