@@ -268,12 +268,13 @@ boot(showStage)
       storedDevice(() => localStorage),
     );
     showReady(session, readyMs, choice);
-    return Promise.all([
-      showRun(session, choice),
+    // The service worker keeps its copy of the build (every file fetched and checked again) once the page
+    // is usable, not while it competes with the page's own start for the same cores.
+    return showRun(session, choice).finally(() =>
       enableOffline(session.buildText)
         .catch((error) => `not available (${error.message})`)
         .then(showOffline),
-    ]);
+    );
   })
   .catch((error) => {
     console.error(error);

@@ -245,20 +245,26 @@ test("checks wait for a pause and deliver only the latest text", async () => {
   const got = [];
   const c = new checker.Checker(check, { delay: 100, timers });
   const ask = (text) => c.request(text, (found) => got.push([text, found]));
+  ask("o"); // the program opened: checked at once
+  assert.deepEqual(calls, ["o"]);
+  await answer("o", []);
   ask("a");
   await timers.advance(50);
   ask("b");
   await timers.advance(99);
-  assert.deepEqual(calls, []);
+  assert.deepEqual(calls, ["o"]);
   await timers.advance(1);
-  assert.deepEqual(calls, ["b"]);
+  assert.deepEqual(calls, ["o", "b"]);
   ask("c");
   await timers.advance(100); // b's answer comes after c was asked for: dropped
   await answer("b", ["b-issue"]);
   await answer("c", []);
-  assert.deepEqual(got, [["c", []]]);
+  assert.deepEqual(got, [
+    ["o", []],
+    ["c", []],
+  ]);
   ask("b"); // b's answer was kept: delivered at once, no call
-  assert.deepEqual([got.at(-1), calls.length], [["b", ["b-issue"]], 2]);
+  assert.deepEqual([got.at(-1), calls.length], [["b", ["b-issue"]], 3]);
   ask("d");
   await timers.advance(100);
   waiting.get("d").reject(new Error("the worker stopped"));

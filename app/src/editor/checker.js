@@ -1,5 +1,5 @@
-// The editor's checks, debounced: after each change the program text goes to the engine's `check` once
-// the edits pause, and only the answer for the latest text is delivered (an answer that comes back after
+// The editor's checks, debounced: the program opened goes to the engine's `check` at once; after each
+// change the program text goes there once the edits pause, and only the answer for the latest text is delivered (an answer that comes back after
 // a later edit is dropped). Answers are kept for recent texts, so undo and redo are checked at once.
 // No DOM: the engine call and the timer are passed in.
 
@@ -17,14 +17,18 @@ export class Checker {
 
   // Checks `text` (after the delay, unless known) and calls `deliver(issues)` if it is still the latest
   // text asked for. A failed check is delivered as one issue that says so (the program is not run).
+  // The first text asked for (the program the editor opened) is checked at once: there is no edit to wait
+  // out, and the page trains nothing before its answer.
   request(text, deliver) {
+    const first = this.wanted === null;
     this.wanted = text;
     this.timers.clearTimeout(this.timer);
     if (this.known.has(text)) {
       deliver(this.known.get(text));
       return;
     }
-    this.timer = this.timers.setTimeout(() => this.run(text, deliver), this.delay);
+    if (first) this.run(text, deliver);
+    else this.timer = this.timers.setTimeout(() => this.run(text, deliver), this.delay);
   }
 
   async run(text, deliver) {
