@@ -8,9 +8,10 @@
 Steps, in order: the CPU-path module (wasm/*.c -> scellis_cpu.wasm, zig cc), the scellis
 wheel (hatchling; it carries the module and the WGSL templates), Pyodide (from node_modules),
 the Python snapshot (scripts/python-snapshot.mjs under Node: Pyodide with the wheel installed and the
-engine imported, python-snapshot.gz), the app bundle (esbuild), the correctness matrix's records as the test suite last wrote them
-(build/correctness/ -> correctness.json), and dist/build.json (every shipped file's SHA-256, tool versions,
-engine version). A step runs only when the hash of its inputs changed or an output is gone.
+engine imported, python-snapshot.gz), the app bundle (esbuild), the correctness matrix's records as the
+test suite last wrote them (build/correctness/ -> correctness.json), and dist/build.json (every shipped
+file's SHA-256, tool versions, engine version). A step runs only when the hash of its inputs changed or
+an output is gone.
 
 The test variant, dist-test/, is dist/ with the app bundled again with SCELLIS_TEST_HOOKS true: its page and
 engine worker answer the test suite's `python` and `script` calls (window.scellis.python, .inWorker), and

@@ -82,7 +82,7 @@ class Engine {
     this.buildText = buildText;
     const build = JSON.parse(buildText);
     const { loadPyodide } = await import(new URL("pyodide/pyodide.mjs", this.base).href);
-    const { pyodide, python } = await startPython({
+    const { pyodide, started } = await startPython({
       loadPyodide,
       indexURL: new URL("pyodide/", this.base).href,
       version: `Pyodide ${build.tools.pyodide}`,
@@ -100,7 +100,7 @@ class Engine {
     const table = this.calls.CALLS;
     this.names = new Set(table); // a dict iterates over its keys
     table.destroy();
-    return { ...JSON.parse(await this.call("report")), python_start: python };
+    return { ...JSON.parse(await this.call("report")), python_start: started };
   }
 
   // The answer of the engine's call `name` (scellis.calls.CALLS) to `args`, its keyword arguments as the

@@ -3,24 +3,24 @@
 // snapshot that is not the build's rejects (a mixed build: verifiedSnapshot's BuildMismatch); one that is
 // but does not start is said so, in the stage shown and in the answer, and Python starts from scratch.
 // Python's `random`, seeded once for every copy of the snapshot, is seeded again from this browser's
-// entropy. Answers { pyodide, python }: the interpreter and how it started, in words for the page.
+// entropy. Answers { pyodide, started }: the interpreter and how it started, in words for the page.
 
 export async function startPython({ loadPyodide, indexURL, version, snapshot, stage }) {
   if (snapshot === null) {
     stage(`Loading Python (${version})…`);
-    return { pyodide: await loadPyodide({ indexURL }), python: "started from scratch: this build has no snapshot" };
+    return { pyodide: await loadPyodide({ indexURL }), started: "started from scratch: this build has no snapshot" };
   }
   stage(`Starting Python (${version}) from the build's snapshot…`);
   let pyodide;
-  let python = "started from the build's snapshot";
+  let started = "started from the build's snapshot";
   try {
     pyodide = await loadPyodide({ indexURL, _loadSnapshot: snapshot }); // fetched while Pyodide's files load
   } catch (error) {
     await snapshot; // a snapshot that is not the build's rejects here
-    python = `started from scratch: the build's snapshot did not start (${error.message})`;
+    started = `started from scratch: the build's snapshot did not start (${error.message})`;
     stage(`Loading Python (${version}): the build's snapshot did not start…`);
     pyodide = await loadPyodide({ indexURL });
   }
   pyodide.runPython("import sys\nif 'random' in sys.modules:\n    sys.modules['random'].seed()");
-  return { pyodide, python };
+  return { pyodide, started };
 }

@@ -35,8 +35,8 @@ test("the build's snapshot starts Python, and random is seeded again", async () 
   const { starts, loadPyodide } = standIn();
   const stages = [];
   const memory = Promise.resolve(new Uint8Array([0, 115, 110, 112]));
-  const { python } = await startPython(given(loadPyodide, memory, stages));
-  assert.equal(python, "started from the build's snapshot");
+  const { started } = await startPython(given(loadPyodide, memory, stages));
+  assert.equal(started, "started from the build's snapshot");
   assert.equal(starts.length, 1);
   assert.equal(starts[0].options._loadSnapshot, memory);
   assert.match(starts[0].ran.join("\n"), /sys\.modules\['random'\]\.seed\(\)/);
@@ -46,8 +46,8 @@ test("the build's snapshot starts Python, and random is seeded again", async () 
 test("a build without a snapshot starts Python from scratch, and says so", async () => {
   const { starts, loadPyodide } = standIn();
   const stages = [];
-  const { python } = await startPython(given(loadPyodide, null, stages));
-  assert.equal(python, "started from scratch: this build has no snapshot");
+  const { started } = await startPython(given(loadPyodide, null, stages));
+  assert.equal(started, "started from scratch: this build has no snapshot");
   assert.deepEqual(
     starts.map((s) => s.options),
     [{ indexURL: "http://app/pyodide/" }],
@@ -58,8 +58,8 @@ test("a build without a snapshot starts Python from scratch, and says so", async
 test("a snapshot that does not start is named, and Python starts from scratch", async () => {
   const { starts, loadPyodide } = standIn(true);
   const stages = [];
-  const { python } = await startPython(given(loadPyodide, Promise.resolve(new Uint8Array(4)), stages));
-  assert.equal(python, "started from scratch: the build's snapshot did not start (Snapshot build id mismatch)");
+  const { started } = await startPython(given(loadPyodide, Promise.resolve(new Uint8Array(4)), stages));
+  assert.equal(started, "started from scratch: the build's snapshot did not start (Snapshot build id mismatch)");
   assert.equal(starts.length, 2);
   assert.equal(starts[1].options._loadSnapshot, undefined);
   assert.equal(stages[1], "Loading Python (Pyodide 314.0.7): the build's snapshot did not start…");
