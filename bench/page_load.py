@@ -1,7 +1,7 @@
 """Start-up benchmark: time from navigation to "ready" and to the first steps' loss in headless Chromium,
 and the size of dist/.
 
-    .venv/bin/python bench/page_load.py [--runs 5] [--dist DIR]
+    .venv/bin/python bench/page_load.py [--runs 5] [--dist DIR] [--again] [--spans]
 
 Each run is a fresh browser (no HTTP cache, a first visit), with WebGPU (SwiftShader) and without (CPU
 path). "Ready" is the app's own mark: Python started (from the build's snapshot), the wheel installed,
@@ -9,7 +9,8 @@ devices found, CPU path checked. "First loss" then chooses level prod, presses T
 opens with as soon as the page lets it, and waits for the run panel to show a step (the first chunk of steps
 read back): compiling the step and init on the device included. Each is reported twice: on the page's own
 clock, from navigation (what a user waits), and as the driver saw it, from before it opened the browser
-context (which adds the context's start and the driver's round trips).
+context (which adds the context's start and the driver's round trips). `--again` times a second visit
+too, in the same browser context once the first one's offline copy is whole: what a returning user waits.
 
 Where the time goes: the page's performance measures named "scellis:…" (app/src/timeline.js), each the
 median over the runs of when it began (seconds since navigation) and how long it took: the engine's calls
@@ -31,12 +32,12 @@ from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
-from playwright.sync_api import sync_playwright
+from playwright.sync_api import Page, sync_playwright
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "e2e"), str(ROOT / "py")]
 
-from appdriver import launch, open_app  # noqa: E402
+from appdriver import launch, open_app, wait_ready  # noqa: E402
 
 from scellis.serve import make_server  # noqa: E402
 
@@ -56,30 +57,51 @@ SPANS = """() => performance.getEntriesByType("measure").filter((m) => m.name.st
   .map((m) => [m.name.slice(8), m.startTime / 1000, m.duration / 1000, m.detail])"""
 
 
-def measure(runs: int, base_url: str) -> dict[str, list[Run]]:
+def first_loss(page: Page, started: float) -> tuple[float, float, float, list[float], list[Span]]:
+    """On a page just ready: level prod chosen, Train pressed; the driver's wall seconds from `started` to
+    ready (now) and to the first loss, the page's clock then (seconds since navigation), the marks of the
+    start-up stages and ready, and the page's spans up to the first loss."""
+    wall = time.perf_counter() - started
+    assert page.evaluate("() => document.body.dataset.state") == "ready"
+    session = page.evaluate("() => ({ stages: window.scellis.stages, readyMs: window.scellis.readyMs })")
+    marks = [s["atMs"] / 1000 for s in session["stages"]] + [session["readyMs"] / 1000]
+    page.select_option("#train-level", "prod")  # the page asks for a level before it trains
+    pressed = page.evaluate("() => performance.now() / 1000")
+    page.click("#train-button")
+    page.wait_for_function("() => Number(document.getElementById('run').dataset.step || 0) >= 1")
+    first = time.perf_counter() - started
+    shown = page.evaluate("() => performance.now() / 1000")
+    spans = [("Train pressed → first loss shown", pressed, shown - pressed, None)]
+    spans += [tuple(span) for span in page.evaluate(SPANS) if span[1] < shown]
+    return wall, first, shown, marks, spans
+
+
+def measure(runs: int, base_url: str, again: bool) -> dict[str, list[Run]]:
     """Per run: wall seconds to ready seen by the driver, the app's own mark, seconds per stage, wall
     seconds to the first steps' loss seen by the driver, the page's spans up to then, and the page's own
-    clock when it showed that loss (seconds since navigation)."""
-    results: dict[str, list[Run]] = {"webgpu": [], "cpu": []}
+    clock when it showed that loss (seconds since navigation). With `again`, each run also visits the page
+    a second time in the same browser context once the first visit's offline copy is whole (the service
+    worker's cache, the browser's code cache), measured the same way under the variant's name + " again"."""
+    names = ["webgpu", "cpu"]
+    results: dict[str, list[Run]] = {name: [] for name in names + [f"{n} again" for n in names if again]}
     with sync_playwright() as playwright:
         for _ in range(runs):
-            for variant, rows in results.items():
+            for variant in names:
                 browser = launch(playwright, webgpu=variant == "webgpu")
                 started = time.perf_counter()
                 app = open_app(browser, base_url)
-                wall = time.perf_counter() - started
-                assert app.page.evaluate("() => document.body.dataset.state") == "ready"
-                session = app.session()
-                marks = [s["atMs"] / 1000 for s in session["stages"]] + [session["readyMs"] / 1000]
-                app.page.select_option("#train-level", "prod")  # the page asks for a level before it trains
-                pressed = app.page.evaluate("() => performance.now() / 1000")
-                app.page.click("#train-button")
-                app.page.wait_for_function("() => Number(document.getElementById('run').dataset.step || 0) >= 1")
-                first = time.perf_counter() - started
-                shown = app.page.evaluate("() => performance.now() / 1000")
-                spans = [("Train pressed → first loss shown", pressed, shown - pressed, None)]
-                spans += [tuple(span) for span in app.page.evaluate(SPANS) if span[1] < shown]
-                rows.append((wall, marks[-1], [b - a for a, b in pairwise(marks)], first, spans, shown))
+                wall, first, shown, marks, spans = first_loss(app.page, started)
+                results[variant].append((wall, marks[-1], [b - a for a, b in pairwise(marks)], first, spans, shown))
+                if again:
+                    app.page.wait_for_selector("body[data-offline=yes]")
+                    app.page.close()
+                    started = time.perf_counter()
+                    page = app.context.new_page()
+                    page.goto(base_url)
+                    wait_ready(page)
+                    wall, first, shown, marks, spans = first_loss(page, started)
+                    row = (wall, marks[-1], [b - a for a, b in pairwise(marks)], first, spans, shown)
+                    results[f"{variant} again"].append(row)
                 browser.close()
     return results
 
@@ -124,11 +146,12 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--dist", default=str(ROOT / "dist"), help="the build to serve (default: dist/)")
     parser.add_argument("--spans", action="store_true", help="also list every span of each device's last run")
+    parser.add_argument("--again", action="store_true", help="also time a second visit (offline copy, code cache)")
     args = parser.parse_args()
     dist = Path(args.dist)
     httpd = make_server(dist, port=0, quiet=True)
     threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    results = measure(args.runs, f"http://127.0.0.1:{httpd.server_address[1]}/")
+    results = measure(args.runs, f"http://127.0.0.1:{httpd.server_address[1]}/", args.again)
     httpd.shutdown()
     count, size = dist_size(dist)
     print(f"page load to ready, headless Chromium, {args.runs} runs each (seconds)\n")
