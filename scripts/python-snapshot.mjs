@@ -1,7 +1,8 @@
 // The engine's Python, started and imported once at build time (build.py's snapshot step runs this under
 // Node): Pyodide from node_modules, the scellis wheel installed, the modules that answer the engine's
-// calls imported (scellis.calls.CALLS, but LATER), and the memory of that interpreter written gzipped to OUT. The
-// worker starts Pyodide from it (app/src/enginehost.js) instead of starting Python and importing again.
+// calls imported (scellis.calls.CALLS, but LATER), and the memory of that interpreter written gzipped to
+// OUT. The worker starts Pyodide from it (app/src/enginehost.js) instead of starting Python and importing
+// again.
 //
 //     node scripts/python-snapshot.mjs PYODIDE_DIR WHEEL OUT
 //
@@ -60,9 +61,9 @@ import importlib, sys
 sys.path[:] = [p for p in sys.path if p]  # loadPyodide puts "" first again when it starts from the snapshot
 importlib.invalidate_caches()  # the clock is stopped: a folder's time does not say the wheel was added
 import scellis.calls  # what the worker imports before its first call (enginehost.js: boot)
-for target in scellis.calls.CALLS.values():  # and what answers each call, but what LATER names
-    if target.split(":")[0] not in ${JSON.stringify(LATER)}:
-        importlib.import_module(target.split(":")[0])
+for module in dict.fromkeys(t.split(":")[0] for t in scellis.calls.CALLS.values()):  # what answers a call,
+    if module not in ${JSON.stringify(LATER)}:  # but what LATER names
+        importlib.import_module(module)
 `);
   const grown = pyodide._module.HEAP8.length;
   if (grown > initial) {

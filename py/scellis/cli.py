@@ -693,7 +693,7 @@ def main(argv: list[str] | None = None) -> int:
         "--software",
         action="store_true",
         help="compile for an adapter that emulates a GPU on the CPU (SwiftShader, lavapipe, a fallback adapter): "
-        "its matmuls take blocks without workgroup memory",
+        "its matmuls take blocks without workgroup memory, its long reductions one invocation per output",
     )
     p_compile.set_defaults(func=compile_cmd)
     p_plan = sub.add_parser("plan", help="the memory a session of a program holds on a device here")

@@ -1,6 +1,6 @@
 // The editor's checks, debounced: the program opened goes to the engine's `check` at once; after each
-// change the program text goes there once the edits pause, and only the answer for the latest text is delivered (an answer that comes back after
-// a later edit is dropped). Answers are kept for recent texts, so undo and redo are checked at once.
+// change the program text goes there once the edits pause, and only the answer for the latest text is
+// delivered (an answer that comes back after a later edit is dropped). Answers are kept for recent texts, so undo and redo are checked at once.
 // No DOM: the engine call and the timer are passed in.
 
 export const CHECK_DELAY_MS = 250;

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from scellis.codegen import wgsl_expr as w
 from scellis.codegen.wgsl_template import Value, template
 from scellis.lower.kernels import Kernel, Schedule
-from scellis.lower.variants import BLOCKS, quads_along_k
+from scellis.lower.variants import BLOCKS, block_grid, quads_along_k
 
 THREADS = 256  # a workgroup: a 16 x 16 grid of threads
 SPAN = 64  # 16 threads x 4: how far apart a thread's vec4 groups of rows (and of columns) lie
@@ -332,9 +332,7 @@ def blocks(
     *batch, m, n = kernel.out.shape
     k = kernel.inputs[0].shape[-1]
     a, bm = operands(kernel, b)
-    across = -(-n // cols)
-    cells = -(-m // rows) * across
-    total = math.prod(batch) * cells
+    across, cells, total = block_grid(kernel.out.shape, (rows, cols))
     decode, _ = w.decode("bi", tuple(batch), "b")
     source = template("matmul_block").fill(
         BLOCKS=f"{total}u",

@@ -94,10 +94,19 @@ def _blocked(kernel: Kernel) -> bool:
     return _quad_operands(kernel) and kernel.inputs[0].shape[-1] % 4 == 0
 
 
+def block_grid(shape: tuple[int, ...], block: tuple[int, int]) -> tuple[int, int, int]:
+    """A product's output `shape` (batch dims, m, n) in rows x cols `block`s: the blocks along n, the
+    blocks of one batch entry and of them all; a block past a ragged edge counts whole."""
+    *batch, m, n = shape
+    rows, cols = block
+    across = -(-n // cols)
+    cells = -(-m // rows) * across
+    return across, cells, math.prod(batch) * cells
+
+
 def _blocks(kernel: Kernel) -> str:
     """8 x 8 blocks where they make BLOCK_FILL invocations, else 4 x 8."""
-    *batch, m, n = kernel.out.shape
-    return "block8x8" if math.prod(batch) * -(-m // 8) * -(-n // 8) >= BLOCK_FILL else "block4x8"
+    return "block8x8" if block_grid(kernel.out.shape, BLOCKS["block8x8"])[2] >= BLOCK_FILL else "block4x8"
 
 
 def _large(kernel: Kernel) -> bool:
